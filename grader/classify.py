@@ -1,0 +1,100 @@
+"""One verdict per return from its per-trial comparisons: the worst trial decides, with the numbers why."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from grader.compare import Comparison, EntryError
+from grader.results import SEVERITY, FailingCase, ReturnResult
+from grader.spec import Exercise, Verdict
+from grader.trials import Trial
+
+
+def classify_return(
+    exercise: Exercise,
+    name: str,
+    comparisons: Sequence[Comparison],
+    trials: Mapping[int, Trial],
+    expected: Mapping[int, Mapping[str, np.ndarray]],
+    got: Mapping[int, np.ndarray],
+) -> ReturnResult:
+    points = exercise.points(name)
+    verdict = max((c.verdict for c in comparisons), key=SEVERITY.__getitem__, default=Verdict.ERROR)
+    failed = [c for c in comparisons if c.verdict is not Verdict.PASS]
+    decisive = [c for c in failed if c.verdict is verdict]
+    worst_ratio = max((c.max_ratio for c in comparisons if c.verdict is not Verdict.ERROR), default=0.0)
+    precision = _common_precision(comparisons)
+    credit = {Verdict.PASS: 1.0, Verdict.PRECISION: exercise.spec.precision_credit}.get(verdict, 0.0)
+    case = None
+    entries: tuple[EntryError, ...] = ()
+    if decisive:
+        smallest = min(decisive, key=lambda c: (_trial_size(trials[c.trial]), c.trial))
+        trial = trials[smallest.trial]
+        case = FailingCase(
+            trial=smallest.trial,
+            sizes=dict(trial.sizes),
+            expected=expected.get(smallest.trial, {}).get(name),
+            got=got.get(smallest.trial),
+            mask=smallest.failing_mask,
+        )
+        entries = smallest.failing
+    return ReturnResult(
+        name=name,
+        verdict=verdict,
+        trials=len(comparisons),
+        failed_trials=len(failed),
+        message=_message(verdict, comparisons, failed, decisive, worst_ratio, precision, exercise, name),
+        points=points,
+        score=points * credit,
+        precision=precision,
+        max_ratio=worst_ratio,
+        failing_entries=entries,
+        case=case,
+    )
+
+
+def _trial_size(trial: Trial) -> int:
+    return sum(int(a.size) for a in trial.inputs.values())
+
+
+def _common_precision(comparisons: Sequence[Comparison]) -> str:
+    counts = Counter(c.precision for c in comparisons if c.verdict is not Verdict.ERROR)
+    return counts.most_common(1)[0][0] if counts else "float64"
+
+
+def _message(
+    verdict: Verdict,
+    comparisons: Sequence[Comparison],
+    failed: Sequence[Comparison],
+    decisive: Sequence[Comparison],
+    worst_ratio: float,
+    precision: str,
+    exercise: Exercise,
+    name: str,
+) -> str:
+    total = len(comparisons)
+    of = f"{len(decisive)} of {total} trials"
+    envelopes = f"{worst_ratio:.3g} {precision} rounding envelopes"
+    if verdict is Verdict.PASS:
+        return f"correct on all {total} trials (max error {envelopes})"
+    if verdict is Verdict.ERROR:
+        first = min(decisive, key=lambda c: c.trial)
+        return f"{first.problem} — on {of}"
+    if verdict is Verdict.PRECISION:
+        spec = next(r for r in exercise.spec.returns if r.name == name)
+        return (
+            f"outside the exercise's tolerance (atol={spec.atol}, rtol={spec.rtol}) on {of}, but within "
+            f"{precision} rounding (max {envelopes}): rounding, not a mistake; compute in float64 to pass"
+        )
+    worst = max(decisive, key=lambda c: c.max_ratio)
+    relative = worst.max_rel_error
+    size = f"{relative:.0%}" if np.isfinite(relative) and relative < 100 else f"{relative:.3g}x"
+    if not np.isfinite(worst.max_ratio):
+        return f"NaN or infinite values where finite ones are expected, on {of}"
+    return (
+        f"wrong on {of}: up to {size} relative error, {envelopes} — far beyond rounding: "
+        "a mistake in the formula, not precision"
+    )

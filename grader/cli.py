@@ -1,0 +1,193 @@
+"""Command line: `grader check` for students, `grader run` for instructors, `grader validate` for authors."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import traceback
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from rich.console import Console
+from rich.markup import escape
+
+from grader import __version__
+from grader.errors import ExitCode, GraderError, SpecError
+from grader.results import SubmissionResult
+from grader.spec import Exercise, discover_exercises, load_exercise
+from grader.trials import DEFAULT_SEED
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="grader",
+        description="Grade gradient exercises: which returns and entries are wrong, and whether it is "
+        "rounding (precision), an unstable formula (instability), or a real mistake (logic).",
+    )
+    parser.add_argument("--version", action="version", version=f"grader {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def common(sub: argparse.ArgumentParser) -> None:
+        sub.add_argument(
+            "--seed", type=int, default=DEFAULT_SEED, help=f"trial seed (default {DEFAULT_SEED})"
+        )
+        sub.add_argument("--trials", type=_positive, help="number of trials (default: the exercise's)")
+
+    check = commands.add_parser("check", help="grade one file against one exercise (students)")
+    check.add_argument("exercise", type=Path, help="exercise folder (holding exercise.yaml)")
+    check.add_argument("file", type=Path, help="your .py file (or a folder of .py files)")
+    common(check)
+    check.add_argument("--trial", type=_non_negative, help="run only this trial (to replay a failure)")
+    check.add_argument("--json", action="store_true", help="print one JSON object instead of the report")
+    check.add_argument("--show-output", action="store_true", help="show what your code printed")
+
+    run = commands.add_parser("run", help="grade a class: every student on every exercise (instructors)")
+    run.add_argument("exercises", type=Path, help="folder of exercise folders")
+    run.add_argument(
+        "--submissions",
+        type=Path,
+        help="folder with one sub-folder (or .py file) per student "
+        "(default: 'submissions' beside the exercises folder)",
+    )
+    common(run)
+    run.add_argument("-j", "--jobs", type=_positive, default=os.cpu_count() or 1, help="parallel workers")
+    run.add_argument("--json", action="store_true", help="print one JSON object per (student, exercise)")
+
+    validate = commands.add_parser(
+        "validate", help="check exercises: gradients, reference, known-wrong files"
+    )
+    validate.add_argument("exercises", type=Path, help="an exercise folder or a folder of them")
+    common(validate)
+    return parser
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _non_negative(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
+    return value
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    from grader.report.terminal import make_console
+
+    console, errors = make_console(), make_console(stderr=True)
+    try:
+        if args.command == "check":
+            return _check(args, console)
+        if args.command == "run":
+            return _run(args, console, errors)
+        return _validate(args, console, errors)
+    except GraderError as exc:
+        errors.print(f"[bold red]error:[/] {escape(str(exc))}")
+        return int(exc.exit_code)
+    except KeyboardInterrupt:
+        errors.print("interrupted")
+        return 130
+    except Exception:
+        errors.print("[bold red]internal error in the grader[/] (not your fault; please report it):")
+        errors.print(escape(traceback.format_exc()))
+        return int(ExitCode.INTERNAL)
+
+
+def _check(args: argparse.Namespace, console: Console) -> int:
+    from grader.grading import grade
+    from grader.report.json_report import to_json_line
+    from grader.report.terminal import render_result
+    from grader.submissions import submission_from_path
+
+    exercise = load_exercise(args.exercise)
+    if (
+        args.trial is not None
+        and args.trial >= (args.trials or exercise.spec.trials)
+        and args.trials is not None
+    ):
+        raise GraderError(f"--trial {args.trial} is beyond --trials {args.trials}")
+    submission = submission_from_path(args.file, exercise.spec.entry)
+    result = grade(exercise, submission, args.seed, args.trials, only_trial=args.trial)
+    if args.json:
+        print(to_json_line(result))
+    else:
+        render_result(console, result, args.show_output)
+    return int(ExitCode.ALL_PASS if result.passed else ExitCode.SOME_FAILED)
+
+
+def _load_all(folder: Path, errors: Console) -> tuple[list[Exercise], list[SpecError]]:
+    folders = discover_exercises(folder)
+    if not folders:
+        raise GraderError(f"{folder}: no exercises here (an exercise is a folder holding exercise.yaml)")
+    loaded, broken = [], []
+    for path in folders:
+        try:
+            loaded.append(load_exercise(path))
+        except SpecError as exc:
+            broken.append(exc)
+            errors.print(f"[bold red]spec error:[/] {escape(str(exc))} — this exercise is skipped")
+    return loaded, broken
+
+
+def _run(args: argparse.Namespace, console: Console, errors: Console) -> int:
+    from grader.grading import grade
+    from grader.reference import reference_returns
+    from grader.report.json_report import to_json_line
+    from grader.report.terminal import render_class
+    from grader.submissions import discover_students, submission_from_path
+    from grader.trials import make_trials
+
+    exercises, broken = _load_all(args.exercises, errors)
+    folder = args.submissions or args.exercises.resolve().parent / "submissions"
+    students = discover_students(folder)
+    jobs = []
+    for exercise in exercises:
+        trials = make_trials(exercise, args.seed, args.trials or exercise.spec.trials)
+        references = (trials, reference_returns(exercise, trials))
+        for name, path in students:
+            jobs.append((exercise, name, path, references))
+
+    def one(job: tuple) -> SubmissionResult:  # type: ignore[type-arg]
+        exercise, name, path, references = job
+        submission = submission_from_path(path, exercise.spec.entry, name)
+        return grade(exercise, submission, args.seed, references=references)
+
+    results: list[SubmissionResult] = []
+    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        for result in pool.map(one, jobs):
+            results.append(result)
+            if args.json:
+                print(to_json_line(result), flush=True)
+    if not args.json:
+        render_class(console, results, [e.id for e in exercises], [name for name, _ in students])
+        console.print(f"[dim]seed {args.seed}; submissions from {escape(str(folder))}[/]")
+    if broken:
+        return int(ExitCode.USAGE_OR_SPEC)
+    return int(ExitCode.ALL_PASS if all(r.passed for r in results) else ExitCode.SOME_FAILED)
+
+
+def _validate(args: argparse.Namespace, console: Console, errors: Console) -> int:
+    from grader.validation import validate
+
+    exercises, broken = _load_all(args.exercises, errors)
+    failed = False
+    for exercise in exercises:
+        console.print(f"[bold]{escape(exercise.id)}[/] — {escape(exercise.spec.title)}")
+        for check in validate(exercise, args.seed, args.trials):
+            mark = "[green]ok[/]  " if check.ok else "[bold red]FAIL[/]"
+            console.print(f"  {mark} {escape(check.name)}: {escape(check.detail)}")
+            failed |= not check.ok
+    if broken:
+        return int(ExitCode.USAGE_OR_SPEC)
+    return int(ExitCode.SOME_FAILED if failed else ExitCode.ALL_PASS)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

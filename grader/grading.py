@@ -1,0 +1,129 @@
+"""Grade one submission on one exercise: trials → sandboxed run → compare → classify → result."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from grader.classify import classify_return
+from grader.compare import Comparison, compare
+from grader.results import ErrorInfo, ReturnResult, SubmissionResult
+from grader.sandbox import Failure, Problem, RunningWorker, Submission, WorkerReport
+from grader.spec import Exercise, ReturnSpec, Verdict
+from grader.trials import Trial, make_trials
+
+if TYPE_CHECKING:
+    from grader.reference import Expected
+
+
+def grade(
+    exercise: Exercise,
+    submission: Submission,
+    seed: int,
+    trial_count: int | None = None,
+    only_trial: int | None = None,
+    references: tuple[Sequence[Trial], Mapping[int, Expected]] | None = None,
+) -> SubmissionResult:
+    """Grade; pass `references` (trials and their expected returns) to share them across submissions."""
+    worker = RunningWorker(exercise, submission)  # first: its start-up (importing torch) overlaps ours
+    trials: Sequence[Trial]
+    expected: Mapping[int, Expected]
+    if references is None:
+        trials = make_trials(exercise, seed, trial_count or exercise.spec.trials, only_trial)
+        worker.send(trials)
+        # Imported only now, for the same overlap: torch is the grader's slowest import too.
+        from grader.reference import reference_returns
+
+        expected = reference_returns(exercise, trials)
+    else:
+        trials, expected = references
+        worker.send(trials)
+    report = worker.collect()
+    return judge(exercise, submission, seed, trials, expected, report, only_trial)
+
+
+def judge(
+    exercise: Exercise,
+    submission: Submission,
+    seed: int,
+    trials: Sequence[Trial],
+    expected: Mapping[int, Expected],
+    report: WorkerReport,
+    only_trial: int | None = None,
+) -> SubmissionResult:
+    by_index = {t.index: t for t in trials}
+    error = _error_info(report.fatal) if report.fatal is not None else None
+    returns: list[ReturnResult] = []
+    for spec in exercise.spec.returns:
+        comparisons: list[Comparison] = []
+        got: dict[int, np.ndarray] = {}
+        for trial in trials:
+            comparison, array = _judge_trial(trial, spec, expected[trial.index], report, error)
+            comparisons.append(comparison)
+            if array is not None:
+                got[trial.index] = array
+        returns.append(classify_return(exercise, spec.name, comparisons, by_index, expected, got))
+    first_failure = next((report.failures[t.index] for t in trials if t.index in report.failures), None)
+    if error is None and report.failures and len(report.failures) == len(trials):
+        error = _error_info(first_failure)  # type: ignore[arg-type]
+    return SubmissionResult(
+        exercise=exercise.id,
+        exercise_dir=_display_path(exercise.root),
+        submission=submission.display,
+        student=submission.name,
+        seed=seed,
+        trials=len(trials),
+        returns=tuple(returns),
+        error=error,
+        isolation=report.isolation,
+        first_trial_error=_error_info(first_failure) if first_failure is not None else None,
+        stdout=report.stdout,
+        stderr=report.stderr,
+        seconds=report.seconds,
+        only_trial=only_trial,
+    )
+
+
+def _judge_trial(
+    trial: Trial, spec: ReturnSpec, expected: Expected, report: WorkerReport, fatal: ErrorInfo | None
+) -> tuple[Comparison, np.ndarray | None]:
+    output = report.outputs.get(trial.index)
+    if output is None:
+        failure = report.failures.get(trial.index)
+        if failure is not None:
+            return Comparison(trial.index, Verdict.ERROR, problem=_failure_text(failure)), None
+        reason = f"not run: {fatal.kind} ({fatal.message})" if fatal is not None else "no result"
+        return Comparison(trial.index, Verdict.ERROR, problem=reason), None
+    item = next(r for r in output.returns if r.name == spec.name)
+    if isinstance(item, Problem):
+        return Comparison(trial.index, Verdict.ERROR, problem=f"{spec.name} {item.problem}"), None
+    return compare(trial.index, spec, expected[spec.name], item.array, item.dtype), item.array
+
+
+def _failure_text(failure: Failure) -> str:
+    where = _last_student_line(failure.traceback)
+    return f"{failure.message}{where}"
+
+
+def _last_student_line(traceback: str) -> str:
+    frames = [line.strip() for line in traceback.splitlines() if line.strip().startswith('File "')]
+    if not frames:
+        return ""
+    # 'File "sol.py", line 12, in graph2' -> ' (sol.py line 12, in graph2)'
+    text = frames[-1].removeprefix('File "')
+    file, _, rest = text.partition('", ')
+    return f" ({file} {rest})"
+
+
+def _error_info(failure: Failure) -> ErrorInfo:
+    return ErrorInfo(failure.kind, failure.message, failure.traceback, failure.index)
+
+
+def _display_path(path: Path) -> str:
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)

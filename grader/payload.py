@@ -1,0 +1,72 @@
+"""The worker's messages, validated at the trust boundary before the grader acts on them."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
+
+from grader.protocol import NUMERIC_DTYPES
+
+_TEXT = 64_000
+_NAME = 200
+
+
+class _Message(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Ready(_Message):
+    type: Literal["ready"]
+
+
+class Done(_Message):
+    type: Literal["done"]
+
+
+class Fatal(_Message):
+    type: Literal["fatal"]
+    kind: Literal["import", "exit", "missing-function"]
+    file: str = Field(max_length=_NAME)
+    message: str = Field(max_length=_TEXT)
+    traceback: str = Field(default="", max_length=_TEXT)
+    defined: list[Annotated[str, Field(max_length=_NAME)]] = Field(default=[], max_length=50)
+
+
+class ReturnedArray(_Message):
+    name: str = Field(max_length=_NAME)
+    ok: Literal[True]
+    dtype: str = Field(max_length=20)
+    source: str = Field(max_length=_NAME)
+
+    @field_validator("dtype")
+    @classmethod
+    def _numeric(cls, dtype: str) -> str:
+        if dtype not in NUMERIC_DTYPES | {"bfloat16"}:
+            raise ValueError(f"dtype {dtype!r} is not a numeric dtype")
+        return dtype
+
+
+class ReturnProblem(_Message):
+    name: str = Field(max_length=_NAME)
+    ok: Literal[False]
+    problem: str = Field(max_length=_TEXT)
+
+
+class TrialReturned(_Message):
+    type: Literal["trial"]
+    trial: int = Field(ge=0)
+    seconds: float = Field(ge=0)
+    returns: list[Annotated[ReturnedArray | ReturnProblem, Field(discriminator="ok")]]
+
+
+class TrialFailed(_Message):
+    type: Literal["trial-error"]
+    trial: int = Field(ge=0)
+    kind: Literal["exception", "timeout", "exit", "bad-return"]
+    message: str = Field(max_length=_TEXT)
+    traceback: str = Field(default="", max_length=_TEXT)
+
+
+WorkerMessage = Annotated[Ready | Done | Fatal | TrialReturned | TrialFailed, Field(discriminator="type")]
+MESSAGE = TypeAdapter(WorkerMessage)

@@ -1,0 +1,142 @@
+"""Wire format between the grader and its sandboxed worker: framed JSON headers plus raw array bytes.
+
+Never pickle: a frame is `MAGIC | header length | payload length | JSON header | payload`, and the
+header declares each array's dtype (from a fixed numeric allow-list) and shape, which must account for
+the payload byte for byte. This module is imported by the worker, so it uses only stdlib and numpy.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, BinaryIO
+
+import numpy as np
+
+MAGIC = b"GRD1"
+_PREFIX = struct.Struct("<4sII")
+NUMERIC_DTYPES = frozenset(
+    [
+        "bool",
+        "int8",
+        "int16",
+        "int32",
+        "int64",
+        "uint8",
+        "uint16",
+        "uint32",
+        "uint64",
+        "float16",
+        "float32",
+        "float64",
+    ]
+)
+MAX_HEADER_BYTES = 1 << 20
+MAX_PAYLOAD_BYTES = 256 << 20
+MAX_DIMS = 8
+
+
+class ProtocolError(Exception):
+    """A frame that is malformed, oversized, or declares arrays its payload does not hold."""
+
+
+@dataclass(frozen=True)
+class Frame:
+    header: dict[str, Any]
+    arrays: tuple[np.ndarray, ...]
+
+
+def encode(header: dict[str, Any], arrays: Sequence[np.ndarray] = ()) -> bytes:
+    arrays = [np.ascontiguousarray(a) for a in arrays]
+    for array in arrays:
+        if array.dtype.name not in NUMERIC_DTYPES:
+            raise ProtocolError(f"dtype {array.dtype} cannot travel; numeric dtypes only")
+    described = {**header, "arrays": [{"dtype": a.dtype.name, "shape": list(a.shape)} for a in arrays]}
+    head = json.dumps(described, separators=(",", ":")).encode()
+    payload = b"".join(a.astype(a.dtype.newbyteorder("<"), copy=False).tobytes() for a in arrays)
+    return _PREFIX.pack(MAGIC, len(head), len(payload)) + head + payload
+
+
+def _decode_body(head: bytes, payload: bytes) -> Frame:
+    try:
+        header = json.loads(head)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ProtocolError(f"header is not JSON: {exc}") from None
+    if not isinstance(header, dict) or not isinstance(header.get("arrays"), list):
+        raise ProtocolError("header must be an object with an 'arrays' list")
+    arrays = []
+    offset = 0
+    for spec in header.pop("arrays"):
+        dtype_name, shape = _array_spec(spec)
+        dtype = np.dtype(dtype_name).newbyteorder("<")
+        count = int(np.prod(shape, dtype=np.int64)) if shape else 1
+        nbytes = count * dtype.itemsize
+        if offset + nbytes > len(payload):
+            raise ProtocolError(f"array of {dtype_name}{list(shape)} needs {nbytes} bytes; payload is short")
+        array = np.frombuffer(payload, dtype=dtype, count=count, offset=offset).reshape(shape)
+        arrays.append(array.astype(array.dtype.newbyteorder("="), copy=True))
+        offset += nbytes
+    if offset != len(payload):
+        raise ProtocolError(f"payload holds {len(payload) - offset} bytes no array declares")
+    return Frame(header, tuple(arrays))
+
+
+def _array_spec(spec: Any) -> tuple[str, tuple[int, ...]]:
+    if not isinstance(spec, dict) or set(spec) != {"dtype", "shape"}:
+        raise ProtocolError(f"array description must be {{dtype, shape}}, got {spec!r:.80}")
+    dtype, shape = spec["dtype"], spec["shape"]
+    if dtype not in NUMERIC_DTYPES:
+        raise ProtocolError(f"dtype {dtype!r:.40} is not an allowed numeric dtype")
+    if (
+        not isinstance(shape, list)
+        or len(shape) > MAX_DIMS
+        or not all(
+            isinstance(d, int) and not isinstance(d, bool) and 0 <= d <= MAX_PAYLOAD_BYTES for d in shape
+        )
+    ):
+        raise ProtocolError(f"shape {shape!r:.80} is not a list of at most {MAX_DIMS} sizes")
+    return dtype, tuple(shape)
+
+
+class FrameDecoder:
+    """Incremental decoder for a byte stream that may arrive in arbitrary pieces."""
+
+    def __init__(self, max_payload: int = MAX_PAYLOAD_BYTES) -> None:
+        self._buffer = bytearray()
+        self._max_payload = max_payload
+
+    def feed(self, data: bytes) -> list[Frame]:
+        self._buffer += data
+        frames = []
+        while len(self._buffer) >= _PREFIX.size:
+            magic, head_len, payload_len = _PREFIX.unpack_from(self._buffer)
+            if magic != MAGIC:
+                raise ProtocolError("stream is out of step: frame does not start with the magic bytes")
+            if head_len > MAX_HEADER_BYTES or payload_len > self._max_payload:
+                raise ProtocolError(
+                    f"frame too large: header {head_len} bytes (max {MAX_HEADER_BYTES}), "
+                    f"payload {payload_len} bytes (max {self._max_payload})"
+                )
+            end = _PREFIX.size + head_len + payload_len
+            if len(self._buffer) < end:
+                break
+            head = bytes(self._buffer[_PREFIX.size : _PREFIX.size + head_len])
+            payload = bytes(self._buffer[_PREFIX.size + head_len : end])
+            del self._buffer[:end]
+            frames.append(_decode_body(head, payload))
+        return frames
+
+    @property
+    def pending(self) -> int:
+        return len(self._buffer)
+
+
+def read_frames(stream: BinaryIO) -> Iterator[Frame]:
+    """Blocking reader of a whole stream (the worker reads its job file with it)."""
+    decoder = FrameDecoder()
+    while chunk := stream.read(1 << 16):
+        yield from decoder.feed(chunk)
+    if decoder.pending:
+        raise ProtocolError(f"stream ends inside a frame ({decoder.pending} bytes left over)")

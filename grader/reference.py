@@ -1,0 +1,138 @@
+"""Expected returns: the exercise's graph evaluated in float64 with torch autograd.
+
+Trials of the same sizes are evaluated together (vmap over the trial axis, one backward pass per group),
+which is an order of magnitude faster than one by one; a graph that vmap cannot batch falls back to a loop.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
+
+import numpy as np
+import torch
+
+from grader.graph import evaluate
+from grader.spec import Exercise, ReturnSpec
+from grader.trials import Trial
+
+Expected = Mapping[str, np.ndarray]  # return name -> float64 array for one trial
+
+
+class ReferenceError(Exception):
+    """The exercise's graph fails on some trial: an exercise author's problem."""
+
+
+def reference_returns(exercise: Exercise, trials: Sequence[Trial]) -> dict[int, Expected]:
+    """Expected float64 returns of every trial, keyed by trial index."""
+    groups: dict[tuple[tuple[str, int], ...], list[Trial]] = defaultdict(list)
+    for trial in trials:
+        groups[trial.size_key].append(trial)
+    expected: dict[int, Expected] = {}
+    for group in groups.values():
+        try:
+            expected.update(_evaluate_group(exercise, group))
+        except ReferenceError:
+            raise
+        except Exception as exc:
+            raise ReferenceError(
+                f"the graph fails at {group[0].describe_sizes()} (trial {group[0].index}): {exc}"
+            ) from exc
+    return expected
+
+
+def forward_values(
+    exercise: Exercise, trial: Trial, overrides: Mapping[str, np.ndarray]
+) -> dict[str, np.ndarray]:
+    """The graph's named values for one trial with some inputs replaced; used by finite differences."""
+    env: dict[str, object] = {
+        name: _tensor(overrides.get(name, array)) for name, array in trial.inputs.items()
+    }
+    env.update(trial.sizes)
+    with torch.no_grad():
+        values = evaluate(exercise.program, env)
+    return {k: v.numpy() for k, v in values.items() if isinstance(v, torch.Tensor)}
+
+
+def _tensor(array: np.ndarray) -> torch.Tensor:
+    tensor = torch.from_numpy(np.array(array))
+    return tensor if tensor.dtype == torch.int64 else tensor.to(torch.float64)
+
+
+def _evaluate_group(exercise: Exercise, group: list[Trial]) -> dict[int, Expected]:
+    returns = exercise.spec.returns
+    wrt_names = sorted({r.grad.wrt if r.grad else r.vjp.wrt for r in returns if r.grad or r.vjp})  # type: ignore[union-attr]
+    names = list(exercise.spec.inputs)
+    stacked = {name: _tensor(np.stack([t.inputs[name] for t in group])) for name in names}
+    for name in wrt_names:
+        stacked[name].requires_grad_(True)
+    sizes = dict(group[0].sizes)
+    outputs = _needed_outputs(returns)
+
+    def forward(*tensors: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        env: dict[str, object] = dict(zip(names, tensors, strict=True))
+        env.update(sizes)
+        values = evaluate(exercise.program, env)
+        return tuple(torch.as_tensor(values[o], dtype=torch.float64) for o in outputs)
+
+    args = [stacked[n] for n in names]
+    try:
+        batched = torch.func.vmap(forward)(*args)
+    except Exception:  # an operation without a batching rule: evaluate trial by trial instead
+        batched = _loop(forward, args)
+    values = dict(zip(outputs, batched, strict=True))
+
+    results: dict[str, torch.Tensor] = {}
+    for ret in returns:
+        results[ret.name] = _one_return(ret, values, stacked)
+    return {
+        trial.index: {name: tensor[i].detach().numpy().copy() for name, tensor in results.items()}
+        for i, trial in enumerate(group)
+    }
+
+
+def _loop(
+    forward: Callable[..., tuple[torch.Tensor, ...]], args: list[torch.Tensor]
+) -> tuple[torch.Tensor, ...]:
+    per_trial = [forward(*(a[i] for a in args)) for i in range(args[0].shape[0])]
+    return tuple(torch.stack(column) for column in zip(*per_trial, strict=True))
+
+
+def _needed_outputs(returns: Sequence[ReturnSpec]) -> list[str]:
+    needed: list[str] = []
+    for ret in returns:
+        name = ret.value if ret.value is not None else (ret.grad or ret.vjp).of  # type: ignore[union-attr]
+        if name not in needed:
+            needed.append(name)
+    return needed
+
+
+def _one_return(
+    ret: ReturnSpec, values: Mapping[str, torch.Tensor], inputs: Mapping[str, torch.Tensor]
+) -> torch.Tensor:
+    if ret.value is not None:
+        return values[ret.value]
+    if ret.grad is not None:
+        of, wrt = values[ret.grad.of], inputs[ret.grad.wrt]
+        # Each trial's output depends only on its own inputs, so one backward of the batch sum gives
+        # every trial's gradient at once. A one-element output counts as a scalar.
+        if of[0].numel() != 1:
+            raise ReferenceError(
+                f"return '{ret.name}': grad of '{ret.grad.of}' needs a scalar, but it has shape "
+                f"{tuple(of.shape[1:])}; use vjp with an upstream input instead"
+            )
+        objective = of.sum()
+    else:
+        assert ret.vjp is not None
+        of, wrt = values[ret.vjp.of], inputs[ret.vjp.wrt]
+        upstream = inputs[ret.vjp.upstream].detach()
+        if upstream.shape != of.shape:
+            raise ReferenceError(
+                f"return '{ret.name}': upstream '{ret.vjp.upstream}' has shape {tuple(upstream.shape[1:])}, "
+                f"but '{ret.vjp.of}' has shape {tuple(of.shape[1:])}"
+            )
+        objective = (of * upstream).sum()
+    if not objective.requires_grad:
+        return torch.zeros_like(wrt)
+    (grad,) = torch.autograd.grad(objective, wrt, retain_graph=True, allow_unused=True)
+    return torch.zeros_like(wrt) if grad is None else grad

@@ -1,0 +1,123 @@
+"""`--json`: one object per graded (submission, exercise). Field names are a contract: keep them stable."""
+
+from __future__ import annotations
+
+import math
+
+from pydantic import BaseModel, ConfigDict
+
+from grader.compare import EntryError
+from grader.results import SubmissionResult
+
+
+class _Out(BaseModel):
+    model_config = ConfigDict(extra="forbid", ser_json_inf_nan="null")
+
+
+class ErrorOut(_Out):
+    kind: str
+    message: str
+    traceback: str
+    trial: int | None
+
+
+class EntryOut(_Out):
+    index: list[int]
+    expected: float
+    got: float
+    abs_error: float
+    rel_error: float
+    ulps: float
+    envelope_ratio: float
+
+
+class CaseOut(_Out):
+    trial: int
+    sizes: dict[str, int]
+    repro: str
+
+
+class ReturnOut(_Out):
+    name: str
+    verdict: str
+    trials: int
+    failed_trials: int
+    message: str
+    misconception: str | None
+    failing_entries: list[EntryOut]
+    points: float
+    score: float
+    precision: str
+    max_envelope_ratio: float | None
+    smallest_failing_case: CaseOut | None
+
+
+class ResultOut(_Out):
+    exercise: str
+    submission: str
+    student: str
+    seed: int
+    trials: int
+    score: float
+    max_score: float
+    error: ErrorOut | None
+    returns: list[ReturnOut]
+    isolation: str
+    seconds: float
+    stdout: str
+
+
+def _entry(entry: EntryError) -> EntryOut:
+    return EntryOut(
+        index=list(entry.index),
+        expected=entry.expected,
+        got=entry.got,
+        abs_error=entry.abs_error,
+        rel_error=entry.rel_error,
+        ulps=entry.ulps,
+        envelope_ratio=entry.envelope_ratio,
+    )
+
+
+def result_model(result: SubmissionResult) -> ResultOut:
+    error = result.error
+    return ResultOut(
+        exercise=result.exercise,
+        submission=result.submission,
+        student=result.student,
+        seed=result.seed,
+        trials=result.trials,
+        score=result.score,
+        max_score=result.max_score,
+        error=ErrorOut(kind=error.kind, message=error.message, traceback=error.traceback, trial=error.trial)
+        if error is not None
+        else None,
+        returns=[
+            ReturnOut(
+                name=r.name,
+                verdict=r.verdict.value,
+                trials=r.trials,
+                failed_trials=r.failed_trials,
+                message=r.message,
+                misconception=r.misconception,
+                failing_entries=[_entry(e) for e in r.failing_entries],
+                points=r.points,
+                score=r.score,
+                precision=r.precision,
+                max_envelope_ratio=r.max_ratio if math.isfinite(r.max_ratio) else None,
+                smallest_failing_case=CaseOut(
+                    trial=r.case.trial, sizes=dict(r.case.sizes), repro=result.repro(r.case.trial)
+                )
+                if r.case is not None
+                else None,
+            )
+            for r in result.returns
+        ],
+        isolation=result.isolation,
+        seconds=round(result.seconds, 3),
+        stdout=result.stdout,
+    )
+
+
+def to_json_line(result: SubmissionResult) -> str:
+    return result_model(result).model_dump_json()

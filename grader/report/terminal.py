@@ -1,0 +1,174 @@
+"""Human-readable reports. rich renders the tables and colours and degrades to plain text in pipes."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from grader.results import ReturnResult, SubmissionResult
+from grader.spec import Verdict
+
+STYLE = {
+    Verdict.PASS: "green",
+    Verdict.PRECISION: "yellow",
+    Verdict.INSTABILITY: "magenta",
+    Verdict.LOGIC: "red",
+    Verdict.ERROR: "bold red",
+}
+_GRID_LIMIT = 12
+
+VERDICT_MEANINGS = {
+    Verdict.PASS: "matches the float64 reference within the tolerance",
+    Verdict.PRECISION: "outside the stated tolerance, but within rounding of the precision used: "
+    "the maths is right",
+    Verdict.INSTABILITY: "beyond rounding, but right at higher precision: a numerically unstable formula",
+    Verdict.LOGIC: "wrong at any precision: a mistake in the formula",
+    Verdict.ERROR: "no usable value: exception, timeout, crash, wrong type or shape, missing function",
+}
+
+
+def verdict_text(verdict: Verdict) -> str:
+    return f"[{STYLE[verdict]}]{verdict.value}[/]"
+
+
+def _number(value: float) -> str:
+    return f"{value:.6g}" if np.isfinite(value) else str(value)
+
+
+def make_console(stderr: bool = False) -> Console:
+    """A console that keeps reports readable in pipes and CI logs too (rich assumes 80 columns there)."""
+    probe = Console(stderr=stderr)
+    width = None if probe.is_terminal else 120
+    return Console(stderr=stderr, highlight=False, width=width)
+
+
+def render_result(console: Console, result: SubmissionResult, show_output: bool = False) -> None:
+    trials = f"trial {result.only_trial}" if result.only_trial is not None else f"{result.trials} trials"
+    console.print(
+        f"[bold]{escape(result.exercise)}[/] — {escape(result.submission)}  "
+        f"[dim](seed {result.seed}, {trials}, {result.seconds:.1f} s)[/]"
+    )
+    if result.error is not None:
+        error = result.error
+        console.print(f"  [bold red]error[/] ({error.kind}): {escape(error.message)}")
+        if error.traceback:
+            console.print(_indent(escape(error.traceback), 4))
+    table = Table(show_header=True, header_style="bold", box=None, padding=(0, 2, 0, 2))
+    table.add_column("return")
+    table.add_column("verdict")
+    table.add_column("points", justify="right")
+    table.add_column("why")
+    for ret in result.returns:
+        why = "not graded: see the error above" if result.error is not None else ret.message
+        table.add_row(
+            escape(ret.name), verdict_text(ret.verdict), f"{ret.score:g}/{ret.points:g}", escape(why)
+        )
+    console.print(table)
+    if result.error is None and result.first_trial_error is not None and result.first_trial_error.traceback:
+        first = result.first_trial_error
+        console.print(f"  [bold]first failing call[/] (trial {first.trial}):")
+        console.print(_indent(escape(first.traceback), 4))
+    for ret in result.returns:
+        if ret.verdict is not Verdict.PASS and ret.verdict is not Verdict.ERROR:
+            _render_failure(console, result, ret)
+    _render_output(console, result, show_output)
+    score = f"{result.score:g}/{result.max_score:g}"
+    console.print(f"  score [bold]{score}[/]   [dim]isolation: {escape(result.isolation)}[/]")
+    if not result.passed:
+        console.print(f"  [dim]reproduce:[/] {escape(result.repro(_focus_trial(result)))}")
+    console.print()
+
+
+def _render_output(console: Console, result: SubmissionResult, show_output: bool) -> None:
+    for stream, text in (("stdout", result.stdout), ("stderr", result.stderr)):
+        if not text.strip():
+            continue
+        lines = text.strip().splitlines()
+        if show_output:
+            console.print(f"  [dim]your code's {stream}:[/]")
+            console.print(_indent(escape(text.strip()), 4), style="dim")
+        else:
+            console.print(
+                f"  [dim]your code printed {len(lines)} lines to {stream} (--show-output shows them)[/]"
+            )
+
+
+def _render_failure(console: Console, result: SubmissionResult, ret: ReturnResult) -> None:
+    case = ret.case
+    if case is None:
+        return
+    sizes = ", ".join(f"{k}={v}" for k, v in sorted(case.sizes.items())) or "fixed sizes"
+    console.print(f"  [bold]{escape(ret.name)}[/]: smallest failing case is trial {case.trial} ({sizes})")
+    if case.mask is not None and case.mask.ndim <= 2 and max(case.mask.shape, default=1) <= _GRID_LIMIT:
+        console.print("    failing entries (x), passing (.):")
+        grid = np.atleast_2d(case.mask)
+        for row in grid:
+            console.print("      " + " ".join("[red]x[/]" if bad else "[green].[/]" for bad in row))
+    if ret.failing_entries:
+        table = Table(box=None, padding=(0, 1, 0, 4), header_style="dim")
+        for column in ("entry", "expected", "got", "abs err", "rel err", "ulps", "envelopes"):
+            table.add_column(column, justify="right")
+        for entry in ret.failing_entries[:5]:
+            table.add_row(
+                str(list(entry.index)),
+                _number(entry.expected),
+                _number(entry.got),
+                f"{entry.abs_error:.2e}",
+                f"{entry.rel_error:.2e}",
+                f"{entry.ulps:.3g}",
+                f"{entry.envelope_ratio:.3g}",
+            )
+        console.print(table)
+    console.print(f"    [dim]replay:[/] {escape(result.repro(case.trial))}")
+
+
+def _focus_trial(result: SubmissionResult) -> int | None:
+    """The trial to replay: where the run stopped, else the smallest failing case."""
+    if result.error is not None and result.error.trial is not None:
+        return result.error.trial
+    return next((r.case.trial for r in result.returns if r.case is not None), None)
+
+
+def _indent(text: str, spaces: int) -> str:
+    pad = " " * spaces
+    return "\n".join(pad + line for line in text.splitlines())
+
+
+def render_class(
+    console: Console, results: Sequence[SubmissionResult], exercises: Sequence[str], students: Sequence[str]
+) -> None:
+    by_key = {(r.student, r.exercise): r for r in results}
+    table = Table(title="grades", header_style="bold")
+    table.add_column("student")
+    for exercise in exercises:
+        table.add_column(exercise, justify="center")
+    table.add_column("total", justify="right")
+    for student in students:
+        cells = []
+        total = maximum = 0.0
+        for exercise in exercises:
+            result = by_key.get((student, exercise))
+            if result is None:
+                cells.append("[dim]—[/]")
+                continue
+            total += result.score
+            maximum += result.max_score
+            cells.append(f"{result.score:g}/{result.max_score:g} {verdict_text(result.worst)}")
+        table.add_row(escape(student), *cells, f"{total:g}/{maximum:g}")
+    console.print(table)
+    problems = [r for r in results if not r.passed]
+    if problems:
+        console.print("[bold]what failed[/]")
+    for result in problems:
+        console.print(f"  [bold]{escape(result.student)}[/] / {escape(result.exercise)}:")
+        if result.error is not None:
+            console.print(f"    error ({result.error.kind}): {escape(result.error.message)}")
+            continue
+        for ret in result.returns:
+            if ret.verdict is not Verdict.PASS:
+                console.print(f"    {escape(ret.name)} {verdict_text(ret.verdict)}: {escape(ret.message)}")
+        console.print(f"    [dim]{escape(result.repro(_focus_trial(result)))}[/]")

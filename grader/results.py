@@ -1,0 +1,92 @@
+"""What grading produces: immutable results per (submission, exercise), ready for any report."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from grader.compare import EntryError
+from grader.spec import Verdict
+
+SEVERITY = {Verdict.PASS: 0, Verdict.PRECISION: 1, Verdict.INSTABILITY: 2, Verdict.LOGIC: 3, Verdict.ERROR: 4}
+
+
+@dataclass(frozen=True)
+class ErrorInfo:
+    """A failure of the whole submission (it could not be imported, ran out of time, crashed...)."""
+
+    kind: str
+    message: str
+    traceback: str = ""
+    trial: int | None = None
+
+
+@dataclass(frozen=True)
+class FailingCase:
+    """The smallest failing trial of a return, to show in full."""
+
+    trial: int
+    sizes: Mapping[str, int]
+    expected: np.ndarray | None
+    got: np.ndarray | None
+    mask: np.ndarray | None  # True where the entry fails
+
+
+@dataclass(frozen=True)
+class ReturnResult:
+    name: str
+    verdict: Verdict
+    trials: int
+    failed_trials: int
+    message: str
+    points: float
+    score: float
+    precision: str
+    max_ratio: float
+    failing_entries: tuple[EntryError, ...] = ()
+    case: FailingCase | None = None
+    misconception: str | None = None
+
+
+@dataclass(frozen=True)
+class SubmissionResult:
+    exercise: str
+    exercise_dir: str
+    submission: str
+    student: str
+    seed: int
+    trials: int
+    returns: tuple[ReturnResult, ...]
+    error: ErrorInfo | None
+    isolation: str
+    first_trial_error: ErrorInfo | None = None
+    stdout: str = ""
+    stderr: str = ""
+    seconds: float = 0.0
+    only_trial: int | None = None
+
+    @property
+    def score(self) -> float:
+        return sum(r.score for r in self.returns)
+
+    @property
+    def max_score(self) -> float:
+        return sum(r.points for r in self.returns)
+
+    @property
+    def passed(self) -> bool:
+        return self.error is None and all(r.verdict is Verdict.PASS for r in self.returns)
+
+    @property
+    def worst(self) -> Verdict:
+        if self.error is not None:
+            return Verdict.ERROR
+        return max((r.verdict for r in self.returns), key=SEVERITY.__getitem__, default=Verdict.PASS)
+
+    def repro(self, trial: int | None = None) -> str:
+        command = f"grader check {self.exercise_dir} {self.submission} --seed {self.seed}"
+        if trial is not None:
+            return f"{command} --trial {trial}"
+        return f"{command} --trials {self.trials}"

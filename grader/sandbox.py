@@ -1,0 +1,416 @@
+"""Run one submission's trials in an isolated worker process and collect what it returned.
+
+Isolation, first layer: a fresh `python -I -B` per (submission, exercise), stdin from /dev/null, a clean
+environment, a fresh temporary directory as cwd holding a copy of the submission, resource limits set
+before student code runs, its own session so the whole process group can be killed, deadlines enforced
+from outside, results over a dedicated pipe (never stdout), and student output captured with a cap.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+from pydantic import ValidationError
+
+import grader
+from grader.payload import (
+    MESSAGE,
+    Done,
+    Fatal,
+    Ready,
+    ReturnedArray,
+    ReturnProblem,
+    TrialFailed,
+    TrialReturned,
+)
+from grader.protocol import FrameDecoder, ProtocolError, encode
+from grader.spec import Exercise
+from grader.trials import Trial
+
+ISOLATION = "base (subprocess, rlimits, own session, clean environment, no bubblewrap)"
+OUTPUT_HARD_LIMIT = 32 << 20  # beyond this much printing the run is stopped, not just truncated
+KILL_GRACE_SECONDS = 1.0
+FILE_LIMIT_MB = 64
+_BOOT = "import sys; sys.path.insert(0, sys.argv[4]); from grader.worker import main; main(sys.argv[1:4])"
+_PASSED_ENVIRONMENT = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "LANG", "LC_ALL")
+
+
+@dataclass(frozen=True)
+class Returned:
+    name: str
+    array: np.ndarray
+    dtype: str  # as the student returned it (bfloat16 travels as float32)
+    source: str
+
+
+@dataclass(frozen=True)
+class Problem:
+    name: str
+    problem: str
+
+
+@dataclass(frozen=True)
+class TrialOutput:
+    index: int
+    returns: tuple[Returned | Problem, ...]
+    seconds: float
+
+
+@dataclass(frozen=True)
+class Failure:
+    """Why a trial (index set) or the whole submission (index None) produced nothing to compare."""
+
+    # import, exit, missing-function, exception, timeout, bad-return, crash, memory, output-limit, protocol
+    kind: str
+    message: str
+    traceback: str = ""
+    index: int | None = None
+
+
+@dataclass(frozen=True)
+class WorkerReport:
+    outputs: dict[int, TrialOutput]
+    failures: dict[int, Failure]
+    fatal: Failure | None
+    stdout: str
+    stderr: str
+    output_bytes: int
+    seconds: float
+    isolation: str = ISOLATION
+
+
+@dataclass(frozen=True)
+class Submission:
+    """A student's hand-in: its files (relative to `root`), the one defining the entry first.
+
+    The worker imports them in this order until one defines the entry; all are importable by each other.
+    """
+
+    name: str
+    root: Path
+    files: tuple[str, ...]
+
+    @property
+    def display(self) -> str:
+        return str(self.root / self.files[0]) if len(self.files) == 1 else str(self.root)
+
+
+@dataclass
+class _Capture:
+    limit: int
+    data: bytearray = field(default_factory=bytearray)
+    total: int = 0
+
+    def add(self, chunk: bytes) -> None:
+        self.total += len(chunk)
+        room = self.limit - len(self.data)
+        if room > 0:
+            self.data += chunk[:room]
+
+    def text(self) -> str:
+        text = self.data.decode("utf-8", errors="replace")
+        if self.total > len(self.data):
+            text += f"\n... [{self.total - len(self.data)} more bytes not shown]"
+        return text
+
+
+class RunningWorker:
+    """A started worker; `collect()` waits for it under the deadlines and always cleans up."""
+
+    def __init__(self, exercise: Exercise, submission: Submission) -> None:
+        """Spawn the worker at once: it imports torch while the caller prepares trials and references."""
+        self._exercise = exercise
+        self._submission = submission
+        self._limits = exercise.spec.limits
+        self._order: list[int] = []
+        self._writer: threading.Thread | None = None
+        self._started = time.monotonic()
+        self._dir = Path(tempfile.mkdtemp(prefix="grader-"))
+        try:
+            (self._dir / "scratch").mkdir()
+            _copy_submission(submission, self._dir / "submission")
+            self._process, self._results, self._jobs = self._spawn()
+        except BaseException:
+            shutil.rmtree(self._dir, ignore_errors=True)
+            raise
+
+    def send(self, trials: Sequence[Trial]) -> None:
+        """Hand the trials to the worker; a thread writes them, since the worker reads only once it is up."""
+        self._order = [t.index for t in trials]
+        data = self._job_bytes(trials)
+
+        def write() -> None:
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(self._jobs, view) :]
+            except OSError:
+                pass  # the worker is gone; collect() reports why
+            finally:
+                os.close(self._jobs)
+
+        self._writer = threading.Thread(target=write, name="grader-job-writer", daemon=True)
+        self._writer.start()
+
+    def _job_bytes(self, trials: Sequence[Trial]) -> bytes:
+        limits = self._limits
+        spec = self._exercise.spec
+        job = {
+            "type": "job",
+            "entry": spec.entry,
+            "files": list(self._submission.files),
+            "args": [arg if isinstance(arg, str) else list(arg) for arg in spec.args],
+            "returns": list(self._exercise.return_names),
+            "trial_seconds": limits.trial_seconds,
+            "limits": {
+                "memory_mb": limits.memory_mb,
+                "file_mb": FILE_LIMIT_MB,
+                "cpu_seconds": limits.import_seconds + limits.submission_seconds,
+            },
+        }
+        parts = [encode(job)]
+        for trial in trials:
+            names = list(trial.inputs)
+            header = {"type": "inputs", "trial": trial.index, "names": names}
+            parts.append(encode(header, [trial.inputs[n] for n in names]))
+        return b"".join(parts)
+
+    def _spawn(self) -> tuple[subprocess.Popen[bytes], int, int]:
+        results_read, results_write = os.pipe()
+        jobs_read, jobs_write = os.pipe()
+        env = {
+            "PATH": "/usr/bin:/bin",
+            "HOME": str(self._dir / "scratch"),
+            "TMPDIR": str(self._dir / "scratch"),
+            "OMP_NUM_THREADS": "1",
+            "MKL_NUM_THREADS": "1",
+            "OPENBLAS_NUM_THREADS": "1",
+        }
+        env.update({k: os.environ[k] for k in _PASSED_ENVIRONMENT if k in os.environ})
+        package_parent = str(Path(grader.__file__).resolve().parent.parent)
+        arguments = [str(self._dir), str(jobs_read), str(results_write), package_parent]
+        try:
+            process = subprocess.Popen(
+                [sys.executable, "-I", "-B", "-c", _BOOT, *arguments],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                cwd=self._dir / "scratch",
+                env=env,
+                pass_fds=(jobs_read, results_write),
+                start_new_session=True,
+            )
+        except BaseException:
+            for fd in (results_read, jobs_write):
+                os.close(fd)
+            raise
+        finally:
+            os.close(results_write)
+            os.close(jobs_read)
+        return process, results_read, jobs_write
+
+    def collect(self) -> WorkerReport:
+        try:
+            return self._collect()
+        finally:
+            self._kill()
+            os.close(self._results)
+            if self._writer is not None:
+                self._writer.join(timeout=5)
+            for stream in (self._process.stdout, self._process.stderr):
+                if stream is not None:
+                    stream.close()
+            shutil.rmtree(self._dir, ignore_errors=True)
+
+    def _kill(self) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self._process.pid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self._process.wait(timeout=5)
+
+    def _collect(self) -> WorkerReport:
+        limits = self._limits
+        assert self._process.stdout is not None and self._process.stderr is not None
+        stdout_fd, stderr_fd = self._process.stdout.fileno(), self._process.stderr.fileno()
+        captures = {stdout_fd: _Capture(limits.output_kb << 10), stderr_fd: _Capture(limits.output_kb << 10)}
+        decoder = FrameDecoder()
+        open_fds = {self._results, stdout_fd, stderr_fd}
+        outputs: dict[int, TrialOutput] = {}
+        failures: dict[int, Failure] = {}
+        fatal: Failure | None = None
+        pending = list(self._order)
+        ready_at: float | None = None
+        last_frame = self._started
+        finished = False
+
+        def current() -> int | None:
+            return pending[0] if pending else None
+
+        while open_fds and not finished and fatal is None:
+            now = time.monotonic()
+            if ready_at is None:
+                deadline = self._started + limits.import_seconds
+            else:
+                deadline = min(
+                    ready_at + limits.submission_seconds,
+                    last_frame + limits.trial_seconds + KILL_GRACE_SECONDS,
+                )
+            if now >= deadline:
+                fatal = self._timeout_failure(ready_at, current())
+                break
+            readable, _, _ = select.select(list(open_fds), [], [], deadline - now)
+            for fd in readable:
+                chunk = os.read(fd, 1 << 16)
+                if not chunk:
+                    open_fds.discard(fd)
+                    continue
+                if fd in captures:
+                    captures[fd].add(chunk)
+                    if sum(c.total for c in captures.values()) > OUTPUT_HARD_LIMIT:
+                        fatal = Failure(
+                            "output-limit",
+                            f"printed more than {OUTPUT_HARD_LIMIT >> 20} MiB; "
+                            "remove the prints from your function",
+                            index=current(),
+                        )
+                    continue
+                try:
+                    frames = decoder.feed(chunk)
+                except ProtocolError as exc:
+                    fatal = Failure("protocol", f"the result channel was corrupted: {exc}", index=current())
+                    break
+                for frame in frames:
+                    last_frame = time.monotonic()
+                    try:
+                        message = MESSAGE.validate_python(frame.header)
+                    except ValidationError as exc:
+                        fatal = Failure(
+                            "protocol", f"malformed message from the worker: {exc.errors()[0]['msg']}"
+                        )
+                        break
+                    if isinstance(message, Ready):
+                        ready_at = last_frame
+                    elif isinstance(message, Done):
+                        finished = True
+                    elif isinstance(message, Fatal):
+                        fatal = _fatal_failure(message)
+                    elif message.trial != current():
+                        fatal = Failure(
+                            "protocol",
+                            f"answer for trial {message.trial} while trial {current()} was running",
+                        )
+                    elif isinstance(message, TrialFailed):
+                        failure = Failure(message.kind, message.message, message.traceback, message.trial)
+                        failures[message.trial] = failure
+                        pending.pop(0)
+                        if message.kind == "timeout":  # it would loop again on every trial: stop here
+                            fatal = failure
+                    else:
+                        try:
+                            outputs[message.trial] = _trial_output(message, frame.arrays)
+                        except ProtocolError as exc:
+                            fatal = Failure("protocol", str(exc), index=message.trial)
+                            break
+                        pending.pop(0)
+                    if fatal is not None:
+                        break
+        if fatal is None and not finished:
+            fatal = self._ended_early(current())
+        return WorkerReport(
+            outputs=outputs,
+            failures=failures,
+            fatal=fatal,
+            stdout=captures[stdout_fd].text(),
+            stderr=captures[stderr_fd].text(),
+            output_bytes=sum(c.total for c in captures.values()),
+            seconds=time.monotonic() - self._started,
+        )
+
+    def _timeout_failure(self, ready_at: float | None, trial: int | None) -> Failure:
+        limits = self._limits
+        if ready_at is None:
+            return Failure(
+                "timeout",
+                f"importing the submission took longer than {limits.import_seconds:g} s "
+                "(is there a long loop at the top level of the file?)",
+            )
+        if time.monotonic() >= ready_at + limits.submission_seconds:
+            return Failure(
+                "timeout",
+                f"all trials together took longer than {limits.submission_seconds:g} s",
+                index=trial,
+            )
+        return Failure(
+            "timeout",
+            f"trial {trial} ran past its {limits.trial_seconds:g} s deadline "
+            "and did not stop when asked (an infinite loop?)",
+            index=trial,
+        )
+
+    def _ended_early(self, trial: int | None) -> Failure:
+        try:
+            code = self._process.wait(timeout=KILL_GRACE_SECONDS)
+        except subprocess.TimeoutExpired:
+            self._kill()
+            code = self._process.returncode
+        where = f" during trial {trial}" if trial is not None else ""
+        if code is not None and code < 0:
+            name = signal.Signals(-code).name
+            if name == "SIGXCPU":
+                return Failure("timeout", f"used up its CPU time limit{where}", index=trial)
+            return Failure("crash", f"the process was killed by {name}{where}", index=trial)
+        return Failure(
+            "exit",
+            f"the process exited with status {code}{where} (os._exit or a crash in native code)",
+            index=trial,
+        )
+
+
+def _trial_output(message: TrialReturned, arrays: tuple[np.ndarray, ...]) -> TrialOutput:
+    returned_count = sum(1 for r in message.returns if isinstance(r, ReturnedArray))
+    if returned_count != len(arrays):
+        raise ProtocolError(
+            f"trial {message.trial} declares {returned_count} arrays but carries {len(arrays)}"
+        )
+    items: list[Returned | Problem] = []
+    remaining = iter(arrays)
+    for described in message.returns:
+        if isinstance(described, ReturnProblem):
+            items.append(Problem(described.name, described.problem))
+        else:
+            items.append(Returned(described.name, next(remaining), described.dtype, described.source))
+    return TrialOutput(message.trial, tuple(items), message.seconds)
+
+
+def _fatal_failure(message: Fatal) -> Failure:
+    if message.kind == "missing-function":
+        defined = ", ".join(message.defined) or "no functions"
+        return Failure("missing-function", f"no function '{message.message}' is defined (found: {defined})")
+    return Failure(message.kind, message.message, message.traceback)
+
+
+def _copy_submission(submission: Submission, target: Path) -> None:
+    target.mkdir()
+    for relative in submission.files:
+        destination = target / relative
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(submission.root / relative, destination)
+
+
+def run_submission(exercise: Exercise, submission: Submission, trials: Sequence[Trial]) -> WorkerReport:
+    worker = RunningWorker(exercise, submission)
+    worker.send(trials)
+    return worker.collect()

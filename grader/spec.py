@@ -1,0 +1,393 @@
+"""Exercise specs: `exercises/<id>/exercise.yaml` → validated, immutable `Exercise`.
+
+Every problem is reported as a SpecError naming the file, the line and the field, so an exercise author
+never has to read a pydantic traceback.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from enum import Enum
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from grader.errors import SpecError
+from grader.graph import GraphError, Program, evaluate_size_expression, parse, size_expression_names
+
+SPEC_FILE = "exercise.yaml"
+
+SizeExpr = int | str
+
+
+class Verdict(str, Enum):
+    PASS = "pass"
+    PRECISION = "precision"
+    INSTABILITY = "instability"
+    LOGIC = "logic"
+    ERROR = "error"
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class SizeRange(_Model):
+    min: int = Field(ge=0)
+    max: int = Field(ge=0)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> SizeRange:
+        if self.min > self.max:
+            raise ValueError(f"min ({self.min}) is larger than max ({self.max})")
+        return self
+
+
+class InputSpec(_Model):
+    shape: tuple[SizeExpr, ...] = ()
+    dist: Literal["uniform", "normal", "integer", "constant"] = "uniform"
+    low: float | str | None = None
+    high: float | str | None = None
+    mean: float = 0.0
+    std: float = Field(default=1.0, gt=0)
+    value: float | None = None
+
+    @model_validator(mode="after")
+    def _fields_fit_dist(self) -> InputSpec:
+        if self.dist == "constant" and self.value is None:
+            raise ValueError("dist 'constant' needs a value")
+        if self.dist == "integer" and (self.low is None or self.high is None):
+            raise ValueError("dist 'integer' needs low and high (both inclusive)")
+        if self.dist != "constant" and self.value is not None:
+            raise ValueError(f"'value' only goes with dist 'constant', not '{self.dist}'")
+        return self
+
+    @property
+    def is_integer(self) -> bool:
+        return self.dist == "integer"
+
+
+class GradSpec(_Model):
+    of: str
+    wrt: str
+
+
+class VjpSpec(_Model):
+    of: str
+    wrt: str
+    upstream: str
+
+
+class ReturnSpec(_Model):
+    name: str
+    value: str | None = None
+    grad: GradSpec | None = None
+    vjp: VjpSpec | None = None
+    atol: float | None = Field(default=None, ge=0)
+    rtol: float | None = Field(default=None, ge=0)
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> ReturnSpec:
+        kinds = [k for k in ("value", "grad", "vjp") if getattr(self, k) is not None]
+        if len(kinds) != 1:
+            raise ValueError(f"give exactly one of value, grad, vjp (found {kinds or 'none'})")
+        return self
+
+    @property
+    def explicit_tolerance(self) -> bool:
+        return self.atol is not None or self.rtol is not None
+
+
+class Limits(_Model):
+    """Per-submission resource limits; documented defaults, raised per exercise where it needs more."""
+
+    trial_seconds: float = Field(default=5.0, gt=0)
+    submission_seconds: float = Field(default=120.0, gt=0)
+    import_seconds: float = Field(default=60.0, gt=0)
+    memory_mb: int = Field(default=4096, ge=256)
+    output_kb: int = Field(default=64, ge=1)
+
+
+class WrongSolution(_Model):
+    file: str
+    mistake: str
+    expect: dict[str, Verdict]
+
+
+class ExerciseSpec(_Model):
+    id: str = Field(pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
+    title: str
+    description: str = ""
+    entry: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    args: tuple[str | tuple[str, ...], ...]
+    sizes: dict[str, SizeRange | int] = {}
+    inputs: dict[str, InputSpec]
+    graph: str
+    returns: tuple[ReturnSpec, ...] = Field(min_length=1)
+    trials: int = Field(default=1000, ge=1)
+    points: dict[str, float] = {}
+    precision_credit: float = Field(default=0.5, ge=0, le=1)
+    solution: str | None = "solution.py"
+    starter: str | None = "starter.py"
+    wrong: tuple[WrongSolution, ...] = ()
+    limits: Limits = Limits()
+
+    @field_validator("sizes")
+    @classmethod
+    def _size_names(cls, sizes: dict[str, SizeRange | int]) -> dict[str, SizeRange | int]:
+        for name in sizes:
+            if not name.isidentifier():
+                raise ValueError(f"size name '{name}' is not an identifier")
+        return sizes
+
+
+@dataclass(frozen=True)
+class Exercise:
+    """A loaded, cross-checked exercise. `root` is its folder; paths in the spec are relative to it."""
+
+    spec: ExerciseSpec
+    root: Path
+    program: Program
+
+    @property
+    def id(self) -> str:
+        return self.spec.id
+
+    @property
+    def spec_path(self) -> Path:
+        return self.root / SPEC_FILE
+
+    @cached_property
+    def return_names(self) -> tuple[str, ...]:
+        return tuple(r.name for r in self.spec.returns)
+
+    def points(self, name: str) -> float:
+        return self.spec.points.get(name, 1.0)
+
+    @property
+    def max_score(self) -> float:
+        return sum(self.points(n) for n in self.return_names)
+
+    def size_range(self, name: str) -> tuple[int, int]:
+        size = self.spec.sizes[name]
+        return (size, size) if isinstance(size, int) else (size.min, size.max)
+
+    def shape(self, input_name: str, sizes: Mapping[str, int]) -> tuple[int, ...]:
+        return tuple(evaluate_size_expression(d, sizes) for d in self.spec.inputs[input_name].shape)
+
+    def path_of(self, relative: str) -> Path:
+        return self.root / relative
+
+
+def load_exercise(folder: Path) -> Exercise:
+    """Load `folder/exercise.yaml` (or a direct path to the YAML file)."""
+    path = folder if folder.suffix in (".yaml", ".yml") else folder / SPEC_FILE
+    if not path.is_file():
+        raise SpecError(path, None, "", "no such file: an exercise is a folder holding exercise.yaml")
+    text = path.read_text(encoding="utf-8")
+    try:
+        node = yaml.compose(text)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else None
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise SpecError(path, line, "", f"YAML syntax error: {problem}") from None
+    lines = _line_index(node)
+    if not isinstance(data, dict):
+        raise SpecError(path, 1, "", f"expected a mapping of fields at the top, got {type(data).__name__}")
+    try:
+        spec = ExerciseSpec.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        location = tuple(first["loc"])
+        raise SpecError(
+            path,
+            _line_for(lines, _clean_location(location)),
+            _field_name(location),
+            _describe(first, location),
+        ) from None
+    program = _cross_check(spec, path, lines)
+    return Exercise(spec=spec, root=path.parent.resolve(), program=program)
+
+
+def discover_exercises(folder: Path) -> list[Path]:
+    """Exercise folders below `folder` (or `folder` itself), sorted by id."""
+    if (folder / SPEC_FILE).is_file():
+        return [folder]
+    return sorted(p.parent for p in folder.glob(f"*/{SPEC_FILE}"))
+
+
+def _cross_check(spec: ExerciseSpec, path: Path, lines: Mapping[tuple[Any, ...], int]) -> Program:
+    def fail(location: tuple[Any, ...], message: str) -> SpecError:
+        return SpecError(path, _line_for(lines, location), _field_name(location), message)
+
+    sizes = set(spec.sizes)
+    for name, input_spec in spec.inputs.items():
+        if not name.isidentifier():
+            raise fail(("inputs", name), f"input name '{name}' is not an identifier")
+        for field in ("shape", "low", "high"):
+            raw = getattr(input_spec, field)
+            for i, item in enumerate(raw if field == "shape" else [raw]):
+                if item is None or isinstance(item, float):
+                    continue
+                location = ("inputs", name, field, i) if field == "shape" else ("inputs", name, field)
+                try:
+                    size_expression_names(item, sizes)
+                except GraphError as exc:
+                    raise fail(location, f"{exc.message} (sizes: {_listing(sizes)})") from None
+        clash = sizes & {name}
+        if clash:
+            raise fail(("inputs", name), f"'{name}' is both a size and an input")
+
+    for i, arg in enumerate(spec.args):
+        for name in (arg,) if isinstance(arg, str) else arg:
+            if name not in spec.inputs:
+                raise fail(
+                    ("args", i), f"argument '{name}' is not an input (inputs: {_listing(spec.inputs)})"
+                )
+
+    graph_line = lines.get(("graph",), 1)
+    block_offset = graph_line if _is_block_scalar(path, graph_line) else graph_line - 1
+    try:
+        program = parse(spec.graph, [*spec.inputs, *sizes])
+    except GraphError as exc:
+        raise SpecError(path, block_offset + exc.line, "graph", exc.message) from None
+
+    defined = set(program.defined)
+    float_inputs = {n for n, s in spec.inputs.items() if not s.is_integer}
+    names_seen: set[str] = set()
+    for i, ret in enumerate(spec.returns):
+        if ret.name in names_seen:
+            raise fail(("returns", i, "name"), f"return name '{ret.name}' is used twice")
+        names_seen.add(ret.name)
+        if ret.value is not None and ret.value not in defined | float_inputs:
+            raise fail(
+                ("returns", i, "value"), f"'{ret.value}' is not computed by the graph ({_listing(defined)})"
+            )
+        target = ret.grad or ret.vjp
+        if target is None:
+            continue
+        kind = "grad" if ret.grad is not None else "vjp"
+        if target.of not in defined:
+            raise fail(
+                (("returns", i, kind, "of")),
+                f"'{target.of}' is not computed by the graph ({_listing(defined)})",
+            )
+        if target.wrt not in float_inputs:
+            raise fail(
+                ("returns", i, kind, "wrt"),
+                f"'{target.wrt}' is not a float input; gradients exist w.r.t. {_listing(float_inputs)}",
+            )
+        if isinstance(target, VjpSpec) and target.upstream not in float_inputs:
+            raise fail(
+                ("returns", i, kind, "upstream"),
+                f"'{target.upstream}' is not a float input to use as the upstream gradient",
+            )
+
+    for name in spec.points:
+        if name not in names_seen:
+            raise fail(("points", name), f"'{name}' is not a return ({_listing(names_seen)})")
+    for i, wrong in enumerate(spec.wrong):
+        for name in wrong.expect:
+            if name not in names_seen:
+                raise fail(("wrong", i, "expect", name), f"'{name}' is not a return ({_listing(names_seen)})")
+    for field in ("solution", "starter"):
+        relative = getattr(spec, field)
+        if relative is not None and not (path.parent / relative).is_file():
+            raise fail((field,), f"file '{relative}' does not exist beside {path.name}")
+    for i, wrong in enumerate(spec.wrong):
+        if not (path.parent / wrong.file).is_file():
+            raise fail(("wrong", i, "file"), f"file '{wrong.file}' does not exist beside {path.name}")
+    return program
+
+
+def _is_block_scalar(path: Path, line: int) -> bool:
+    try:
+        text = path.read_text(encoding="utf-8").splitlines()[line - 1]
+    except IndexError:
+        return False
+    return text.rstrip().endswith(("|", "|-", "|+", ">", ">-"))
+
+
+def _listing(names: Iterable[str]) -> str:
+    items = sorted(names)
+    return ", ".join(items) if items else "none"
+
+
+def _line_index(node: yaml.Node | None) -> dict[tuple[Any, ...], int]:
+    """Map each path of keys/indices in the YAML document to its 1-based line."""
+    lines: dict[tuple[Any, ...], int] = {}
+
+    def walk(n: yaml.Node, path: tuple[Any, ...]) -> None:
+        lines.setdefault(path, n.start_mark.line + 1)
+        if isinstance(n, yaml.MappingNode):
+            for key, value in n.value:
+                child = (*path, key.value)
+                lines[child] = key.start_mark.line + 1
+                walk(value, child)
+        elif isinstance(n, yaml.SequenceNode):
+            for i, item in enumerate(n.value):
+                walk(item, (*path, i))
+
+    if node is not None:
+        walk(node, ())
+    return lines
+
+
+def _line_for(lines: Mapping[tuple[Any, ...], int], location: tuple[Any, ...]) -> int | None:
+    for end in range(len(location), -1, -1):
+        line = lines.get(tuple(location[:end]))
+        if line is not None:
+            return line
+    return None
+
+
+_UNION_TAGS = {"int", "str", "float", "SizeRange", "tuple[str, ...]"}
+
+
+def _clean_location(location: tuple[Any, ...]) -> tuple[Any, ...]:
+    """Drop pydantic's union-member tags so locations read like the YAML."""
+    return tuple(p for p in location if not (isinstance(p, str) and (p in _UNION_TAGS or "[" in p)))
+
+
+def _field_name(location: tuple[Any, ...]) -> str:
+    text = ""
+    for part in _clean_location(location):
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text
+
+
+def _describe(error: Any, location: tuple[Any, ...]) -> str:
+    kind = error["type"]
+    message = str(error["msg"]).removeprefix("Value error, ")
+    clean = _clean_location(location)
+    if kind == "extra_forbidden":
+        known = _model_at(clean[:-1])
+        listing = f"; known fields: {', '.join(known.model_fields)}" if known is not None else ""
+        return f"unknown field '{clean[-1]}'{listing}"
+    if kind == "missing":
+        return f"required field '{clean[-1]}' is missing"
+    value = error.get("input")
+    if value is not None and not isinstance(value, dict | list):
+        return f"{message} (got {value!r})"
+    return message
+
+
+def _model_at(location: tuple[Any, ...]) -> type[BaseModel] | None:
+    shape = tuple("#" if isinstance(p, int) else p for p in location)
+    models: dict[tuple[Any, ...], type[BaseModel]] = {
+        (): ExerciseSpec,
+        ("limits",): Limits,
+        ("returns", "#"): ReturnSpec,
+        ("returns", "#", "grad"): GradSpec,
+        ("returns", "#", "vjp"): VjpSpec,
+        ("wrong", "#"): WrongSolution,
+    }
+    if len(shape) == 2 and shape[0] in ("inputs", "sizes"):
+        return InputSpec if shape[0] == "inputs" else SizeRange
+    return models.get(shape)

@@ -1,0 +1,64 @@
+"""Find students' submissions and the file in each that defines an exercise's entry function."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from grader.errors import UsageError
+from grader.sandbox import Submission
+
+_SKIPPED_DIRS = {"__pycache__"}
+
+
+def submission_from_path(path: Path, entry: str, name: str | None = None) -> Submission:
+    """A file is a submission on its own; a folder's .py files are, the one defining `entry` first."""
+    if path.is_file():
+        if path.suffix != ".py":
+            raise UsageError(f"{path}: a submission is a .py file or a folder of them, not '{path.suffix}'")
+        return Submission(name=name or path.stem, root=path.parent.resolve(), files=(path.name,))
+    if not path.is_dir():
+        raise UsageError(f"{path}: no such file or folder")
+    files = sorted(
+        str(p.relative_to(path))
+        for p in path.rglob("*.py")
+        if not any(part.startswith(".") or part in _SKIPPED_DIRS for part in p.relative_to(path).parts)
+    )
+    if not files:
+        raise UsageError(f"{path}: no .py files in this folder")
+    defining = [f for f in files if defines(path / f, entry)]
+    ordered = defining + [f for f in files if f not in defining]
+    return Submission(name=name or path.name, root=path.resolve(), files=tuple(ordered))
+
+
+def defines(path: Path, name: str) -> bool:
+    """Whether the file binds `name` at its top level (def, assignment or import), read without running it."""
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8", errors="replace"))
+    except (SyntaxError, ValueError):
+        return False
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == name:
+            return True
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == name for t in node.targets
+        ):
+            return True
+        if isinstance(node, ast.Import | ast.ImportFrom) and any(
+            (alias.asname or alias.name.split(".")[0]) == name for alias in node.names
+        ):
+            return True
+    return False
+
+
+def discover_students(folder: Path) -> list[tuple[str, Path]]:
+    """Students in a class folder: each sub-folder is one student, and so is each .py file directly in it."""
+    if not folder.is_dir():
+        raise UsageError(f"{folder}: no such folder of submissions (pass --submissions DIR)")
+    students = []
+    for entry in sorted(folder.iterdir()):
+        if entry.name.startswith((".", "_")):
+            continue
+        if entry.is_dir() or entry.suffix == ".py":
+            students.append((entry.stem if entry.is_file() else entry.name, entry))
+    return students

@@ -1,0 +1,78 @@
+"""Randomized trials: sizes and inputs derived only from (seed, exercise id, trial index).
+
+The same triple always gives the same trial, on any machine, so every failure can be replayed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from grader.graph import evaluate_size_expression
+from grader.spec import Exercise, InputSpec
+
+DEFAULT_SEED = 0
+
+
+@dataclass(frozen=True)
+class Trial:
+    index: int
+    sizes: Mapping[str, int]
+    inputs: Mapping[str, np.ndarray]
+
+    @property
+    def size_key(self) -> tuple[tuple[str, int], ...]:
+        return tuple(sorted(self.sizes.items()))
+
+    def describe_sizes(self) -> str:
+        return ", ".join(f"{k}={v}" for k, v in sorted(self.sizes.items())) or "fixed sizes"
+
+
+def _exercise_key(exercise_id: str) -> int:
+    return int.from_bytes(hashlib.sha256(exercise_id.encode()).digest()[:8], "little")
+
+
+def make_trial(exercise: Exercise, seed: int, index: int) -> Trial:
+    rng = np.random.default_rng([seed, _exercise_key(exercise.id), index])
+    sizes: dict[str, int] = {}
+    for name in sorted(exercise.spec.sizes):
+        low, high = exercise.size_range(name)
+        sizes[name] = int(rng.integers(low, high + 1))
+    inputs = {
+        name: _draw(spec, exercise.shape(name, sizes), sizes, rng)
+        for name, spec in exercise.spec.inputs.items()
+    }
+    for array in inputs.values():
+        array.flags.writeable = False  # the reference's inputs must stay pristine
+    return Trial(index=index, sizes=sizes, inputs=inputs)
+
+
+def make_trials(exercise: Exercise, seed: int, count: int, only: int | None = None) -> list[Trial]:
+    indices = [only] if only is not None else range(count)
+    return [make_trial(exercise, seed, i) for i in indices]
+
+
+def _bound(value: float | str | None, default: float, sizes: Mapping[str, int]) -> float:
+    if value is None:
+        return default
+    if isinstance(value, float | int):
+        return float(value)
+    return float(evaluate_size_expression(value, sizes))
+
+
+def _draw(
+    spec: InputSpec, shape: tuple[int, ...], sizes: Mapping[str, int], rng: np.random.Generator
+) -> np.ndarray:
+    if spec.dist == "uniform":
+        low, high = _bound(spec.low, 0.0, sizes), _bound(spec.high, 1.0, sizes)
+        return rng.uniform(low, high, size=shape)
+    if spec.dist == "normal":
+        return rng.normal(spec.mean, spec.std, size=shape)
+    if spec.dist == "integer":
+        low, high = int(_bound(spec.low, 0, sizes)), int(_bound(spec.high, 0, sizes))
+        return rng.integers(low, high + 1, size=shape, dtype=np.int64)
+    assert spec.value is not None  # the spec model guarantees it
+    return np.full(shape, float(spec.value))

@@ -1,0 +1,281 @@
+"""The only grader code that runs beside student code, inside the sandboxed subprocess.
+
+It reads its job (entry name, files, trial inputs) from a pipe, sets its resource limits, imports the
+submission, calls the entry once per trial on fresh copies of the inputs, and sends back what each call
+returned as plain numeric arrays over a dedicated pipe. It never sees expected values: comparison happens
+in the grader's process. Stdlib and numpy only (torch if present).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import os
+import re
+import resource
+import signal
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from types import FrameType, ModuleType
+from typing import Any
+
+import numpy as np
+
+from grader.protocol import NUMERIC_DTYPES, encode, read_frames
+
+MAX_RETURN_BYTES = 64 << 20
+_TRACEBACK_FRAMES = 8
+
+
+class TrialTimeout(BaseException):
+    """Raised in student code at a trial's deadline; a BaseException, so `except Exception` won't eat it."""
+
+
+class Channel:
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+
+    def send(self, header: dict[str, Any], arrays: list[np.ndarray] | None = None) -> None:
+        data = memoryview(encode(header, arrays or []))
+        while data:
+            written = os.write(self._fd, data)
+            data = data[written:]
+
+
+def main(argv: list[str] | None = None) -> None:
+    job_dir_text, jobs_fd, results_fd = argv if argv is not None else sys.argv[1:4]
+    job_dir = Path(job_dir_text)
+    channel = Channel(int(results_fd))
+    _import_torch_quietly()  # before reading the job: the grader prepares it meanwhile
+    with os.fdopen(int(jobs_fd), "rb") as stream:
+        frames = list(read_frames(stream))
+    job = frames[0].header
+    trials = [(f.header["trial"], dict(zip(f.header["names"], f.arrays, strict=True))) for f in frames[1:]]
+    _apply_limits(job["limits"])
+    submission_dir = job_dir / "submission"
+    os.chdir(job_dir / "scratch")
+    sys.path.insert(0, str(submission_dir))
+
+    entry = _load_entry(channel, submission_dir, job["files"], job["entry"])
+    if entry is None:
+        return
+    channel.send({"type": "ready"})
+    for index, inputs in trials:
+        _run_trial(channel, entry, index, inputs, job, submission_dir)
+    channel.send({"type": "done"})
+
+
+def _import_torch_quietly() -> None:
+    try:
+        import torch
+    except ImportError:
+        return
+    torch.set_num_threads(1)
+
+
+def _apply_limits(limits: dict[str, Any]) -> None:
+    def cap(which: int, value: int) -> None:
+        # A limit the platform does not support is skipped: the parent's deadlines still hold.
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(which, (value, value))
+
+    cap(resource.RLIMIT_CORE, 0)
+    cap(resource.RLIMIT_AS, int(limits["memory_mb"]) << 20)
+    cap(resource.RLIMIT_FSIZE, int(limits["file_mb"]) << 20)
+    cpu = int(limits["cpu_seconds"]) + 1
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
+
+
+def _load_entry(
+    channel: Channel, submission_dir: Path, files: list[str], entry: str
+) -> Callable[..., Any] | None:
+    modules: list[ModuleType] = []
+    for relative in files:
+        path = submission_dir / relative
+        name = re.sub(r"\W", "_", path.stem) or "submission"
+        if name[0].isdigit():
+            name = f"_{name}"
+        spec = importlib.util.spec_from_file_location(name, path)
+        if spec is None or spec.loader is None:
+            continue
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        try:
+            spec.loader.exec_module(module)
+        except BaseException as exc:
+            kind = "exit" if isinstance(exc, SystemExit) else "import"
+            channel.send(
+                {
+                    "type": "fatal",
+                    "kind": kind,
+                    "file": relative,
+                    "message": _exception_line(exc),
+                    "traceback": _student_traceback(exc, submission_dir),
+                }
+            )
+            return None
+        modules.append(module)
+        function = getattr(module, entry, None)
+        if callable(function):
+            return function  # type: ignore[no-any-return]
+    defined = sorted(
+        {n for m in modules for n, v in vars(m).items() if callable(v) and not n.startswith("_")}
+    )
+    channel.send(
+        {
+            "type": "fatal",
+            "kind": "missing-function",
+            "file": files[0] if files else "",
+            "message": entry,
+            "defined": defined[:50],
+        }
+    )
+    return None
+
+
+def _run_trial(
+    channel: Channel,
+    entry: Callable[..., Any],
+    index: int,
+    inputs: dict[str, np.ndarray],
+    job: dict[str, Any],
+    submission_dir: Path,
+) -> None:
+    args = [
+        tuple(inputs[n].copy() for n in arg) if isinstance(arg, list) else inputs[arg].copy()
+        for arg in job["args"]
+    ]
+
+    def on_alarm(signum: int, frame: FrameType | None) -> None:
+        raise TrialTimeout()
+
+    previous = signal.signal(signal.SIGALRM, on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, float(job["trial_seconds"]))
+    started = time.perf_counter()
+    try:
+        value = entry(*args)
+    except BaseException as exc:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        kind = (
+            "timeout"
+            if isinstance(exc, TrialTimeout)
+            else "exit"
+            if isinstance(exc, SystemExit)
+            else "exception"
+        )
+        message = (
+            f"trial {index} ran past its {job['trial_seconds']:g} s deadline (an infinite loop?)"
+            if kind == "timeout"
+            else _exception_line(exc)
+        )
+        channel.send(
+            {
+                "type": "trial-error",
+                "trial": index,
+                "kind": kind,
+                "message": message,
+                "traceback": _student_traceback(exc, submission_dir),
+            }
+        )
+        return
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    seconds = time.perf_counter() - started
+    names: list[str] = job["returns"]
+    if len(names) == 1:
+        values: Any = [value]
+    elif isinstance(value, tuple | list) and len(value) == len(names):
+        values = list(value)
+    else:
+        got = f"{len(value)} values" if isinstance(value, tuple | list) else f"a single {_type_name(value)}"
+        channel.send(
+            {
+                "type": "trial-error",
+                "trial": index,
+                "kind": "bad-return",
+                "message": f"returned {got}; expected a tuple of {len(names)}: ({', '.join(names)})",
+                "traceback": "",
+            }
+        )
+        return
+    described = []
+    arrays = []
+    for name, item in zip(names, values, strict=True):
+        converted = _to_array(item)
+        if isinstance(converted, str):
+            described.append({"name": name, "ok": False, "problem": converted})
+        else:
+            array, dtype_label, source = converted
+            described.append({"name": name, "ok": True, "dtype": dtype_label, "source": source})
+            arrays.append(array)
+    channel.send({"type": "trial", "trial": index, "seconds": seconds, "returns": described}, arrays)
+
+
+def _type_name(value: Any) -> str:
+    cls = type(value)
+    return cls.__name__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__qualname__}"
+
+
+def _to_array(value: Any) -> tuple[np.ndarray, str, str] | str:
+    """A returned value as (array, precision label, where it came from), or the problem in words."""
+    torch = sys.modules.get("torch")
+    if value is None:
+        return "returned None"
+    if torch is not None and isinstance(value, torch.Tensor):
+        tensor = value.detach()
+        if tensor.is_sparse:
+            tensor = tensor.to_dense()
+        tensor = tensor.cpu().resolve_conj().resolve_neg()
+        label = str(tensor.dtype).removeprefix("torch.")
+        if tensor.is_complex():
+            return f"returned a complex tensor ({label})"
+        if tensor.dtype == torch.bfloat16:
+            tensor = tensor.float()
+        array = tensor.numpy().copy()
+        source = "torch.Tensor"
+    elif isinstance(value, np.ndarray | np.generic):
+        array = np.array(value, copy=True, subok=False)
+        label = array.dtype.name
+        source = "numpy.ndarray" if isinstance(value, np.ndarray) else f"numpy.{type(value).__name__}"
+    elif type(value) in (float, int, bool):
+        array = np.asarray(value, dtype=np.float64)
+        label, source = "float64", f"Python {type(value).__name__}"
+    else:
+        return f"returned a {_type_name(value)}; return a numpy array, a torch tensor or a number"
+    if array.dtype.name not in NUMERIC_DTYPES:
+        return f"returned an array of dtype {array.dtype}; a numeric array is expected"
+    if array.nbytes > MAX_RETURN_BYTES:
+        size = f"{array.size} entries, {array.nbytes >> 20} MiB"
+        return f"returned an array of {size}: far beyond any expected size"
+    return array, label, source
+
+
+def _exception_line(exc: BaseException) -> str:
+    return _clip("".join(traceback.format_exception_only(type(exc), exc)).strip())
+
+
+def _clip(text: str, limit: int = 4000) -> str:
+    return text if len(text) <= limit else text[:limit] + f" ... [{len(text) - limit} more characters]"
+
+
+def _student_traceback(exc: BaseException, submission_dir: Path) -> str:
+    """The traceback restricted to the student's own files, with paths relative to the submission."""
+    prefix = str(submission_dir) + os.sep
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename.startswith(prefix)]
+    lines = []
+    for frame in frames[-_TRACEBACK_FRAMES:]:
+        lines.append(f'  File "{frame.filename.removeprefix(prefix)}", line {frame.lineno}, in {frame.name}')
+        if frame.line:
+            lines.append(f"    {frame.line.strip()}")
+    lines.append(
+        _exception_line(exc) if not isinstance(exc, TrialTimeout) else "TrialTimeout: deadline reached"
+    )
+    return _clip("\n".join(lines).replace(prefix, ""), 16000)
+
+
+if __name__ == "__main__":
+    main()

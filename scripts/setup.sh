@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Create .venv with grader and its dependencies. Usage: bash scripts/setup.sh [--dev]
+# torch: a plain `pip install torch` on Linux pulls a multi-GB CUDA build, so this prefers a CPU build:
+# one already installed, then a CPU wheel the local pip configuration offers, then PyTorch's CPU index,
+# and only then whatever pip picks. The package itself declares a plain range (torch>=2.1) for GPU users.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+python=${PYTHON:-python3}
+extras=""
+[[ "${1:-}" == "--dev" ]] && extras="[dev]"
+
+if [[ ! -x .venv/bin/python ]]; then
+  "$python" -m venv .venv
+fi
+pip=(.venv/bin/python -m pip --disable-pip-version-check --quiet)
+
+if ! .venv/bin/python -c 'import torch, sys; sys.exit(int(tuple(map(int, torch.__version__.split(".")[:2])) < (2, 1)))' 2>/dev/null; then
+  echo "setup: installing a CPU build of torch" >&2
+  "${pip[@]}" install "torch==2.13.0+cpu" 2>/dev/null ||
+    "${pip[@]}" install "torch>=2.1" --index-url https://download.pytorch.org/whl/cpu \
+      --extra-index-url https://pypi.org/simple 2>/dev/null ||
+    "${pip[@]}" install "torch>=2.1"
+fi
+echo "setup: installing grader${extras}" >&2
+"${pip[@]}" install -e ".${extras}"
