@@ -9,6 +9,9 @@ across a whole gradient. Bugs (transpose, sign, factor, wrong product) land orde
 
 from __future__ import annotations
 
+import math
+from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -64,16 +67,29 @@ class Comparison:
 
 def infer_precision(got: np.ndarray, dtype: str) -> tuple[Precision, str]:
     """The precision the student computed in: the returned dtype, or float32 hidden in a float64 array."""
+    precisions, reason = _infer_precisions(got[np.newaxis], dtype)
+    return precisions[0], reason[0]
+
+
+def _infer_precisions(got: np.ndarray, dtype: str) -> tuple[list[Precision], list[str]]:
+    """Per trial along axis 0 of `got`: the precision each trial's values were computed in."""
+    batch = got.shape[0]
     if dtype in PRECISIONS and dtype != "float64":
-        return PRECISIONS[dtype], f"returned as {dtype}"
-    if dtype == "float64" and got.size:
-        finite = got[np.isfinite(got)]
-        in_float32 = np.array_equal(finite.astype(np.float32).astype(np.float64), finite)
-        in_float16 = np.array_equal(finite.astype(np.float16).astype(np.float64), finite)
-        # Values that all fit float16 are more likely simple numbers (0, 0.5, 1) than float16 work.
-        if finite.size and in_float32 and not in_float16:
-            return PRECISIONS["float32"], "float64 array holding float32 values"
-    return PRECISIONS["float64"], f"returned as {dtype}"
+        return [PRECISIONS[dtype]] * batch, [f"returned as {dtype}"] * batch
+    float64 = [PRECISIONS["float64"]] * batch, [f"returned as {dtype}"] * batch
+    if dtype != "float64" or got[0].size == 0:
+        return float64
+    flat = got.reshape(batch, -1)
+    finite = np.isfinite(flat)
+    with np.errstate(over="ignore", invalid="ignore"):
+        fits32 = np.all(~finite | (flat.astype(np.float32).astype(np.float64) == flat), axis=1)
+        fits16 = np.all(~finite | (flat.astype(np.float16).astype(np.float64) == flat), axis=1)
+    # Values that all fit float16 are more likely simple numbers (0, 0.5, 1) than float16 work.
+    hidden32 = fits32 & ~fits16 & finite.any(axis=1)
+    return (
+        [PRECISIONS["float32"] if h else PRECISIONS["float64"] for h in hidden32],
+        ["float64 array holding float32 values" if h else f"returned as {dtype}" for h in hidden32],
+    )
 
 
 def ulp(values: np.ndarray, precision: Precision) -> np.ndarray:
@@ -83,18 +99,27 @@ def ulp(values: np.ndarray, precision: Precision) -> np.ndarray:
 
 
 def envelope(expected: np.ndarray, precision: Precision) -> np.ndarray:
-    scale = float(np.max(np.abs(expected))) if expected.size else 0.0
-    allowed: np.ndarray = ENVELOPE_FACTOR * (precision.eps * (np.abs(expected) + scale) + precision.tiny)
+    allowed: np.ndarray = _envelopes(expected[np.newaxis], np.array([precision.eps]), np.array([precision.tiny]))[0]
+    return allowed
+
+
+def _envelopes(expected: np.ndarray, eps: np.ndarray, tiny: np.ndarray) -> np.ndarray:
+    """Envelopes of a stack of trials (axis 0), each with its own precision's eps and tiny."""
+    axes = tuple(range(1, expected.ndim))
+    scale = np.max(np.abs(expected), axis=axes, keepdims=True) if expected[0].size else np.zeros(1)
+    shape = (-1,) + (1,) * (expected.ndim - 1)
+    allowed: np.ndarray = ENVELOPE_FACTOR * (
+        eps.reshape(shape) * (np.abs(expected) + scale) + tiny.reshape(shape)
+    )
     return allowed
 
 
 def shape_problem(expected_shape: tuple[int, ...], got_shape: tuple[int, ...]) -> str | None:
     """Words for a shape mismatch, or None when shapes are compatible (one-element returns are scalars)."""
-    expected_size = int(np.prod(expected_shape, dtype=np.int64))
-    got_size = int(np.prod(got_shape, dtype=np.int64))
-    if expected_size == 1 and got_size == 1:
-        return None
     if tuple(got_shape) == tuple(expected_shape):
+        return None
+    expected_size, got_size = math.prod(expected_shape), math.prod(got_shape)
+    if expected_size == 1 and got_size == 1:
         return None
     hint = ""
     if len(got_shape) == 2 and tuple(got_shape) == tuple(reversed(expected_shape)):
@@ -111,59 +136,130 @@ def shape_problem(expected_shape: tuple[int, ...], got_shape: tuple[int, ...]) -
 
 
 def compare(trial: int, spec: ReturnSpec, expected: np.ndarray, got: np.ndarray, dtype: str) -> Comparison:
-    problem = shape_problem(expected.shape, got.shape)
-    if problem is not None:
-        return Comparison(trial, Verdict.ERROR, problem=problem, entries=int(expected.size))
-    got64 = got.astype(np.float64).reshape(expected.shape)
-    precision, reason = infer_precision(got, dtype)
+    """Judge one trial's returned array."""
+    return compare_many(spec, [trial], [expected], [got], [dtype])[0]
+
+
+def compare_many(
+    spec: ReturnSpec,
+    trials: Sequence[int],
+    expected: Sequence[np.ndarray],
+    got: Sequence[np.ndarray],
+    dtypes: Sequence[str],
+) -> list[Comparison]:
+    """Judge many trials of one return; trials of the same shape and dtype are judged as one stack."""
+    results: dict[int, Comparison] = {}
+    groups: dict[tuple[tuple[int, ...], tuple[int, ...], str], list[int]] = defaultdict(list)
+    for k, (e, g, d) in enumerate(zip(expected, got, dtypes, strict=True)):
+        problem = shape_problem(e.shape, g.shape)
+        if problem is not None:
+            results[k] = Comparison(trials[k], Verdict.ERROR, problem=problem, entries=int(e.size))
+        else:
+            groups[(e.shape, g.shape, d)].append(k)
+    for (shape, _, dtype), members in groups.items():
+        stacked_expected = np.stack([expected[k] for k in members])
+        stacked_got = np.stack([got[k].astype(np.float64).reshape(shape) for k in members])
+        raw = np.stack([got[k].reshape(shape) for k in members])
+        judged = _compare_stack(spec, [trials[k] for k in members], stacked_expected, stacked_got, raw, dtype)
+        results.update(zip(members, judged, strict=True))
+    return [results[k] for k in range(len(expected))]
+
+
+def _compare_stack(
+    spec: ReturnSpec,
+    trials: Sequence[int],
+    expected: np.ndarray,
+    got64: np.ndarray,
+    raw: np.ndarray,
+    dtype: str,
+) -> list[Comparison]:
+    precisions, reasons = _infer_precisions(raw, dtype)
+    eps = np.array([p.eps for p in precisions])
+    tiny = np.array([p.tiny for p in precisions])
     both_inf = np.isinf(expected) & (expected == got64)
-    abs_error = np.where(both_inf, 0.0, np.abs(got64 - expected))
+    with np.errstate(invalid="ignore"):
+        abs_error = np.where(both_inf, 0.0, np.abs(got64 - expected))
     abs_error = np.where(np.isnan(abs_error), np.inf, abs_error)
-    allowed = envelope(expected, precision)
-    ratio = abs_error / allowed
+    ratio = abs_error / _envelopes(expected, eps, tiny)
     within_envelope = ratio <= 1.0
     if spec.explicit_tolerance:
-        tolerance = (spec.atol or 0.0) + (spec.rtol or 0.0) * np.abs(expected)
-        within_tolerance = abs_error <= tolerance
+        within_tolerance = abs_error <= (spec.atol or 0.0) + (spec.rtol or 0.0) * np.abs(expected)
     else:
         within_tolerance = within_envelope
+    batch = expected.shape[0]
+    entries = int(expected[0].size)
+    flat_ratio = ratio.reshape(batch, -1)
+    max_ratio = flat_ratio.max(axis=1) if entries else np.zeros(batch)
     failing_mask = ~within_tolerance
-    failing_count = int(failing_mask.sum())
+    failing_counts = failing_mask.reshape(batch, -1).sum(axis=1)
+    envelope_ok = within_envelope.reshape(batch, -1).all(axis=1)
+    results = []
+    for b in range(batch):
+        if failing_counts[b] == 0:
+            results.append(
+                Comparison(
+                    trials[b],
+                    Verdict.PASS,
+                    precisions[b].name,
+                    reasons[b],
+                    float(max_ratio[b]),
+                    entries=entries,
+                )
+            )
+            continue
+        results.append(
+            _failing(
+                trials[b],
+                expected[b],
+                got64[b],
+                abs_error[b],
+                ratio[b],
+                failing_mask[b],
+                bool(envelope_ok[b]),
+                precisions[b],
+                reasons[b],
+            )
+        )
+    return results
+
+
+def _failing(
+    trial: int,
+    expected: np.ndarray,
+    got64: np.ndarray,
+    abs_error: np.ndarray,
+    ratio: np.ndarray,
+    failing_mask: np.ndarray,
+    within_envelope: bool,
+    precision: Precision,
+    reason: str,
+) -> Comparison:
     with np.errstate(divide="ignore", invalid="ignore"):
         rel_error = np.where(abs_error == 0, 0.0, abs_error / np.abs(expected))
-    max_ratio = float(ratio.max()) if ratio.size else 0.0
-    if failing_count == 0:
-        verdict = Verdict.PASS
-    elif bool(within_envelope.all()):
-        verdict = Verdict.PRECISION
-    else:
-        verdict = Verdict.LOGIC
-    failing: tuple[EntryError, ...] = ()
-    if failing_count:
-        units = ulp(expected, precision)
-        flat = np.flatnonzero(failing_mask)
-        worst = flat[np.argsort(-ratio.reshape(-1)[flat], kind="stable")][:MAX_LISTED_ENTRIES]
-        failing = tuple(
-            EntryError(
-                index=tuple(int(i) for i in np.unravel_index(k, expected.shape)),
-                expected=float(expected.reshape(-1)[k]),
-                got=float(got64.reshape(-1)[k]),
-                abs_error=float(abs_error.reshape(-1)[k]),
-                rel_error=float(rel_error.reshape(-1)[k]),
-                ulps=float(abs_error.reshape(-1)[k] / units.reshape(-1)[k]),
-                envelope_ratio=float(ratio.reshape(-1)[k]),
-            )
-            for k in worst
+    units = ulp(expected, precision)
+    flat = np.flatnonzero(failing_mask)
+    worst = flat[np.argsort(-ratio.reshape(-1)[flat], kind="stable")][:MAX_LISTED_ENTRIES]
+    failing = tuple(
+        EntryError(
+            index=tuple(int(i) for i in np.unravel_index(k, expected.shape)),
+            expected=float(expected.reshape(-1)[k]),
+            got=float(got64.reshape(-1)[k]),
+            abs_error=float(abs_error.reshape(-1)[k]),
+            rel_error=float(rel_error.reshape(-1)[k]),
+            ulps=float(abs_error.reshape(-1)[k] / units.reshape(-1)[k]),
+            envelope_ratio=float(ratio.reshape(-1)[k]),
         )
+        for k in worst
+    )
     return Comparison(
         trial=trial,
-        verdict=verdict,
+        verdict=Verdict.PRECISION if within_envelope else Verdict.LOGIC,
         precision=precision.name,
         precision_reason=reason,
-        max_ratio=max_ratio,
-        max_rel_error=float(rel_error.max()) if rel_error.size else 0.0,
+        max_ratio=float(ratio.max()),
+        max_rel_error=float(rel_error.max()),
         failing=failing,
-        failing_count=failing_count,
+        failing_count=len(flat),
         entries=int(expected.size),
-        failing_mask=failing_mask if failing_count else None,
+        failing_mask=failing_mask,
     )

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from grader.classify import classify_return
-from grader.compare import Comparison, compare
+from grader.compare import Comparison, compare_many
 from grader.results import ErrorInfo, ReturnResult, SubmissionResult
 from grader.sandbox import Failure, Problem, RunningWorker, Submission, WorkerReport
 from grader.spec import Exercise, ReturnSpec, Verdict
@@ -58,13 +58,7 @@ def judge(
     error = _error_info(report.fatal) if report.fatal is not None else None
     returns: list[ReturnResult] = []
     for spec in exercise.spec.returns:
-        comparisons: list[Comparison] = []
-        got: dict[int, np.ndarray] = {}
-        for trial in trials:
-            comparison, array = _judge_trial(trial, spec, expected[trial.index], report, error)
-            comparisons.append(comparison)
-            if array is not None:
-                got[trial.index] = array
+        comparisons, got = _judge_return(spec, trials, expected, report, error)
         returns.append(classify_return(exercise, spec.name, comparisons, by_index, expected, got))
     first_failure = next((report.failures[t.index] for t in trials if t.index in report.failures), None)
     if error is None and report.failures and len(report.failures) == len(trials):
@@ -87,20 +81,44 @@ def judge(
     )
 
 
-def _judge_trial(
-    trial: Trial, spec: ReturnSpec, expected: Expected, report: WorkerReport, fatal: ErrorInfo | None
-) -> tuple[Comparison, np.ndarray | None]:
-    output = report.outputs.get(trial.index)
-    if output is None:
-        failure = report.failures.get(trial.index)
-        if failure is not None:
-            return Comparison(trial.index, Verdict.ERROR, problem=_failure_text(failure)), None
-        reason = f"not run: {fatal.kind} ({fatal.message})" if fatal is not None else "no result"
-        return Comparison(trial.index, Verdict.ERROR, problem=reason), None
-    item = next(r for r in output.returns if r.name == spec.name)
-    if isinstance(item, Problem):
-        return Comparison(trial.index, Verdict.ERROR, problem=f"{spec.name} {item.problem}"), None
-    return compare(trial.index, spec, expected[spec.name], item.array, item.dtype), item.array
+def _judge_return(
+    spec: ReturnSpec,
+    trials: Sequence[Trial],
+    expected: Mapping[int, Expected],
+    report: WorkerReport,
+    fatal: ErrorInfo | None,
+) -> tuple[list[Comparison], dict[int, np.ndarray]]:
+    """Comparisons of one return over all trials, in trial order; the arrays compared, by trial."""
+    judged: dict[int, Comparison] = {}
+    got: dict[int, np.ndarray] = {}
+    dtypes: dict[int, str] = {}
+    for trial in trials:
+        output = report.outputs.get(trial.index)
+        if output is None:
+            failure = report.failures.get(trial.index)
+            if failure is not None:
+                problem = _failure_text(failure)
+            else:
+                problem = f"not run: {fatal.kind} ({fatal.message})" if fatal is not None else "no result"
+            judged[trial.index] = Comparison(trial.index, Verdict.ERROR, problem=problem)
+            continue
+        item = next(r for r in output.returns if r.name == spec.name)
+        if isinstance(item, Problem):
+            judged[trial.index] = Comparison(
+                trial.index, Verdict.ERROR, problem=f"{spec.name} {item.problem}"
+            )
+        else:
+            got[trial.index], dtypes[trial.index] = item.array, item.dtype
+    compared = list(got)
+    for comparison in compare_many(
+        spec,
+        compared,
+        [expected[i][spec.name] for i in compared],
+        [got[i] for i in compared],
+        [dtypes[i] for i in compared],
+    ):
+        judged[comparison.trial] = comparison
+    return [judged[t.index] for t in trials], got
 
 
 def _failure_text(failure: Failure) -> str:

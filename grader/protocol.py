@@ -33,6 +33,7 @@ NUMERIC_DTYPES = frozenset(
         "float64",
     ]
 )
+_NAME_OF = {np.dtype(name): name for name in NUMERIC_DTYPES}  # dtype.name is slow on the per-trial path
 MAX_HEADER_BYTES = 1 << 20
 MAX_PAYLOAD_BYTES = 256 << 20
 MAX_DIMS = 8
@@ -50,10 +51,14 @@ class Frame:
 
 def encode(header: dict[str, Any], arrays: Sequence[np.ndarray] = ()) -> bytes:
     arrays = [np.ascontiguousarray(a) for a in arrays]
-    for array in arrays:
-        if array.dtype.name not in NUMERIC_DTYPES:
+    names = [_NAME_OF.get(a.dtype) for a in arrays]
+    for array, name in zip(arrays, names, strict=True):
+        if name is None:
             raise ProtocolError(f"dtype {array.dtype} cannot travel; numeric dtypes only")
-    described = {**header, "arrays": [{"dtype": a.dtype.name, "shape": list(a.shape)} for a in arrays]}
+    described = {
+        **header,
+        "arrays": [{"dtype": n, "shape": list(a.shape)} for a, n in zip(arrays, names, strict=True)],
+    }
     head = json.dumps(described, separators=(",", ":")).encode()
     payload = b"".join(a.astype(a.dtype.newbyteorder("<"), copy=False).tobytes() for a in arrays)
     return _PREFIX.pack(MAGIC, len(head), len(payload)) + head + payload
@@ -140,3 +145,8 @@ def read_frames(stream: BinaryIO) -> Iterator[Frame]:
         yield from decoder.feed(chunk)
     if decoder.pending:
         raise ProtocolError(f"stream ends inside a frame ({decoder.pending} bytes left over)")
+
+
+def numeric_dtype_name(dtype: np.dtype) -> str | None:
+    """The allow-listed name of a dtype, or None when it may not travel."""
+    return _NAME_OF.get(dtype)

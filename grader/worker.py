@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from grader.protocol import NUMERIC_DTYPES, encode, read_frames
+from grader.protocol import encode, numeric_dtype_name, read_frames
 
 MAX_RETURN_BYTES = 64 << 20
 _TRACEBACK_FRAMES = 8
@@ -62,10 +62,15 @@ def main(argv: list[str] | None = None) -> None:
     entry = _load_entry(channel, submission_dir, job["files"], job["entry"])
     if entry is None:
         return
+    signal.signal(signal.SIGALRM, _on_alarm)
     channel.send({"type": "ready"})
     for index, inputs in trials:
         _run_trial(channel, entry, index, inputs, job, submission_dir)
     channel.send({"type": "done"})
+
+
+def _on_alarm(signum: int, frame: FrameType | None) -> None:
+    raise TrialTimeout()
 
 
 def _import_torch_quietly() -> None:
@@ -149,10 +154,6 @@ def _run_trial(
         for arg in job["args"]
     ]
 
-    def on_alarm(signum: int, frame: FrameType | None) -> None:
-        raise TrialTimeout()
-
-    previous = signal.signal(signal.SIGALRM, on_alarm)
     signal.setitimer(signal.ITIMER_REAL, float(job["trial_seconds"]))
     started = time.perf_counter()
     try:
@@ -183,7 +184,6 @@ def _run_trial(
         return
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
     seconds = time.perf_counter() - started
     names: list[str] = job["returns"]
     if len(names) == 1:
@@ -239,14 +239,14 @@ def _to_array(value: Any) -> tuple[np.ndarray, str, str] | str:
         source = "torch.Tensor"
     elif isinstance(value, np.ndarray | np.generic):
         array = np.array(value, copy=True, subok=False)
-        label = array.dtype.name
+        label = numeric_dtype_name(array.dtype) or str(array.dtype)
         source = "numpy.ndarray" if isinstance(value, np.ndarray) else f"numpy.{type(value).__name__}"
     elif type(value) in (float, int, bool):
         array = np.asarray(value, dtype=np.float64)
         label, source = "float64", f"Python {type(value).__name__}"
     else:
         return f"returned a {_type_name(value)}; return a numpy array, a torch tensor or a number"
-    if array.dtype.name not in NUMERIC_DTYPES:
+    if numeric_dtype_name(array.dtype) is None:
         return f"returned an array of dtype {array.dtype}; a numeric array is expected"
     if array.nbytes > MAX_RETURN_BYTES:
         size = f"{array.size} entries, {array.nbytes >> 20} MiB"
