@@ -99,7 +99,9 @@ def ulp(values: np.ndarray, precision: Precision) -> np.ndarray:
 
 
 def envelope(expected: np.ndarray, precision: Precision) -> np.ndarray:
-    allowed: np.ndarray = _envelopes(expected[np.newaxis], np.array([precision.eps]), np.array([precision.tiny]))[0]
+    allowed: np.ndarray = _envelopes(
+        expected[np.newaxis], np.array([precision.eps]), np.array([precision.tiny])
+    )[0]
     return allowed
 
 

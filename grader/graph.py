@@ -7,6 +7,7 @@ are accepted; nothing is ever handed to `eval`, so a spec cannot run arbitrary P
 from __future__ import annotations
 
 import ast
+import difflib
 import operator
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -206,7 +207,7 @@ def _check(node: ast.AST, names: set[str]) -> None:
                 raise GraphError(line, f"only numeric constants are allowed, not {value!r}")
         case ast.Name(id=name):
             if name not in names:
-                hint = " (functions must be called)" if name in FUNCTIONS else ""
+                hint = " (functions must be called)" if name in FUNCTIONS else _did_you_mean(name, names)
                 raise GraphError(line, f"'{name}' is not defined: not an input, size or earlier result{hint}")
         case ast.BinOp(left=left, op=op, right=right):
             if type(op) not in _BINARY:
@@ -235,9 +236,9 @@ def _check(node: ast.AST, names: set[str]) -> None:
         case ast.Call(func=func, args=args, keywords=keywords):
             if not isinstance(func, ast.Name) or func.id not in FUNCTIONS:
                 shown = ast.unparse(func)
-                raise GraphError(
-                    line, f"'{shown}' is not an allowed function; allowed: {', '.join(sorted(FUNCTIONS))}"
-                )
+                suggestion = _did_you_mean(shown, FUNCTIONS)
+                listing = f"allowed: {', '.join(sorted(FUNCTIONS))}"
+                raise GraphError(line, f"'{shown}' is not an allowed function{suggestion}; {listing}")
             allowed = FUNCTIONS[func.id].keywords
             for keyword in keywords:
                 if keyword.arg is None or keyword.arg not in allowed:
@@ -253,6 +254,11 @@ def _check(node: ast.AST, names: set[str]) -> None:
                 _check(arg, names)
         case _:
             raise GraphError(line, f"{type(node).__name__} expressions are not part of the graph language")
+
+
+def _did_you_mean(name: str, candidates: Iterable[str]) -> str:
+    close = difflib.get_close_matches(name, list(candidates), n=1)
+    return f" (did you mean '{close[0]}'?)" if close else ""
 
 
 def _check_index(node: ast.AST, names: set[str]) -> None:

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from grader.compare import EntryError
-from grader.results import SubmissionResult
+from grader.results import FailingCase, SubmissionResult
 
 
 class _Out(BaseModel):
@@ -34,6 +35,7 @@ class EntryOut(_Out):
 class CaseOut(_Out):
     trial: int
     sizes: dict[str, int]
+    failing_indices: list[list[int]]
     repro: str
 
 
@@ -79,6 +81,13 @@ def _entry(entry: EntryError) -> EntryOut:
     )
 
 
+def _case(result: SubmissionResult, case: FailingCase) -> CaseOut:
+    indices = [] if case.mask is None else np.argwhere(case.mask).tolist()
+    return CaseOut(
+        trial=case.trial, sizes=dict(case.sizes), failing_indices=indices, repro=result.repro(case.trial)
+    )
+
+
 def result_model(result: SubmissionResult) -> ResultOut:
     error = result.error
     return ResultOut(
@@ -105,11 +114,7 @@ def result_model(result: SubmissionResult) -> ResultOut:
                 score=r.score,
                 precision=r.precision,
                 max_envelope_ratio=r.max_ratio if math.isfinite(r.max_ratio) else None,
-                smallest_failing_case=CaseOut(
-                    trial=r.case.trial, sizes=dict(r.case.sizes), repro=result.repro(r.case.trial)
-                )
-                if r.case is not None
-                else None,
+                smallest_failing_case=_case(result, r.case) if r.case is not None else None,
             )
             for r in result.returns
         ],
