@@ -91,7 +91,7 @@ def _message(
         )
     worst = max(decisive, key=lambda c: c.max_ratio)
     relative = worst.max_rel_error
-    size = f"{relative:.0%}" if np.isfinite(relative) and relative < 100 else f"{relative:.3g}x"
+    size = f"{relative:.0%}" if 0.01 <= relative < 100 else f"{relative:.2g}"
     if not np.isfinite(worst.max_ratio):
         return f"NaN or infinite values where finite ones are expected, on {of}"
     return (

@@ -138,7 +138,7 @@ def _load_all(folder: Path, errors: Console) -> tuple[list[Exercise], list[SpecE
 
 def _run(args: argparse.Namespace, console: Console, errors: Console) -> int:
     from grader.grading import grade
-    from grader.reference import reference_returns
+    from grader.reference import compute_references
     from grader.report.json_report import to_json_line
     from grader.report.terminal import render_class
     from grader.submissions import discover_students, submission_from_path
@@ -150,7 +150,7 @@ def _run(args: argparse.Namespace, console: Console, errors: Console) -> int:
     jobs = []
     for exercise in exercises:
         trials = make_trials(exercise, args.seed, args.trials or exercise.spec.trials)
-        references = (trials, reference_returns(exercise, trials))
+        references = compute_references(exercise, trials)
         for name, path in students:
             jobs.append((exercise, name, path, references))
 

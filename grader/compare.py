@@ -19,6 +19,7 @@ import numpy as np
 from grader.spec import ReturnSpec, Verdict
 
 ENVELOPE_FACTOR = 64.0
+SPREAD_FACTOR = 8.0
 MAX_LISTED_ENTRIES = 10
 
 
@@ -98,21 +99,25 @@ def ulp(values: np.ndarray, precision: Precision) -> np.ndarray:
     return spacing
 
 
-def envelope(expected: np.ndarray, precision: Precision) -> np.ndarray:
-    allowed: np.ndarray = _envelopes(
-        expected[np.newaxis], np.array([precision.eps]), np.array([precision.tiny])
-    )[0]
+def envelope(expected: np.ndarray, spread: np.ndarray | None, precision: Precision) -> np.ndarray:
+    """The rounding envelope of one trial's return at `precision` (see the module's docstring)."""
+    stacked_spread = None if spread is None else spread[np.newaxis]
+    eps, tiny = np.array([precision.eps]), np.array([precision.tiny])
+    allowed: np.ndarray = _envelopes(expected[np.newaxis], stacked_spread, eps, tiny)[0]
     return allowed
 
 
-def _envelopes(expected: np.ndarray, eps: np.ndarray, tiny: np.ndarray) -> np.ndarray:
+def _envelopes(
+    expected: np.ndarray, spread: np.ndarray | None, eps: np.ndarray, tiny: np.ndarray
+) -> np.ndarray:
     """Envelopes of a stack of trials (axis 0), each with its own precision's eps and tiny."""
     axes = tuple(range(1, expected.ndim))
     scale = np.max(np.abs(expected), axis=axes, keepdims=True) if expected[0].size else np.zeros(1)
     shape = (-1,) + (1,) * (expected.ndim - 1)
-    allowed: np.ndarray = ENVELOPE_FACTOR * (
-        eps.reshape(shape) * (np.abs(expected) + scale) + tiny.reshape(shape)
-    )
+    magnitude = ENVELOPE_FACTOR * (np.abs(expected) + scale)
+    if spread is not None:
+        magnitude = magnitude + SPREAD_FACTOR * spread
+    allowed: np.ndarray = eps.reshape(shape) * magnitude + ENVELOPE_FACTOR * tiny.reshape(shape)
     return allowed
 
 
@@ -137,9 +142,16 @@ def shape_problem(expected_shape: tuple[int, ...], got_shape: tuple[int, ...]) -
     return f"shape {tuple(got_shape)}, expected {tuple(expected_shape)}{hint}"
 
 
-def compare(trial: int, spec: ReturnSpec, expected: np.ndarray, got: np.ndarray, dtype: str) -> Comparison:
+def compare(
+    trial: int,
+    spec: ReturnSpec,
+    expected: np.ndarray,
+    got: np.ndarray,
+    dtype: str,
+    spread: np.ndarray | None = None,
+) -> Comparison:
     """Judge one trial's returned array."""
-    return compare_many(spec, [trial], [expected], [got], [dtype])[0]
+    return compare_many(spec, [trial], [expected], [got], [dtype], None if spread is None else [spread])[0]
 
 
 def compare_many(
@@ -148,8 +160,13 @@ def compare_many(
     expected: Sequence[np.ndarray],
     got: Sequence[np.ndarray],
     dtypes: Sequence[str],
+    spreads: Sequence[np.ndarray] | None = None,
 ) -> list[Comparison]:
-    """Judge many trials of one return; trials of the same shape and dtype are judged as one stack."""
+    """Judge many trials of one return; trials of the same shape and dtype are judged as one stack.
+
+    `spreads` are the entries' rounding sensitivities from the reference's Monte Carlo run; without
+    them the envelope falls back to its magnitude terms alone.
+    """
     results: dict[int, Comparison] = {}
     groups: dict[tuple[tuple[int, ...], tuple[int, ...], str], list[int]] = defaultdict(list)
     for k, (e, g, d) in enumerate(zip(expected, got, dtypes, strict=True)):
@@ -162,7 +179,10 @@ def compare_many(
         stacked_expected = np.stack([expected[k] for k in members])
         stacked_got = np.stack([got[k].astype(np.float64).reshape(shape) for k in members])
         raw = np.stack([got[k].reshape(shape) for k in members])
-        judged = _compare_stack(spec, [trials[k] for k in members], stacked_expected, stacked_got, raw, dtype)
+        stacked_spread = None if spreads is None else np.stack([spreads[k] for k in members])
+        judged = _compare_stack(
+            spec, [trials[k] for k in members], stacked_expected, stacked_spread, stacked_got, raw, dtype
+        )
         results.update(zip(members, judged, strict=True))
     return [results[k] for k in range(len(expected))]
 
@@ -171,6 +191,7 @@ def _compare_stack(
     spec: ReturnSpec,
     trials: Sequence[int],
     expected: np.ndarray,
+    spread: np.ndarray | None,
     got64: np.ndarray,
     raw: np.ndarray,
     dtype: str,
@@ -182,7 +203,7 @@ def _compare_stack(
     with np.errstate(invalid="ignore"):
         abs_error = np.where(both_inf, 0.0, np.abs(got64 - expected))
     abs_error = np.where(np.isnan(abs_error), np.inf, abs_error)
-    ratio = abs_error / _envelopes(expected, eps, tiny)
+    ratio = abs_error / _envelopes(expected, spread, eps, tiny)
     within_envelope = ratio <= 1.0
     if spec.explicit_tolerance:
         within_tolerance = abs_error <= (spec.atol or 0.0) + (spec.rtol or 0.0) * np.abs(expected)
@@ -192,7 +213,7 @@ def _compare_stack(
     entries = int(expected[0].size)
     flat_ratio = ratio.reshape(batch, -1)
     max_ratio = flat_ratio.max(axis=1) if entries else np.zeros(batch)
-    failing_mask = ~within_tolerance
+    failing_mask: np.ndarray = ~within_tolerance
     failing_counts = failing_mask.reshape(batch, -1).sum(axis=1)
     envelope_ok = within_envelope.reshape(batch, -1).all(axis=1)
     results = []

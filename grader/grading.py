@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -10,13 +9,13 @@ import numpy as np
 
 from grader.classify import classify_return
 from grader.compare import Comparison, compare_many
-from grader.results import ErrorInfo, ReturnResult, SubmissionResult
+from grader.results import ErrorInfo, ReturnResult, SubmissionResult, student_location
 from grader.sandbox import Failure, Problem, RunningWorker, Submission, WorkerReport
 from grader.spec import Exercise, ReturnSpec, Verdict
-from grader.trials import Trial, make_trials
+from grader.trials import make_trials
 
 if TYPE_CHECKING:
-    from grader.reference import Expected
+    from grader.reference import References
 
 
 def grade(
@@ -25,40 +24,37 @@ def grade(
     seed: int,
     trial_count: int | None = None,
     only_trial: int | None = None,
-    references: tuple[Sequence[Trial], Mapping[int, Expected]] | None = None,
+    references: References | None = None,
 ) -> SubmissionResult:
-    """Grade; pass `references` (trials and their expected returns) to share them across submissions."""
+    """Grade; pass `references` (from compute_references) to share them across submissions."""
     worker = RunningWorker(exercise, submission)  # first: its start-up (importing torch) overlaps ours
-    trials: Sequence[Trial]
-    expected: Mapping[int, Expected]
     if references is None:
         trials = make_trials(exercise, seed, trial_count or exercise.spec.trials, only_trial)
         worker.send(trials)
         # Imported only now, for the same overlap: torch is the grader's slowest import too.
-        from grader.reference import reference_returns
+        from grader.reference import compute_references
 
-        expected = reference_returns(exercise, trials)
+        references = compute_references(exercise, trials)
     else:
-        trials, expected = references
-        worker.send(trials)
+        worker.send(references.trials)
     report = worker.collect()
-    return judge(exercise, submission, seed, trials, expected, report, only_trial)
+    return judge(exercise, submission, seed, references, report, only_trial)
 
 
 def judge(
     exercise: Exercise,
     submission: Submission,
     seed: int,
-    trials: Sequence[Trial],
-    expected: Mapping[int, Expected],
+    references: References,
     report: WorkerReport,
     only_trial: int | None = None,
 ) -> SubmissionResult:
+    trials, expected = references.trials, references.expected
     by_index = {t.index: t for t in trials}
     error = _error_info(report.fatal) if report.fatal is not None else None
     returns: list[ReturnResult] = []
     for spec in exercise.spec.returns:
-        comparisons, got = _judge_return(spec, trials, expected, report, error)
+        comparisons, got = _judge_return(spec, references, report, error)
         returns.append(classify_return(exercise, spec.name, comparisons, by_index, expected, got))
     first_failure = next((report.failures[t.index] for t in trials if t.index in report.failures), None)
     if error is None and report.failures and len(report.failures) == len(trials):
@@ -83,12 +79,12 @@ def judge(
 
 def _judge_return(
     spec: ReturnSpec,
-    trials: Sequence[Trial],
-    expected: Mapping[int, Expected],
+    references: References,
     report: WorkerReport,
     fatal: ErrorInfo | None,
 ) -> tuple[list[Comparison], dict[int, np.ndarray]]:
     """Comparisons of one return over all trials, in trial order; the arrays compared, by trial."""
+    trials, expected, spread = references.trials, references.expected, references.spread
     judged: dict[int, Comparison] = {}
     got: dict[int, np.ndarray] = {}
     dtypes: dict[int, str] = {}
@@ -116,24 +112,15 @@ def _judge_return(
         [expected[i][spec.name] for i in compared],
         [got[i] for i in compared],
         [dtypes[i] for i in compared],
+        [spread[i][spec.name] for i in compared],
     ):
         judged[comparison.trial] = comparison
     return [judged[t.index] for t in trials], got
 
 
 def _failure_text(failure: Failure) -> str:
-    where = _last_student_line(failure.traceback)
-    return f"{failure.message}{where}"
-
-
-def _last_student_line(traceback: str) -> str:
-    frames = [line.strip() for line in traceback.splitlines() if line.strip().startswith('File "')]
-    if not frames:
-        return ""
-    # 'File "sol.py", line 12, in graph2' -> ' (sol.py line 12, in graph2)'
-    text = frames[-1].removeprefix('File "')
-    file, _, rest = text.partition('", ')
-    return f" ({file} {rest})"
+    where = student_location(failure.traceback)
+    return f"{failure.message} ({where})" if where else failure.message
 
 
 def _error_info(failure: Failure) -> ErrorInfo:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -23,15 +24,49 @@ class ReferenceError(Exception):
     """The exercise's graph fails on some trial: an exercise author's problem."""
 
 
+# Monte Carlo arithmetic: each operation's result is perturbed by a random relative amount of NOISE
+# (uniform in ±1, scaled by the magnitude its rounding grows with). The response is linear at this size,
+# so spread / NOISE is the rounding sensitivity of every entry, and eps · spread / NOISE its rounding
+# error at any precision eps. NOISE sits far above float64 rounding and far below non-linear effects.
+NOISE = 2.0**-30
+MC_SAMPLES = 4
+
+
+@dataclass(frozen=True)
+class References:
+    """What grading compares against: per trial, the expected returns and each entry's rounding spread."""
+
+    trials: tuple[Trial, ...]
+    expected: dict[int, Expected]
+    spread: dict[int, Expected]
+
+
+def compute_references(exercise: Exercise, trials: Sequence[Trial]) -> References:
+    expected = _by_group(exercise, trials, noise=0.0)
+    deviation: dict[int, dict[str, np.ndarray]] = {t.index: {} for t in trials}
+    for _ in range(MC_SAMPLES):
+        sample = _by_group(exercise, trials, noise=NOISE)
+        for index, values in sample.items():
+            for name, value in values.items():
+                change = np.abs(value - expected[index][name]) / NOISE
+                previous = deviation[index].get(name)
+                deviation[index][name] = change if previous is None else np.maximum(previous, change)
+    return References(tuple(trials), expected, dict(deviation))
+
+
 def reference_returns(exercise: Exercise, trials: Sequence[Trial]) -> dict[int, Expected]:
     """Expected float64 returns of every trial, keyed by trial index."""
+    return _by_group(exercise, trials, noise=0.0)
+
+
+def _by_group(exercise: Exercise, trials: Sequence[Trial], noise: float) -> dict[int, Expected]:
     groups: dict[tuple[tuple[str, int], ...], list[Trial]] = defaultdict(list)
     for trial in trials:
         groups[trial.size_key].append(trial)
     expected: dict[int, Expected] = {}
     for group in groups.values():
         try:
-            expected.update(_evaluate_group(exercise, group))
+            expected.update(_evaluate_group(exercise, group, noise))
         except ReferenceError:
             raise
         except Exception as exc:
@@ -59,7 +94,7 @@ def _tensor(array: np.ndarray) -> torch.Tensor:
     return tensor if tensor.dtype == torch.int64 else tensor.to(torch.float64)
 
 
-def _evaluate_group(exercise: Exercise, group: list[Trial]) -> dict[int, Expected]:
+def _evaluate_group(exercise: Exercise, group: list[Trial], noise: float) -> dict[int, Expected]:
     returns = exercise.spec.returns
     wrt_names = sorted({r.grad.wrt if r.grad else r.vjp.wrt for r in returns if r.grad or r.vjp})  # type: ignore[union-attr]
     names = list(exercise.spec.inputs)
@@ -69,15 +104,20 @@ def _evaluate_group(exercise: Exercise, group: list[Trial]) -> dict[int, Expecte
     sizes = dict(group[0].sizes)
     outputs = _needed_outputs(returns)
 
+    def perturb(value: torch.Tensor, magnitude: torch.Tensor) -> torch.Tensor:
+        return value + noise * magnitude.detach() * (2 * torch.rand_like(value) - 1)
+
     def forward(*tensors: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        if noise:  # inputs are rounded too, when the student converts them to a lower precision
+            tensors = tuple(perturb(t, abs(t)) if t.is_floating_point() else t for t in tensors)
         env: dict[str, object] = dict(zip(names, tensors, strict=True))
         env.update(sizes)
-        values = evaluate(exercise.program, env)
+        values = evaluate(exercise.program, env, perturb if noise else None)
         return tuple(torch.as_tensor(values[o], dtype=torch.float64) for o in outputs)
 
     args = [stacked[n] for n in names]
     try:
-        batched = torch.func.vmap(forward)(*args)
+        batched = torch.func.vmap(forward, randomness="different")(*args)
     except Exception:  # an operation without a batching rule: evaluate trial by trial instead
         batched = _loop(forward, args)
     values = dict(zip(outputs, batched, strict=True))

@@ -90,3 +90,12 @@ class SubmissionResult:
         if trial is not None:
             return f"{command} --trial {trial}"
         return f"{command} --trials {self.trials}"
+
+
+def student_location(traceback: str) -> str:
+    """'sol.py line 12, in graph2' from the innermost frame of a trimmed traceback; '' when there is none."""
+    frames = [line.strip() for line in traceback.splitlines() if line.strip().startswith('File "')]
+    if not frames:
+        return ""
+    file, _, rest = frames[-1].removeprefix('File "').partition('", ')
+    return f"{file} {rest}"

@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from grader.results import ReturnResult, SubmissionResult
+from grader.results import ReturnResult, SubmissionResult, student_location
 from grader.spec import Verdict
 
 STYLE = {
@@ -166,7 +166,10 @@ def render_class(
     for result in problems:
         console.print(f"  [bold]{escape(result.student)}[/] / {escape(result.exercise)}:")
         if result.error is not None:
-            console.print(f"    error ({result.error.kind}): {escape(result.error.message)}")
+            where = student_location(result.error.traceback)
+            where = f" ({where})" if where else ""
+            console.print(f"    error ({result.error.kind}): {escape(result.error.message)}{escape(where)}")
+            console.print(f"    [dim]{escape(result.repro(_focus_trial(result)))}[/]")
             continue
         for ret in result.returns:
             if ret.verdict is not Verdict.PASS:

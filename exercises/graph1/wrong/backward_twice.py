@@ -1,0 +1,18 @@
+import numpy as np
+import torch
+
+
+def graph1(a_np, b_np, c_np):
+    a = torch.tensor(a_np, requires_grad=True)
+    b = torch.tensor(b_np)
+    c = torch.tensor(c_np)
+    x = a * c
+    y = a + b
+    f = x / y
+    f.backward(retain_graph=True)
+    print("grad after first backward:", a.grad)
+    f.backward(retain_graph=True)  # called again "to be sure": a.grad accumulates
+    auto_grad = a.grad
+
+    user_grad = b_np * c_np / (a_np + b_np) ** 2
+    return f, auto_grad, user_grad

@@ -1,0 +1,13 @@
+import numpy as np
+import torch
+
+
+def reciprocal(a_np):
+    a = torch.tensor(a_np, requires_grad=True)
+    loss = torch.sum(1 / a)
+    loss.backward(retain_graph=True)
+    loss.backward(retain_graph=True)  # a.grad is accumulated, not overwritten
+    auto_grad = a.grad
+
+    user_grad = -1 / a_np**2
+    return loss, auto_grad, user_grad

@@ -1,0 +1,12 @@
+import numpy as np
+import torch
+
+
+def reciprocal(a_np):
+    a = torch.tensor(a_np, requires_grad=True)
+    loss = torch.sum(1 / a)
+    loss.backward()
+    auto_grad = a.grad
+
+    user_grad = -1 / a_np  # the power rule applied without lowering the power
+    return loss, auto_grad, user_grad

@@ -1,0 +1,18 @@
+import numpy as np
+import torch
+
+
+def graph1(a_np, b_np, c_np):
+    a = torch.tensor(a_np, requires_grad=True)
+    b = torch.tensor(b_np, requires_grad=True)
+    c = torch.tensor(c_np, requires_grad=True)
+    x = a * c
+    y = a + b
+    f = x / y
+    f.backward()
+    auto_grad = a.grad
+    # chain rule through both paths: df/da = c/y - x/y^2
+    x_np = a_np * c_np
+    y_np = a_np + b_np
+    user_grad = c_np / y_np - x_np / y_np**2
+    return f, auto_grad, user_grad
