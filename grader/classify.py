@@ -85,8 +85,11 @@ def _message(
         return f"{first.problem} — on {of}"
     if verdict is Verdict.PRECISION:
         spec = next(r for r in exercise.spec.returns if r.name == name)
+        tolerance = ", ".join(
+            f"{k}={v:g}" for k, v in (("atol", spec.atol), ("rtol", spec.rtol)) if v is not None
+        )
         return (
-            f"outside the exercise's tolerance (atol={spec.atol}, rtol={spec.rtol}) on {of}, but within "
+            f"outside the exercise's tolerance ({tolerance}) on {of}, but within "
             f"{precision} rounding (max {envelopes}): rounding, not a mistake; compute in float64 to pass"
         )
     worst = max(decisive, key=lambda c: c.max_ratio)

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from grader.classify import classify_return
 from grader.compare import Comparison, compare_many
-from grader.results import ErrorInfo, ReturnResult, SubmissionResult, student_location
+from grader.results import ErrorInfo, ReturnResult, SubmissionResult, display_path, student_location
 from grader.sandbox import Failure, Problem, RunningWorker, Submission, WorkerReport
 from grader.spec import Exercise, ReturnSpec, Verdict
 from grader.trials import make_trials
@@ -61,8 +60,8 @@ def judge(
         error = _error_info(first_failure)  # type: ignore[arg-type]
     return SubmissionResult(
         exercise=exercise.id,
-        exercise_dir=_display_path(exercise.root),
-        submission=submission.display,
+        exercise_dir=display_path(exercise.root),
+        submission=display_path(submission.path),
         student=submission.name,
         seed=seed,
         trials=len(trials),
@@ -125,10 +124,3 @@ def _failure_text(failure: Failure) -> str:
 
 def _error_info(failure: Failure) -> ErrorInfo:
     return ErrorInfo(failure.kind, failure.message, failure.traceback, failure.index)
-
-
-def _display_path(path: Path) -> str:
-    try:
-        return str(path.relative_to(Path.cwd()))
-    except ValueError:
-        return str(path)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -99,3 +100,11 @@ def student_location(traceback: str) -> str:
         return ""
     file, _, rest = frames[-1].removeprefix('File "').partition('", ')
     return f"{file} {rest}"
+
+
+def display_path(path: Path) -> str:
+    """A path as the user would type it: relative to the working directory where possible."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)

@@ -104,8 +104,9 @@ class Submission:
     files: tuple[str, ...]
 
     @property
-    def display(self) -> str:
-        return str(self.root / self.files[0]) if len(self.files) == 1 else str(self.root)
+    def path(self) -> Path:
+        """What the student handed in: the file, or the folder of files."""
+        return self.root / self.files[0] if len(self.files) == 1 else self.root
 
 
 @dataclass
