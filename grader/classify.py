@@ -79,7 +79,8 @@ def _message(
     of = f"{len(decisive)} of {total} trials"
     envelopes = f"{worst_ratio:.3g} {precision} rounding envelopes"
     if verdict is Verdict.PASS:
-        return f"correct on all {total} trials (max error {envelopes})"
+        every = "the only trial" if total == 1 else f"all {total} trials"
+        return f"correct on {every} (max error {envelopes})"
     if verdict is Verdict.ERROR:
         first = min(decisive, key=lambda c: c.trial)
         return f"{first.problem} — on {of}"

@@ -107,12 +107,6 @@ def _check(args: argparse.Namespace, console: Console) -> int:
     from grader.submissions import submission_from_path
 
     exercise = load_exercise(args.exercise)
-    if (
-        args.trial is not None
-        and args.trial >= (args.trials or exercise.spec.trials)
-        and args.trials is not None
-    ):
-        raise GraderError(f"--trial {args.trial} is beyond --trials {args.trials}")
     submission = submission_from_path(args.file, exercise.spec.entry)
     result = grade(exercise, submission, args.seed, args.trials, only_trial=args.trial)
     if args.json:
@@ -137,8 +131,8 @@ def _load_all(folder: Path, errors: Console) -> tuple[list[Exercise], list[SpecE
 
 
 def _run(args: argparse.Namespace, console: Console, errors: Console) -> int:
-    from grader.grading import grade
-    from grader.reference import compute_references
+    from grader.grading import grade, not_runnable
+    from grader.reference import References, compute_references
     from grader.report.json_report import to_json_line
     from grader.report.terminal import render_class
     from grader.submissions import discover_students, submission_from_path
@@ -154,9 +148,12 @@ def _run(args: argparse.Namespace, console: Console, errors: Console) -> int:
         for name, path in students:
             jobs.append((exercise, name, path, references))
 
-    def one(job: tuple) -> SubmissionResult:  # type: ignore[type-arg]
+    def one(job: tuple[Exercise, str, Path, References]) -> SubmissionResult:
         exercise, name, path, references = job
-        submission = submission_from_path(path, exercise.spec.entry, name)
+        try:
+            submission = submission_from_path(path, exercise.spec.entry, name)
+        except GraderError as exc:  # this student's hand-in is unusable; the others are still graded
+            return not_runnable(exercise, name, path, args.seed, references, str(exc))
         return grade(exercise, submission, args.seed, references=references)
 
     results: list[SubmissionResult] = []

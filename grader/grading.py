@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -38,6 +39,22 @@ def grade(
         worker.send(references.trials)
     report = worker.collect()
     return judge(exercise, submission, seed, references, report, only_trial)
+
+
+def not_runnable(
+    exercise: Exercise, student: str, path: Path, seed: int, references: References, message: str
+) -> SubmissionResult:
+    """The result for a hand-in that cannot even be started (no Python files, say): every return errs."""
+    report = WorkerReport(
+        outputs={},
+        failures={},
+        fatal=Failure("missing-function", message),
+        stdout="",
+        stderr="",
+        output_bytes=0,
+        seconds=0.0,
+    )
+    return judge(exercise, Submission(student, path, ()), seed, references, report)
 
 
 def judge(

@@ -203,8 +203,8 @@ def _check(node: ast.AST, names: set[str]) -> None:
     line = getattr(node, "lineno", 1)
     match node:
         case ast.Constant(value=value):
-            if not isinstance(value, int | float) or isinstance(value, bool):
-                raise GraphError(line, f"only numeric constants are allowed, not {value!r}")
+            if not isinstance(value, int | float):  # bool is an int: keepdim=True
+                raise GraphError(line, f"only numeric constants and True/False are allowed, not {value!r}")
         case ast.Name(id=name):
             if name not in names:
                 hint = " (functions must be called)" if name in FUNCTIONS else _did_you_mean(name, names)

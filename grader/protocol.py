@@ -50,8 +50,9 @@ class Frame:
 
 
 def encode(header: dict[str, Any], arrays: Sequence[np.ndarray] = ()) -> bytes:
-    arrays = [np.ascontiguousarray(a) for a in arrays]
-    names = [_NAME_OF.get(a.dtype) for a in arrays]
+    # Little-endian and C order on the wire (np.ascontiguousarray would turn 0-d arrays into 1-d ones).
+    arrays = [np.asarray(a).astype(a.dtype.newbyteorder("<"), order="C", copy=False) for a in arrays]
+    names = [numeric_dtype_name(a.dtype) for a in arrays]
     for array, name in zip(arrays, names, strict=True):
         if name is None:
             raise ProtocolError(f"dtype {array.dtype} cannot travel; numeric dtypes only")
@@ -60,7 +61,7 @@ def encode(header: dict[str, Any], arrays: Sequence[np.ndarray] = ()) -> bytes:
         "arrays": [{"dtype": n, "shape": list(a.shape)} for a, n in zip(arrays, names, strict=True)],
     }
     head = json.dumps(described, separators=(",", ":")).encode()
-    payload = b"".join(a.astype(a.dtype.newbyteorder("<"), copy=False).tobytes() for a in arrays)
+    payload = b"".join(a.tobytes() for a in arrays)
     return _PREFIX.pack(MAGIC, len(head), len(payload)) + head + payload
 
 
@@ -148,5 +149,5 @@ def read_frames(stream: BinaryIO) -> Iterator[Frame]:
 
 
 def numeric_dtype_name(dtype: np.dtype) -> str | None:
-    """The allow-listed name of a dtype, or None when it may not travel."""
-    return _NAME_OF.get(dtype)
+    """The allow-listed name of a dtype in any byte order, or None when it may not travel."""
+    return _NAME_OF.get(dtype.newbyteorder("="))

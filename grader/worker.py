@@ -117,7 +117,7 @@ def _load_entry(
                     "type": "fatal",
                     "kind": kind,
                     "file": relative,
-                    "message": _exception_line(exc),
+                    "message": _exception_line(exc, submission_dir),
                     "traceback": _student_traceback(exc, submission_dir),
                 }
             )
@@ -170,7 +170,7 @@ def _run_trial(
         message = (
             f"trial {index} ran past its {job['trial_seconds']:g} s deadline (an infinite loop?)"
             if kind == "timeout"
-            else _exception_line(exc)
+            else _exception_line(exc, submission_dir)
         )
         channel.send(
             {
@@ -254,8 +254,10 @@ def _to_array(value: Any) -> tuple[np.ndarray, str, str] | str:
     return array, label, source
 
 
-def _exception_line(exc: BaseException) -> str:
-    return _clip("".join(traceback.format_exception_only(type(exc), exc)).strip())
+def _exception_line(exc: BaseException, submission_dir: Path) -> str:
+    """The exception's last line(s), with the sandbox's folder stripped (a SyntaxError names its file)."""
+    text = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+    return _clip(text.replace(str(submission_dir) + os.sep, ""))
 
 
 def _clip(text: str, limit: int = 4000) -> str:
@@ -272,7 +274,9 @@ def _student_traceback(exc: BaseException, submission_dir: Path) -> str:
         if frame.line:
             lines.append(f"    {frame.line.strip()}")
     lines.append(
-        _exception_line(exc) if not isinstance(exc, TrialTimeout) else "TrialTimeout: deadline reached"
+        _exception_line(exc, submission_dir)
+        if not isinstance(exc, TrialTimeout)
+        else "TrialTimeout: deadline reached"
     )
     return _clip("\n".join(lines).replace(prefix, ""), 16000)
 

@@ -1,0 +1,183 @@
+"""Shared fixtures: paths to the bundled exercises, copies of them to break, submissions, the real CLI.
+
+Every sandboxed grading starts a Python process that imports torch (~1.5 s), so tests that grade share
+their results through module-scoped fixtures and use small trial counts where the count does not matter.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import textwrap
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import pytest
+from hypothesis import settings
+
+from grader.grading import grade
+from grader.results import SubmissionResult
+from grader.spec import Exercise, load_exercise
+from grader.submissions import submission_from_path
+
+ROOT = Path(__file__).resolve().parent.parent
+EXERCISES = ROOT / "exercises"
+GRAPH2 = EXERCISES / "graph2"
+
+# Array-building examples can be slow on their first call (numpy/torch warm-up): no per-example deadline.
+settings.register_profile("grader", deadline=None, max_examples=60)
+settings.load_profile("grader")
+
+CORRECT_GRAPH2 = """
+    import numpy as np
+    import torch
+
+
+    def graph2(W_np, x_np, b_np):
+        W = torch.tensor(W_np, requires_grad=True)
+        f = torch.sigmoid(W @ torch.tensor(x_np) + torch.tensor(b_np)).sum()
+        f.backward()
+        s = 1.0 / (1.0 + np.exp(-(W_np @ x_np + b_np)))
+        return f, W.grad, (s * (1 - s)) @ x_np.T
+"""
+
+TRANSPOSED_GRAPH2 = """
+    import numpy as np
+    import torch
+
+
+    def graph2(W_np, x_np, b_np):
+        W = torch.tensor(W_np, requires_grad=True)
+        f = torch.sigmoid(W @ torch.tensor(x_np) + torch.tensor(b_np)).sum()
+        f.backward()
+        s = 1.0 / (1.0 + np.exp(-(W_np @ x_np + b_np)))
+        return f, W.grad, x_np @ (s * (1 - s)).T
+"""
+
+
+def line_of(text: str, needle: str) -> int:
+    """1-based number of the first line of `text` containing `needle`."""
+    for number, line in enumerate(text.splitlines(), start=1):
+        if needle in line:
+            return number
+    raise AssertionError(f"{needle!r} is not in the text")
+
+
+def copy_exercise(
+    target: Path, edits: Sequence[tuple[str, str]] = (), source: Path = GRAPH2, append: str = ""
+) -> Path:
+    """Copy an exercise folder to `target` and apply textual edits to its exercise.yaml.
+
+    Each edit must apply, so a change in the template shows up as a clear failure, not a silent no-op.
+    """
+    shutil.copytree(source, target, ignore=shutil.ignore_patterns("__pycache__"))
+    spec = target / "exercise.yaml"
+    text = spec.read_text(encoding="utf-8")
+    for old, new in edits:
+        assert old in text, f"template {source / 'exercise.yaml'} no longer contains {old!r}"
+        text = text.replace(old, new, 1)
+    spec.write_text(text + append, encoding="utf-8")
+    return target
+
+
+def without_top_level_block(text: str, key: str) -> str:
+    """YAML `text` without its top-level block `key:` (that line and the indented lines below it)."""
+    kept: list[str] = []
+    skipping = False
+    for line in text.splitlines(keepends=True):
+        if line.startswith(f"{key}:"):
+            skipping = True
+            continue
+        if skipping and line.strip() and not line.startswith((" ", "-")):
+            skipping = False
+        if not skipping:
+            kept.append(line)
+    return "".join(kept)
+
+
+def write_exercise(folder: Path, spec: str, files: dict[str, str] | None = None) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "exercise.yaml").write_text(textwrap.dedent(spec).lstrip(), encoding="utf-8")
+    for name, source in (files or {}).items():
+        (folder / name).write_text(textwrap.dedent(source).lstrip(), encoding="utf-8")
+    return folder
+
+
+def write_source(path: Path, source: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(source).lstrip(), encoding="utf-8")
+    return path
+
+
+def grade_source(
+    exercise: Exercise, folder: Path, name: str, source: str, trials: int = 10, seed: int = 0
+) -> SubmissionResult:
+    """Write `source` as `folder/name` and grade it in the real sandbox."""
+    path = write_source(folder / name, source)
+    return grade(exercise, submission_from_path(path, exercise.spec.entry), seed, trials)
+
+
+@pytest.fixture(scope="session")
+def graph2() -> Exercise:
+    return load_exercise(GRAPH2)
+
+
+@pytest.fixture(scope="session")
+def ce_exercise(tmp_path_factory: pytest.TempPathFactory) -> Exercise:
+    """A second exercise using the rest of the spec: two sizes, integer labels with size-dependent bounds,
+    a normal and a constant input, softmax / log_softmax, integer-tensor indexing and a vjp return."""
+    folder = write_exercise(
+        tmp_path_factory.mktemp("ce") / "ce",
+        """
+        id: ce
+        title: Softmax cross-entropy with weight decay
+        entry: ce
+        args: [X, labels, W, G, lam]
+        sizes:
+          n: {min: 1, max: 6}
+          c: {min: 2, max: 5}
+        inputs:
+          X: {shape: [n, c], dist: normal}
+          labels: {shape: [n], dist: integer, low: 0, high: c - 1}
+          W: {shape: [c, c], dist: uniform, low: -1, high: 1}
+          G: {shape: [n, c], dist: normal, mean: 1.0, std: 0.5}
+          lam: {dist: constant, value: 0.25}
+        graph: |
+          Z = X @ W
+          P = softmax(Z, dim=1)
+          logp = log_softmax(Z, dim=1)
+          loss = -mean(logp[arange(n), labels]) + lam * sum(W * W)
+          H = relu(Z) * 2
+        returns:
+          - {name: loss, value: loss}
+          - {name: dW, grad: {of: loss, wrt: W}}
+          - {name: dX, vjp: {of: H, wrt: X, upstream: G}}
+          - {name: P, value: P}
+        trials: 20
+        solution: null
+        starter: null
+        """,
+    )
+    return load_exercise(folder)
+
+
+def grader_command() -> list[str]:
+    """The installed `grader` console script of this interpreter's environment (or `python -m grader`)."""
+    script = Path(sys.executable).parent / "grader"
+    return [str(script)] if script.is_file() else [sys.executable, "-m", "grader"]
+
+
+@pytest.fixture(scope="session")
+def run_grader() -> Callable[..., subprocess.CompletedProcess[str]]:
+    def run(*args: str | Path, cwd: Path = ROOT, timeout: float = 180) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [*grader_command(), *map(str, args)],
+            capture_output=True,
+            text=True,
+            cwd=cwd,
+            timeout=timeout,
+            stdin=subprocess.DEVNULL,
+        )
+
+    return run

@@ -1,0 +1,215 @@
+"""Data-driven cases: every bundled exercise's reference solution passes, and each of its known-wrong
+solutions (`wrong:` in exercise.yaml) gets exactly the verdicts it declares.
+
+Exercises are discovered when the tests are collected; an exercise without known-wrong solutions yet is
+skipped for that part. Each exercise's files are graded together, two at a time, the first time one
+of them is asked for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from conftest import EXERCISES
+
+from grader.grading import grade
+from grader.results import SubmissionResult
+from grader.spec import Exercise, Verdict, load_exercise
+from grader.submissions import submission_from_path
+
+TRIALS = 200  # as `grader validate` uses by default: enough for every declared mistake to show
+SEED = 0
+
+
+def _raw_spec(folder: Path) -> Mapping[str, Any]:
+    try:
+        data = yaml.safe_load((folder / "exercise.yaml").read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _cases() -> list[Any]:
+    cases = []
+    for folder in sorted(p.parent for p in EXERCISES.glob("*/exercise.yaml")):
+        raw = _raw_spec(folder)
+        cases.append(pytest.param(folder.name, "solution", id=f"{folder.name}-solution"))
+        wrong = raw.get("wrong") or []
+        if not wrong:
+            cases.append(
+                pytest.param(
+                    folder.name,
+                    None,
+                    id=f"{folder.name}-wrong",
+                    marks=pytest.mark.skip(reason=f"{folder.name} has no known-wrong solutions yet"),
+                )
+            )
+        for entry in wrong:
+            file = entry.get("file", "?") if isinstance(entry, dict) else "?"
+            cases.append(pytest.param(folder.name, file, id=f"{folder.name}-{file}"))
+    return cases
+
+
+CASES = _cases()
+
+
+@dataclass
+class Graded:
+    exercise: Exercise
+    results: dict[str, SubmissionResult]
+
+
+class Gradings:
+    """Grades an exercise's solution and known-wrong files the first time one of them is asked for."""
+
+    def __init__(self) -> None:
+        self._done: dict[str, Graded] = {}
+
+    def get(self, exercise_id: str) -> Graded:
+        if exercise_id not in self._done:
+            exercise = load_exercise(EXERCISES / exercise_id)  # a broken spec fails every case of it
+            files = [exercise.spec.solution] if exercise.spec.solution else []
+            files += [w.file for w in exercise.spec.wrong]
+
+            def one(relative: str) -> SubmissionResult:
+                submission = submission_from_path(exercise.path_of(relative), exercise.spec.entry)
+                return grade(exercise, submission, SEED, TRIALS)
+
+            with ThreadPoolExecutor(max_workers=2) as pool:
+                results = dict(zip(files, pool.map(one, files), strict=True))
+            self._done[exercise_id] = Graded(exercise, results)
+        return self._done[exercise_id]
+
+
+@pytest.fixture(scope="module")
+def gradings() -> Gradings:
+    return Gradings()
+
+
+def describe(result: SubmissionResult) -> str:
+    lines = [f"{result.submission}: error={result.error}"]
+    lines += [f"  {r.name}: {r.verdict.value} — {r.message}" for r in result.returns]
+    return "\n".join(lines)
+
+
+def test_exercises_are_bundled() -> None:
+    assert (EXERCISES / "graph2" / "exercise.yaml").is_file()
+    assert any(case.values[1] == "solution" for case in CASES)
+
+
+@pytest.mark.parametrize(("exercise_id", "file"), CASES)
+def test_case(gradings: Gradings, exercise_id: str, file: str) -> None:
+    graded = gradings.get(exercise_id)
+    spec = graded.exercise.spec
+    if file == "solution":
+        if spec.solution is None:
+            pytest.skip(f"{exercise_id} ships no reference solution")
+        result = graded.results[spec.solution]
+        assert result.error is None, describe(result)
+        assert all(r.verdict is Verdict.PASS for r in result.returns), describe(result)
+        assert result.score == result.max_score
+        return
+    wrong = next(w for w in spec.wrong if w.file == file)
+    result = graded.results[file]
+    got = {r.name: r.verdict for r in result.returns}
+    expected = {name: got[name] for name in got} | dict(wrong.expect)
+    assert {n: v.value for n, v in got.items()} == {n: v.value for n, v in expected.items()}, (
+        f"{file} ({wrong.mistake}):\n{describe(result)}"
+    )
+    assert any(v is not Verdict.PASS for v in got.values()), f"known-wrong {file} passes everything"
+    for ret in result.returns:
+        if ret.verdict in (Verdict.LOGIC, Verdict.PRECISION):
+            assert ret.failing_entries, f"{ret.name}: a {ret.verdict.value} verdict names no failing entries"
+
+
+# --- the course's own code, from the question this project grew from (seeds/002) -------------------------
+
+SEED_ANSWER = """
+import numpy as np
+import torch
+from torch.autograd import Variable
+import torch.nn.functional as F
+
+def sigmoid(x):
+    return 1.0 / (1.0 + np.exp(-x))
+
+def graph2(W_np, x_np, b_np):
+    W = Variable(torch.Tensor(W_np), requires_grad=True)
+    x = torch.tensor(x_np, requires_grad=True).type(torch.FloatTensor)
+    b = torch.tensor(b_np, requires_grad=True).type(torch.FloatTensor)
+    u = torch.matmul(W, x) + b
+    g = F.sigmoid(u)
+    f = torch.sum(g)
+    user_grad = (sigmoid(np.matmul(W_np, x_np) + b_np)*(1 - sigmoid(np.matmul(W_np, x_np) + b_np)))*x_np.T
+    f.backward(retain_graph=True)
+    auto_grad = W.grad
+    print("auto_grad", auto_grad)
+    print("user_grad", user_grad)
+    # END YOUR CODE
+    return f, auto_grad, user_grad
+"""
+
+SEED_QUESTION = """
+import numpy as np
+import torch
+import torch.nn.functional as F
+HELPER
+def graph2(W_np, x_np, b_np):
+    W = torch.Tensor(W_np)
+    W.requires_grad = True
+    x = torch.Tensor(x_np)
+    b = torch.Tensor(b_np)
+    u = torch.matmul(W, x) + b
+    g = F.sigmoid(u)
+    f = torch.sum(g)
+    user_grad = (sigmoid(W_np*x_np + b_np)*(1 - sigmoid(W_np*x_np + b_np))).T*x_np
+    f.backward(retain_graph=True)
+    auto_grad = W.grad
+
+    print(auto_grad)
+    print(user_grad)
+    # END YOUR CODE
+    return f, auto_grad, user_grad
+"""
+
+HELPER = """
+def sigmoid(x):
+    return 1.0 / (1.0 + np.exp(-x))
+"""
+
+
+def grade_text(exercise: Exercise, folder: Path, source: str, trials: int) -> SubmissionResult:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "graph2.py"
+    path.write_text(source, encoding="utf-8")
+    return grade(exercise, submission_from_path(path, exercise.spec.entry), SEED, trials)
+
+
+def verdict_values(result: SubmissionResult) -> dict[str, str]:
+    return {r.name: r.verdict.value for r in result.returns}
+
+
+def test_seed_answer_passes_over_1000_trials(graph2: Exercise, tmp_path: Path) -> None:
+    result = grade_text(graph2, tmp_path, SEED_ANSWER, 1000)
+    assert result.error is None, describe(result)
+    assert verdict_values(result) == {"f": "pass", "auto_grad": "pass", "user_grad": "pass"}, describe(result)
+
+
+def test_seed_question_with_a_sigmoid_helper_is_logic_on_user_grad(graph2: Exercise, tmp_path: Path) -> None:
+    result = grade_text(graph2, tmp_path, SEED_QUESTION.replace("HELPER", HELPER), 200)
+    expected = {"f": "pass", "auto_grad": "pass", "user_grad": "logic"}
+    assert verdict_values(result) == expected, describe(result)
+
+
+def test_seed_question_as_posted_is_an_error_naming_sigmoid(graph2: Exercise, tmp_path: Path) -> None:
+    result = grade_text(graph2, tmp_path, SEED_QUESTION.replace("HELPER", ""), 20)
+    assert result.error is not None
+    assert "sigmoid" in result.error.message
+    assert set(verdict_values(result).values()) == {"error"}
+    assert all("sigmoid" in r.message for r in result.returns)

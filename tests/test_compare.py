@@ -1,0 +1,256 @@
+"""Comparing one returned array with its float64 reference: shapes, precision, tolerance, ulps."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import grader.compare as compare_module
+from grader.compare import compare, infer_precision, shape_problem
+from grader.spec import ReturnSpec, Verdict
+
+DEFAULT = ReturnSpec(name="g", value="g")
+EXACT = ReturnSpec(name="g", value="g", atol=0.0, rtol=0.0)
+
+
+def grad(d: int = 4, seed: int = 0) -> np.ndarray:
+    """A generic non-symmetric gradient-like array."""
+    rng = np.random.default_rng(seed)
+    return rng.uniform(-1, 1, size=(d, 1)) @ rng.uniform(0.5, 1.5, size=(1, d + 1))
+
+
+@pytest.mark.parametrize(
+    ("expected", "got", "hint"),
+    [
+        ((3, 2), (2, 3), "transposed?"),
+        ((5, 1), (1, 5), "transposed?"),
+        ((5, 1), (5,), "flattened?"),
+        ((6,), (6, 1), "flattened?"),
+        ((3, 3), (9,), "flattened?"),
+        ((2, 6), (3, 4), "reshape?"),
+        ((4, 4), (4, 1), "summed over an axis"),
+        ((4, 4), (3, 3), ""),
+    ],
+)
+def test_shape_mismatch_says_expected_and_got(
+    expected: tuple[int, ...], got: tuple[int, ...], hint: str
+) -> None:
+    result = compare(0, DEFAULT, np.ones(expected), np.ones(got), "float64")
+    assert result.verdict is Verdict.ERROR
+    assert f"expected {expected}" in result.problem
+    assert str(got) in result.problem
+    if hint:
+        assert hint in result.problem
+    else:
+        assert "?" not in result.problem
+
+
+def test_transposed_square_gradient_is_a_value_error_not_a_shape_error() -> None:
+    expected = grad(4)[:, :4]
+    result = compare(0, DEFAULT, expected, expected.T.copy(), "float64")
+    assert result.verdict is Verdict.LOGIC
+    assert result.problem == ""
+
+
+@pytest.mark.parametrize("got_shape", [(), (1,), (1, 1), (1, 1, 1)])
+@pytest.mark.parametrize("expected_shape", [(), (1,), (1, 1)])
+def test_one_element_returns_accept_any_one_element_shape(
+    expected_shape: tuple[int, ...], got_shape: tuple[int, ...]
+) -> None:
+    assert shape_problem(expected_shape, got_shape) is None
+    result = compare(0, DEFAULT, np.full(expected_shape, 2.5), np.full(got_shape, 2.5), "float64")
+    assert result.verdict is Verdict.PASS
+    wrong = compare(0, DEFAULT, np.full(expected_shape, 2.5), np.full(got_shape, 3.5), "float64")
+    assert wrong.verdict is Verdict.LOGIC
+
+
+def test_scalar_expected_but_vector_returned() -> None:
+    result = compare(0, DEFAULT, np.array(2.5), np.full((3, 1), 2.5), "float64")
+    assert result.verdict is Verdict.ERROR
+    assert "(3, 1)" in result.problem and "expected ()" in result.problem
+
+
+def test_exact_float64_answer_passes() -> None:
+    expected = grad()
+    result = compare(0, DEFAULT, expected, expected.copy(), "float64")
+    assert result.verdict is Verdict.PASS
+    assert result.failing == () and result.failing_count == 0
+    assert result.precision == "float64"
+
+
+def test_float32_inferred_from_a_float64_array_holding_float32_values() -> None:
+    expected = grad()
+    hidden = expected.astype(np.float32).astype(np.float64)
+    precision, reason = infer_precision(hidden, "float64")
+    assert precision.name == "float32"
+    assert "float32" in reason
+    result = compare(0, DEFAULT, expected, hidden, "float64")
+    assert result.precision == "float32"
+    assert result.verdict is Verdict.PASS  # rounding to float32 is within the float32 envelope
+
+
+def test_genuine_float64_is_not_mistaken_for_float32() -> None:
+    expected = grad()
+    precision, _ = infer_precision(expected, "float64")
+    assert precision.name == "float64"
+    # an error of float32 size in a real float64 result is far beyond float64 rounding
+    off = expected * (1 + 1e-6)
+    assert compare(0, DEFAULT, expected, off, "float64").verdict is Verdict.LOGIC
+
+
+def test_simple_numbers_are_not_taken_for_float32_work() -> None:
+    values = np.array([0.0, 0.5, 1.0, -2.0])
+    assert infer_precision(values, "float64")[0].name == "float64"
+
+
+def test_returned_dtype_sets_the_precision() -> None:
+    expected = grad()
+    for dtype in ("float32", "float16"):
+        got = expected.astype(dtype)
+        result = compare(0, DEFAULT, expected, got, dtype)
+        assert result.precision == dtype
+        assert result.verdict is Verdict.PASS
+
+
+def test_float32_rounding_with_explicit_tolerance_is_precision_not_logic() -> None:
+    spec = ReturnSpec(name="g", value="g", atol=1e-12, rtol=1e-12)
+    expected = grad()
+    rounded = expected.astype(np.float32)
+    result = compare(0, spec, expected, rounded, "float32")
+    assert result.verdict is Verdict.PRECISION
+    assert result.failing_count > 0
+    assert all(e.abs_error > 1e-12 for e in result.failing)
+    # and the same tolerance calls a real mistake logic
+    wrong = compare(0, spec, expected, (expected * 1.01).astype(np.float32), "float32")
+    assert wrong.verdict is Verdict.LOGIC
+    transposed = compare(0, spec, expected[:, :4], expected[:, :4].T.copy(), "float64")
+    assert transposed.verdict is Verdict.LOGIC
+
+
+def test_loose_explicit_tolerance_passes_what_it_allows() -> None:
+    spec = ReturnSpec(name="g", value="g", atol=1e-3)
+    expected = grad()
+    assert compare(0, spec, expected, expected + 5e-4, "float64").verdict is Verdict.PASS
+    assert compare(0, spec, expected, expected + 5e-3, "float64").verdict is Verdict.LOGIC
+
+
+def test_failing_entries_are_the_wrong_ones_worst_first() -> None:
+    expected = grad(5)
+    got = expected.copy()
+    got[1, 2] += 0.5
+    got[3, 0] -= 2.0
+    result = compare(0, DEFAULT, expected, got, "float64")
+    assert result.verdict is Verdict.LOGIC
+    assert result.failing_count == 2
+    assert [e.index for e in result.failing] == [(3, 0), (1, 2)]
+    worst = result.failing[0]
+    assert worst.expected == expected[3, 0] and worst.got == got[3, 0]
+    assert worst.abs_error == pytest.approx(2.0)
+    assert worst.rel_error == pytest.approx(2.0 / abs(expected[3, 0]))
+    assert result.failing_mask is not None
+    assert result.failing_mask.sum() == 2 and result.failing_mask[1, 2] and result.failing_mask[3, 0]
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_nan_and_inf_are_failures(bad: float) -> None:
+    expected = grad()
+    got = expected.copy()
+    got[2, 1] = bad
+    result = compare(0, DEFAULT, expected, got, "float64")
+    assert result.verdict is Verdict.LOGIC
+    assert [e.index for e in result.failing] == [(2, 1)]
+    # even a tolerance that allows anything finite does not allow NaN
+    lenient = ReturnSpec(name="g", value="g", atol=1e6)
+    assert compare(0, lenient, expected, got, "float64").verdict is not Verdict.PASS
+
+
+def test_all_nan_is_a_failure() -> None:
+    expected = grad()
+    result = compare(0, DEFAULT, expected, np.full_like(expected, np.nan), "float64")
+    assert result.verdict is Verdict.LOGIC
+    assert result.failing_count == expected.size
+
+
+def test_matching_infinities_pass() -> None:
+    expected = np.array([np.inf, -np.inf, 1.0])
+    assert compare(0, DEFAULT, expected, expected.copy(), "float64").verdict is Verdict.PASS
+
+
+@given(
+    exponent=st.integers(min_value=-20, max_value=20),
+    mantissa=st.integers(min_value=0, max_value=(1 << 23) - 1000),
+    steps=st.integers(min_value=1, max_value=999),
+    negative=st.booleans(),
+)
+def test_ulps_are_counted_in_float32_spacing(
+    exponent: int, mantissa: int, steps: int, negative: bool
+) -> None:
+    # a float32 value and the one `steps` representable float32 numbers further from zero, same binade
+    value = np.float32(np.ldexp(1.0 + mantissa / 2**23, exponent))
+    if negative:
+        value = -value
+    further = value
+    for _ in range(steps):
+        further = np.nextafter(further, np.float32(np.inf) if value > 0 else np.float32(-np.inf))
+    expected = np.array([float(value)])
+    result = compare(0, EXACT, expected, np.array([further], dtype=np.float32), "float32")
+    assert result.precision == "float32"
+    (entry,) = result.failing
+    assert entry.ulps == pytest.approx(steps, rel=1e-9)
+    assert entry.abs_error == pytest.approx(steps * 2.0 ** (exponent - 23), rel=1e-9)
+
+
+def test_ulps_are_counted_in_float64_spacing() -> None:
+    expected = np.array([1.0, 1.0, 0.75])
+    got = np.array([np.nextafter(np.nextafter(1.0, 2), 2), np.nextafter(1.0, 0), np.nextafter(0.75, 0)])
+    result = compare(0, EXACT, expected, got, "float64")
+    assert result.precision == "float64"
+    by_index = {e.index: e.ulps for e in result.failing}
+    # an ulp is the spacing at the expected value: just below 1.0 the spacing is half of 1.0's
+    assert by_index == {(0,): pytest.approx(2.0), (1,): pytest.approx(0.5), (2,): pytest.approx(1.0)}
+
+
+def test_precision_inference_ignores_nan() -> None:
+    values = grad().astype(np.float32).astype(np.float64)
+    values[0, 0] = np.nan
+    assert infer_precision(values, "float64")[0].name == "float32"
+
+
+def test_judging_many_trials_at_once_equals_one_by_one() -> None:
+    compare_many = getattr(compare_module, "compare_many", None)
+    if compare_many is None:
+        pytest.skip("no batched comparison in this version")
+    rng = np.random.default_rng(3)
+    expected, got, dtypes = [], [], []
+    for k in range(24):
+        e = grad(2 + k % 3, seed=k)
+        kind = k % 6
+        if kind == 0:
+            g, d = e.copy(), "float64"
+        elif kind == 1:
+            g, d = e.astype(np.float32), "float32"
+        elif kind == 2:
+            g, d = e.astype(np.float32).astype(np.float64), "float64"
+        elif kind == 3:
+            g, d = e + rng.normal(0, 1e-3, e.shape), "float64"
+        elif kind == 4:
+            g, d = e.T.copy(), "float64"
+        else:
+            g, d = e.copy(), "float64"
+            g[0, 0] = np.nan
+        expected.append(e)
+        got.append(g)
+        dtypes.append(d)
+    for spec in (DEFAULT, ReturnSpec(name="g", value="g", atol=1e-9, rtol=1e-9)):
+        together = compare_many(spec, list(range(24)), expected, got, dtypes)
+        for k, batched in enumerate(together):
+            alone = compare(k, spec, expected[k], got[k], dtypes[k])
+            assert batched.trial == alone.trial == k
+            assert batched.verdict is alone.verdict, k
+            assert batched.precision == alone.precision
+            assert batched.failing_count == alone.failing_count
+            assert batched.problem == alone.problem
+            assert [e.index for e in batched.failing] == [e.index for e in alone.failing]
+            assert batched.max_ratio == pytest.approx(alone.max_ratio, rel=1e-12, nan_ok=True)

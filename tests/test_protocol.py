@@ -1,0 +1,203 @@
+"""The wire format: numeric arrays round-trip byte for byte in any chunking; anything else is refused."""
+
+from __future__ import annotations
+
+import io
+import itertools
+import json
+import struct
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from grader.protocol import (
+    MAGIC,
+    MAX_HEADER_BYTES,
+    NUMERIC_DTYPES,
+    FrameDecoder,
+    ProtocolError,
+    encode,
+    read_frames,
+)
+
+PREFIX = struct.Struct("<4sII")
+
+arrays = st.sampled_from(sorted(NUMERIC_DTYPES)).flatmap(
+    lambda dtype: hnp.arrays(
+        dtype=np.dtype(dtype),
+        # 0-d arrays are left out here: see test_zero_dimensional_arrays_keep_their_shape
+        shape=hnp.array_shapes(min_dims=1, max_dims=4, min_side=0, max_side=5),
+    )
+)
+headers = st.dictionaries(
+    st.text(min_size=1, max_size=8).filter(lambda k: k != "arrays"),
+    st.one_of(
+        st.integers(-(2**53), 2**53),
+        st.text(max_size=20),
+        st.booleans(),
+        st.none(),
+        st.lists(st.integers(0, 9), max_size=4),
+    ),
+    max_size=4,
+)
+
+
+def chunks(data: bytes, cuts: list[int]) -> list[bytes]:
+    points = sorted({c % (len(data) + 1) for c in cuts} | {0, len(data)})
+    return [data[a:b] for a, b in itertools.pairwise(points)]
+
+
+def assert_same_array(got: np.ndarray, sent: np.ndarray) -> None:
+    assert got.dtype == sent.dtype
+    assert got.shape == sent.shape
+    assert got.tobytes() == np.ascontiguousarray(sent).tobytes()  # bit for bit, NaN payloads included
+
+
+@given(
+    frames=st.lists(st.tuples(headers, st.lists(arrays, max_size=4)), min_size=1, max_size=4),
+    cuts=st.lists(st.integers(min_value=0, max_value=10**6), max_size=30),
+)
+def test_round_trip_in_random_chunks(frames: list[tuple[dict, list[np.ndarray]]], cuts: list[int]) -> None:  # type: ignore[type-arg]
+    stream = b"".join(encode(header, sent) for header, sent in frames)
+    decoder = FrameDecoder()
+    decoded = []
+    for piece in chunks(stream, cuts):
+        decoded.extend(decoder.feed(piece))
+    assert decoder.pending == 0
+    assert len(decoded) == len(frames)
+    for frame, (header, sent) in zip(decoded, frames, strict=True):
+        assert frame.header == header
+        assert len(frame.arrays) == len(sent)
+        for got, array in zip(frame.arrays, sent, strict=True):
+            assert_same_array(got, array)
+            assert got.flags.writeable and got.flags.owndata  # a private copy, not a view of the buffer
+
+
+@given(frames=st.lists(st.lists(arrays, max_size=3), min_size=1, max_size=3))
+def test_read_frames_from_a_stream(frames: list[list[np.ndarray]]) -> None:
+    stream = io.BytesIO(b"".join(encode({"n": i}, sent) for i, sent in enumerate(frames)))
+    decoded = list(read_frames(stream))
+    assert [f.header["n"] for f in decoded] == list(range(len(frames)))
+    for frame, sent in zip(decoded, frames, strict=True):
+        for got, array in zip(frame.arrays, sent, strict=True):
+            assert_same_array(got, array)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "int64", "bool"])
+def test_zero_dimensional_arrays_keep_their_shape(dtype: str) -> None:
+    sent = np.array(3, dtype=dtype)
+    (frame,) = FrameDecoder().feed(encode({}, [sent]))
+    assert_same_array(frame.arrays[0], sent)
+
+
+def test_non_contiguous_arrays_travel_as_values() -> None:
+    base = np.arange(24, dtype=np.float64).reshape(4, 6)
+    strided = base[::2, ::3].T
+    (frame,) = FrameDecoder().feed(encode({}, [strided, base[:, 1]]))
+    np.testing.assert_array_equal(frame.arrays[0], strided)
+    np.testing.assert_array_equal(frame.arrays[1], base[:, 1])
+
+
+@pytest.mark.parametrize("dtype", [">i4", ">f8", ">f4"])
+def test_big_endian_arrays_travel_as_values(dtype: str) -> None:
+    big = np.arange(5).astype(dtype)
+    (frame,) = FrameDecoder().feed(encode({}, [big]))
+    np.testing.assert_array_equal(frame.arrays[0], big)
+    assert frame.arrays[0].dtype == np.dtype(dtype).newbyteorder("=")
+
+
+@pytest.mark.parametrize(
+    "array",
+    [
+        np.array([object(), 1], dtype=object),
+        np.array(["a", "b"]),
+        np.array([1 + 2j]),
+        np.zeros(2, dtype=[("a", "f8")]),
+        np.array(["2020-01-01"], dtype="datetime64[D]"),
+    ],
+)
+def test_encode_refuses_non_numeric_dtypes(array: np.ndarray) -> None:
+    with pytest.raises(ProtocolError, match="dtype"):
+        encode({}, [array])
+
+
+def frame(head: bytes, payload: bytes = b"", magic: bytes = MAGIC) -> bytes:
+    return PREFIX.pack(magic, len(head), len(payload)) + head + payload
+
+
+def refused(data: bytes, match: str, decoder: FrameDecoder | None = None) -> None:
+    with pytest.raises(ProtocolError, match=match):
+        (decoder or FrameDecoder()).feed(data)
+
+
+def test_bad_magic() -> None:
+    refused(frame(b'{"arrays": []}', magic=b"PKL1"), "magic")
+    good = encode({"a": 1})
+    decoder = FrameDecoder()
+    assert len(decoder.feed(good)) == 1
+    refused(b"\x80\x04\x95" + good, "magic", decoder)  # a pickle where a frame should start
+
+
+def test_oversize_header_is_refused_before_it_arrives() -> None:
+    # Only the prefix is sent: the decoder must refuse without waiting for (or buffering) a huge header.
+    refused(PREFIX.pack(MAGIC, MAX_HEADER_BYTES + 1, 0), "too large")
+
+
+def test_oversize_payload_is_refused_before_it_arrives() -> None:
+    refused(PREFIX.pack(MAGIC, 10, 1001), "too large", FrameDecoder(max_payload=1000))
+
+
+def describe(*arrays: dict[str, object], **extra: object) -> bytes:
+    return json.dumps({"arrays": list(arrays), **extra}).encode()
+
+
+@pytest.mark.parametrize(
+    ("head", "payload", "match"),
+    [
+        (describe({"dtype": "float64", "shape": [3]}), b"\0" * 16, "short"),
+        (describe({"dtype": "float64", "shape": [2]}), b"\0" * 24, "no array declares"),
+        (describe(), b"\0", "no array declares"),
+        (
+            describe({"dtype": "int32", "shape": [2, 2]}, {"dtype": "uint8", "shape": [1]}),
+            b"\0" * 16,
+            "short",
+        ),
+        (describe({"dtype": "object", "shape": [1]}), b"\0" * 8, "dtype"),
+        (describe({"dtype": "complex128", "shape": [1]}), b"\0" * 16, "dtype"),
+        (describe({"dtype": "float64", "shape": [-1]}), b"\0" * 8, "shape"),
+        (describe({"dtype": "float64", "shape": [1.5]}), b"\0" * 8, "shape"),
+        (describe({"dtype": "float64", "shape": [True]}), b"\0" * 8, "shape"),
+        (describe({"dtype": "float64", "shape": "3"}), b"\0" * 24, "shape"),
+        (describe({"dtype": "float64", "shape": [1] * 9}), b"\0" * 8, "shape"),
+        (describe({"dtype": "float64", "shape": [1], "code": "x"}), b"\0" * 8, "dtype, shape"),
+        (b"not json at all", b"", "not JSON"),
+        (b"\xff\xfe", b"", "not JSON"),
+        (b"[1, 2]", b"", "object"),
+        (b'{"type": "trial"}', b"", "arrays"),
+    ],
+)
+def test_malformed_frames_are_refused(head: bytes, payload: bytes, match: str) -> None:
+    refused(frame(head, payload), match)
+
+
+def test_huge_declared_shape_does_not_allocate() -> None:
+    refused(frame(describe({"dtype": "float64", "shape": [1 << 20, 1 << 20]}), b"\0" * 8), "short")
+
+
+def test_truncated_stream_is_an_error() -> None:
+    data = encode({"a": 1}, [np.arange(4.0)])
+    with pytest.raises(ProtocolError, match="ends inside a frame"):
+        list(read_frames(io.BytesIO(data[:-3])))
+
+
+def test_partial_frame_waits_for_the_rest() -> None:
+    data = encode({"a": 1}, [np.arange(4.0)])
+    decoder = FrameDecoder()
+    assert decoder.feed(data[:5]) == []
+    assert decoder.pending == 5
+    (decoded,) = decoder.feed(data[5:])
+    assert decoded.header == {"a": 1}
+    assert decoder.pending == 0

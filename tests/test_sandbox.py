@@ -1,0 +1,543 @@
+"""Real sandboxed runs: each submission below is graded once, in a real worker process, on few trials.
+
+The exercise is a copy of graph2 with `limits: {trial_seconds: 1}` so that timeouts are quick.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+from conftest import CORRECT_GRAPH2, copy_exercise, grade_source, write_exercise
+
+from grader.results import SubmissionResult
+from grader.sandbox import KILL_GRACE_SECONDS
+from grader.spec import Exercise, Verdict, load_exercise
+
+TRIAL_SECONDS = 1
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("sandbox")
+
+
+@pytest.fixture(scope="module")
+def fast(workdir: Path) -> Exercise:
+    return load_exercise(
+        copy_exercise(workdir / "graph2_fast", append=f"\nlimits: {{trial_seconds: {TRIAL_SECONDS}}}\n")
+    )
+
+
+def timed(
+    exercise: Exercise, folder: Path, name: str, source: str, trials: int
+) -> tuple[SubmissionResult, float]:
+    started = time.monotonic()
+    result = grade_source(exercise, folder, name, source, trials=trials)
+    return result, time.monotonic() - started
+
+
+def verdicts(result: SubmissionResult) -> dict[str, Verdict]:
+    return {r.name: r.verdict for r in result.returns}
+
+
+def assert_trimmed(traceback: str, folder: Path) -> None:
+    """A student's traceback names only their own file, relative: no grader code, no temp or home paths."""
+    assert traceback
+    for leak in (
+        "grader/",
+        "worker.py",
+        "site-packages",
+        "numpy/",
+        "importlib",
+        tempfile.gettempdir(),
+        "grader-",
+        str(folder),
+    ):
+        assert leak not in traceback, f"{leak!r} leaks into the student's traceback:\n{traceback}"
+
+
+# --- a correct submission -------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def correct(fast: Exercise, workdir: Path) -> tuple[SubmissionResult, float]:
+    return timed(fast, workdir / "correct", "mine.py", CORRECT_GRAPH2, trials=20)
+
+
+def test_correct_submission_passes(correct: tuple[SubmissionResult, float]) -> None:
+    result, _ = correct
+    assert result.error is None
+    assert verdicts(result) == {"f": Verdict.PASS, "auto_grad": Verdict.PASS, "user_grad": Verdict.PASS}
+    assert result.passed
+    assert result.score == result.max_score == 10
+    assert result.trials == 20
+    assert all(r.trials == 20 and r.failed_trials == 0 for r in result.returns)
+    assert result.isolation  # every result says how it was isolated
+    assert result.stdout == "" and result.stderr == ""
+
+
+# --- infinite loops -------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def loop(fast: Exercise, workdir: Path) -> tuple[SubmissionResult, float]:
+    source = """
+        def graph2(W_np, x_np, b_np):
+            while True:
+                pass
+    """
+    return timed(fast, workdir / "loop", "loop.py", source, trials=2)
+
+
+def test_infinite_loop_is_a_timeout_error(loop: tuple[SubmissionResult, float]) -> None:
+    result, _ = loop
+    assert result.error is not None
+    assert result.error.kind == "timeout"
+    assert f"{TRIAL_SECONDS} s" in result.error.message
+    assert set(verdicts(result).values()) == {Verdict.ERROR}
+    assert result.score == 0
+    assert all(r.failed_trials == 2 for r in result.returns)
+    assert "deadline" in result.returns[0].message
+
+
+def test_infinite_loop_ends_within_its_deadline(
+    loop: tuple[SubmissionResult, float], correct: tuple[SubmissionResult, float]
+) -> None:
+    _, elapsed = loop
+    _, baseline = correct  # start-up (importing torch) and grading, measured on this machine
+    assert elapsed <= baseline + 2 * TRIAL_SECONDS + KILL_GRACE_SECONDS + 3
+
+
+@pytest.fixture(scope="module")
+def stubborn(fast: Exercise, workdir: Path) -> tuple[SubmissionResult, float]:
+    source = """
+        import time
+
+
+        def graph2(W_np, x_np, b_np):
+            while True:
+                try:
+                    time.sleep(10)
+                except BaseException:
+                    pass
+    """
+    return timed(fast, workdir / "stubborn", "stubborn.py", source, trials=3)
+
+
+def test_loop_that_swallows_the_deadline_is_killed(
+    stubborn: tuple[SubmissionResult, float], correct: tuple[SubmissionResult, float]
+) -> None:
+    result, elapsed = stubborn
+    assert result.error is not None
+    assert result.error.kind == "timeout"
+    assert result.error.trial == 0
+    assert set(verdicts(result).values()) == {Verdict.ERROR}
+    _, baseline = correct
+    assert elapsed <= baseline + TRIAL_SECONDS + 2 * KILL_GRACE_SECONDS + 3
+
+
+# --- exceptions and exits -------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def exception(fast: Exercise, workdir: Path) -> SubmissionResult:
+    source = """
+        import numpy as np
+
+
+        def helper(W):
+            return np.linalg.inv(np.zeros((2, 2)))
+
+
+        def graph2(W_np, x_np, b_np):
+            return helper(W_np)
+    """
+    return grade_source(fast, workdir / "exception", "raises.py", source, trials=3)
+
+
+def test_exception_is_an_error_with_the_students_traceback(
+    exception: SubmissionResult, workdir: Path
+) -> None:
+    error = exception.error
+    assert error is not None
+    assert error.kind == "exception"
+    assert "LinAlgError" in error.message and "Singular matrix" in error.message
+    assert 'File "raises.py", line 9, in graph2' in error.traceback
+    assert 'File "raises.py", line 5, in helper' in error.traceback
+    assert "np.linalg.inv(np.zeros((2, 2)))" in error.traceback
+    assert_trimmed(error.traceback, workdir)
+    assert set(verdicts(exception).values()) == {Verdict.ERROR}
+    # each return's message says where it went wrong in the student's file
+    assert "raises.py line 5" in exception.returns[0].message
+
+
+@pytest.fixture(scope="module")
+def exits(fast: Exercise, workdir: Path) -> SubmissionResult:
+    source = """
+        import sys
+
+
+        def graph2(W_np, x_np, b_np):
+            sys.exit(4)
+    """
+    return grade_source(fast, workdir / "exits", "quits.py", source, trials=3)
+
+
+def test_sys_exit_in_a_call_is_an_error(exits: SubmissionResult, workdir: Path) -> None:
+    error = exits.error
+    assert error is not None
+    assert error.kind == "exit"
+    assert "SystemExit" in error.message and "4" in error.message
+    assert 'File "quits.py", line 5, in graph2' in error.traceback
+    assert_trimmed(error.traceback, workdir)
+    assert set(verdicts(exits).values()) == {Verdict.ERROR}
+    assert all(r.failed_trials == 3 for r in exits.returns)  # every trial was still run and reported
+
+
+@pytest.fixture(scope="module")
+def import_error(fast: Exercise, workdir: Path) -> SubmissionResult:
+    source = """
+        import numpy as np
+
+
+        def setup():
+            return {}["missing"]
+
+
+        TABLE = setup()
+
+
+        def graph2(W_np, x_np, b_np):
+            return 0
+    """
+    return grade_source(fast, workdir / "import_error", "top.py", source, trials=3)
+
+
+def test_exception_at_import_time_is_an_error(import_error: SubmissionResult, workdir: Path) -> None:
+    error = import_error.error
+    assert error is not None
+    assert error.kind == "import"
+    assert "KeyError" in error.message
+    assert 'File "top.py", line 8, in <module>' in error.traceback
+    assert 'File "top.py", line 5, in setup' in error.traceback
+    assert_trimmed(error.traceback, workdir)
+    assert set(verdicts(import_error).values()) == {Verdict.ERROR}
+
+
+@pytest.fixture(scope="module")
+def os_exit(fast: Exercise, workdir: Path) -> SubmissionResult:
+    source = CORRECT_GRAPH2.replace(
+        "def graph2(W_np, x_np, b_np):\n",
+        "calls = []\n\n\n    def graph2(W_np, x_np, b_np):\n        calls.append(1)\n"
+        "        if len(calls) == 3:\n            import os\n            os._exit(3)\n",
+    )
+    return grade_source(fast, workdir / "os_exit", "crash.py", source, trials=5)
+
+
+def test_os_exit_mid_trial_is_reported_and_earlier_trials_count(os_exit: SubmissionResult) -> None:
+    error = os_exit.error
+    assert error is not None
+    assert error.kind == "exit"
+    assert "3" in error.message and "trial 2" in error.message
+    assert error.trial == 2
+    for ret in os_exit.returns:
+        assert ret.verdict is Verdict.ERROR
+        assert ret.failed_trials == 3  # trials 0 and 1 were answered correctly before the crash
+
+
+# --- dishonest or careless submissions -------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def forger(fast: Exercise, workdir: Path) -> SubmissionResult:
+    source = """
+        import json
+        import struct
+        import sys
+
+        import numpy as np
+
+
+        def graph2(W_np, x_np, b_np):
+            # a forged result frame and forged report lines, on stdout
+            fake = {"type": "trial", "trial": 0, "seconds": 0, "returns": [], "arrays": []}
+            head = json.dumps(fake).encode()
+            sys.stdout.buffer.write(b"GRD1" + struct.pack("<II", len(head), 0) + head)
+            print(json.dumps({"verdict": "pass", "score": 10, "max_score": 10}))
+            print("f pass\\nauto_grad pass\\nuser_grad pass\\nscore 10/10")
+            print("x" * 200_000)
+            sys.stdout.flush()
+            return 0.0, np.zeros_like(W_np), np.zeros_like(W_np)
+    """
+    return grade_source(fast, workdir / "forger", "forger.py", source, trials=4)
+
+
+def test_printing_fake_results_is_graded_on_what_it_returns(forger: SubmissionResult) -> None:
+    assert forger.error is None
+    assert verdicts(forger) == {"f": Verdict.LOGIC, "auto_grad": Verdict.LOGIC, "user_grad": Verdict.LOGIC}
+    assert forger.score == 0
+    assert all(r.failed_trials == 4 for r in forger.returns)
+
+
+def test_student_output_is_captured_with_a_cap(forger: SubmissionResult, fast: Exercise) -> None:
+    assert "score 10/10" in forger.stdout  # kept for the student to see...
+    cap = fast.spec.limits.output_kb << 10
+    assert len(forger.stdout) < cap + 200  # ...but only up to the cap
+    assert "more bytes not shown" in forger.stdout
+
+
+@pytest.fixture(scope="module")
+def mutator(fast: Exercise, workdir: Path) -> SubmissionResult:
+    source = CORRECT_GRAPH2.replace(
+        "        return f, W.grad, (s * (1 - s)) @ x_np.T\n",
+        "        user = (s * (1 - s)) @ x_np.T\n"
+        "        W_np *= -3.0\n"
+        "        x_np += 100.0\n"
+        "        b_np[:] = 7.0\n"
+        "        return f, W.grad, user\n",
+    )
+    assert "W_np *= -3.0" in source
+    return grade_source(fast, workdir / "mutator", "mutator.py", source, trials=20)
+
+
+def test_mutating_inputs_after_computing_is_graded_as_if_it_had_not(mutator: SubmissionResult) -> None:
+    assert mutator.error is None
+    assert verdicts(mutator) == {"f": Verdict.PASS, "auto_grad": Verdict.PASS, "user_grad": Verdict.PASS}
+
+
+@pytest.fixture(scope="module")
+def missing(fast: Exercise, workdir: Path) -> SubmissionResult:
+    source = """
+        def graf2(W_np, x_np, b_np):
+            return 0
+
+
+        def helper():
+            pass
+
+
+        def _private():
+            pass
+    """
+    return grade_source(fast, workdir / "missing", "typo.py", source, trials=3)
+
+
+def test_missing_function_lists_what_was_defined(missing: SubmissionResult) -> None:
+    error = missing.error
+    assert error is not None
+    assert error.kind == "missing-function"
+    assert "'graph2'" in error.message
+    assert "graf2" in error.message and "helper" in error.message
+    assert set(verdicts(missing).values()) == {Verdict.ERROR}
+
+
+@pytest.fixture(scope="module")
+def syntax(fast: Exercise, workdir: Path) -> SubmissionResult:
+    source = """
+        import numpy as np
+
+
+        def graph2(W_np, x_np, b_np):
+            s = np.exp(W_np
+            return s
+    """
+    return grade_source(fast, workdir / "syntax", "broken.py", source, trials=3)
+
+
+def test_syntax_error_names_the_line(syntax: SubmissionResult) -> None:
+    error = syntax.error
+    assert error is not None
+    assert error.kind == "import"
+    assert "SyntaxError" in error.message
+    assert "line 5" in error.message
+    assert 'File "broken.py", line 5' in error.traceback
+    assert set(verdicts(syntax).values()) == {Verdict.ERROR}
+
+
+def test_syntax_error_message_has_no_temp_paths(syntax: SubmissionResult, workdir: Path) -> None:
+    assert syntax.error is not None
+    assert_trimmed(syntax.error.message, workdir)
+    for ret in syntax.returns:
+        assert_trimmed(ret.message, workdir)
+
+
+@pytest.fixture(scope="module")
+def bad_returns(fast: Exercise, workdir: Path) -> SubmissionResult:
+    source = """
+        import torch
+
+
+        def graph2(W_np, x_np, b_np):
+            W = torch.tensor(W_np, requires_grad=True)
+            f = torch.sigmoid(W @ torch.tensor(x_np) + torch.tensor(b_np)).sum()
+            return f, "the gradient", None
+    """
+    return grade_source(fast, workdir / "bad_returns", "types.py", source, trials=3)
+
+
+def test_unusable_return_values_are_errors_per_return(bad_returns: SubmissionResult) -> None:
+    assert bad_returns.error is None
+    assert verdicts(bad_returns) == {
+        "f": Verdict.PASS,
+        "auto_grad": Verdict.ERROR,
+        "user_grad": Verdict.ERROR,
+    }
+    by_name = {r.name: r for r in bad_returns.returns}
+    assert "str" in by_name["auto_grad"].message
+    assert "None" in by_name["user_grad"].message
+
+
+@pytest.fixture(scope="module")
+def float32(graph2: Exercise, workdir: Path) -> SubmissionResult:
+    source = """
+        import numpy as np
+        import torch
+
+
+        def graph2(W_np, x_np, b_np):
+            W = torch.tensor(W_np, dtype=torch.float32, requires_grad=True)
+            x = torch.tensor(x_np, dtype=torch.float32)
+            b = torch.tensor(b_np, dtype=torch.float32)
+            f = torch.sum(torch.sigmoid(W @ x + b))
+            f.backward()
+            W32, x32, b32 = (a.astype(np.float32) for a in (W_np, x_np, b_np))
+            s = 1 / (1 + np.exp(-(W32 @ x32 + b32)))
+            return f, W.grad, (s * (1 - s)) @ x32.T
+    """
+    # acceptance: never `logic` over 5000 trials (the course's np.allclose loop fails it often)
+    return grade_source(graph2, workdir / "float32", "single.py", source, trials=5000)
+
+
+def test_correct_float32_work_is_never_logic(float32: SubmissionResult) -> None:
+    assert float32.error is None
+    for ret in float32.returns:
+        assert ret.verdict in (Verdict.PASS, Verdict.PRECISION), (ret.name, ret.message)
+        assert ret.precision == "float32"
+
+
+# --- what the student's function receives ----------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def received(workdir: Path) -> SubmissionResult:
+    """A submission that reports, through its returns, what it was handed."""
+    exercise = load_exercise(
+        write_exercise(
+            workdir / "probe",
+            """
+        id: probe
+        title: what arrives
+        entry: probe
+        args: [a, k, lam]
+        sizes:
+          n: {min: 1, max: 4}
+        inputs:
+          a: {shape: [n], dist: normal}
+          k: {shape: [n], dist: integer, low: 0, high: 3}
+          lam: {shape: [], dist: constant, value: 0.5}
+        graph: |
+          y = a * lam + k
+        returns:
+          - {name: y, value: y}
+          - {name: types_ok, value: y}
+          - {name: scalar_ok, value: y}
+        solution: null
+        starter: null
+    """,
+        )
+    )
+    source = """
+        import numpy as np
+
+        seen = []
+
+
+        def probe(a, k, lam):
+            y = a * lam + k
+            types_ok = (
+                type(a) is np.ndarray and type(k) is np.ndarray and isinstance(lam, np.ndarray)
+                and a.dtype == np.float64 and k.dtype == np.int64 and lam.dtype == np.float64
+                and a.flags.writeable and k.flags.writeable
+                and all(a is not old for old in seen)
+            )
+            seen.append(a)
+            a[:] = 1e9  # must not leak into the reference, nor into the next call
+            return y, y + (0 if types_ok else 1000), y + (0 if np.ndim(lam) == 0 else 1000)
+    """
+    return grade_source(exercise, workdir / "probe_sub", "probe.py", source, trials=10)
+
+
+def test_inputs_arrive_as_fresh_writeable_numpy_arrays(received: SubmissionResult) -> None:
+    assert received.error is None
+    by_name = {r.name: r for r in received.returns}
+    assert by_name["y"].verdict is Verdict.PASS
+    assert by_name["types_ok"].verdict is Verdict.PASS
+
+
+def test_scalar_inputs_arrive_as_0d_arrays(received: SubmissionResult) -> None:
+    by_name = {r.name: r for r in received.returns}
+    assert by_name["scalar_ok"].verdict is Verdict.PASS
+
+
+@pytest.fixture(scope="module")
+def big_endian(fast: Exercise, workdir: Path) -> SubmissionResult:
+    source = CORRECT_GRAPH2.replace("(s * (1 - s)) @ x_np.T", '((s * (1 - s)) @ x_np.T).astype(">f8")')
+    assert '">f8"' in source
+    return grade_source(fast, workdir / "big_endian", "swapped.py", source, trials=3)
+
+
+def test_big_endian_float64_return_is_accepted(big_endian: SubmissionResult) -> None:
+    assert verdicts(big_endian)["user_grad"] is Verdict.PASS
+
+
+# --- resources ------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def hog(fast: Exercise, workdir: Path) -> SubmissionResult:
+    source = """
+        import numpy as np
+
+
+        def graph2(W_np, x_np, b_np):
+            big = np.ones(10**10)  # 80 GB
+            return big.sum(), W_np, W_np
+    """
+    return grade_source(fast, workdir / "hog", "hog.py", source, trials=2)
+
+
+def test_huge_allocation_is_an_error_in_plain_words(hog: SubmissionResult) -> None:
+    error = hog.error
+    assert error is not None
+    assert error.kind in ("exception", "memory")
+    assert "memory" in error.message.lower() or "allocate" in error.message.lower()
+    assert set(verdicts(hog).values()) == {Verdict.ERROR}
+
+
+@pytest.fixture(scope="module")
+def spawner(fast: Exercise, workdir: Path) -> SubmissionResult:
+    source = """
+        import subprocess
+
+        import numpy as np
+
+
+        def graph2(W_np, x_np, b_np):
+            child = subprocess.Popen(["sleep", "600"])
+            return float(child.pid), np.zeros_like(W_np), np.zeros_like(W_np)  # f reports the pid
+    """
+    return grade_source(fast, workdir / "spawner", "spawner.py", source, trials=1)
+
+
+@pytest.mark.skipif(not Path("/proc/self").exists(), reason="needs /proc")
+def test_no_process_is_left_behind(spawner: SubmissionResult) -> None:
+    f = next(r for r in spawner.returns if r.name == "f")
+    assert f.failing_entries, f.message
+    pid = int(f.failing_entries[0].got)
+    status = Path(f"/proc/{pid}/status")
+    if status.exists():  # killed but not yet reaped by init is fine; running or sleeping is not
+        state = next(line for line in status.read_text().splitlines() if line.startswith("State:"))
+        assert "Z" in state or "X" in state, f"the student's child {pid} is still alive: {state}"
