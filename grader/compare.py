@@ -1,10 +1,14 @@
 """Compare one returned array with its float64 reference, entry by entry.
 
 Each entry gets its absolute and relative error, its error in units in the last place (ulps) of the
-precision the student worked in, and its ratio to the rounding envelope of that precision. The envelope
-is a first estimate, `ENVELOPE_FACTOR · eps · (|expected| + max|expected|)`: it scales with the entry and
-with the array, because rounding in shared intermediates (the `1 - s` of a sigmoid's derivative) spreads
-across a whole gradient. Bugs (transpose, sign, factor, wrong product) land orders of magnitude beyond it.
+precision the student worked in, and its ratio to the rounding envelope of that precision:
+
+    eps · (ENVELOPE_FACTOR · (|expected| + max|expected|) + SPREAD_FACTOR · spread) + ENVELOPE_FACTOR · tiny
+
+`spread` is the entry's rounding sensitivity from the reference's Monte Carlo run (cancellation, such as
+the `1 - s` of a sigmoid's derivative or a sum whose terms cancel); the magnitude terms cover formulas that
+round differently from the graph and rounding that shared intermediates spread across an array; `tiny`
+is the floor for underflow. Bugs (transpose, sign, factor, wrong product) land orders of magnitude beyond.
 """
 
 from __future__ import annotations

@@ -13,13 +13,16 @@ if [[ ! -x .venv/bin/python ]]; then
   "$python" -m venv .venv
 fi
 pip=(.venv/bin/python -m pip --disable-pip-version-check --quiet)
+quiet_pip() {  # hide the harmless 'Location ... is ignored' lines some local pip configurations print
+  "${pip[@]}" "$@" 2> >(grep -v "^WARNING: Location '.*' is ignored" >&2)
+}
 
 if ! .venv/bin/python -c 'import torch, sys; sys.exit(int(tuple(map(int, torch.__version__.split(".")[:2])) < (2, 1)))' 2>/dev/null; then
   echo "setup: installing a CPU build of torch" >&2
-  "${pip[@]}" install "torch==2.13.0+cpu" 2>/dev/null ||
-    "${pip[@]}" install "torch>=2.1" --index-url https://download.pytorch.org/whl/cpu \
+  quiet_pip install "torch==2.13.0+cpu" 2>/dev/null ||
+    quiet_pip install "torch>=2.1" --index-url https://download.pytorch.org/whl/cpu \
       --extra-index-url https://pypi.org/simple 2>/dev/null ||
-    "${pip[@]}" install "torch>=2.1"
+    quiet_pip install "torch>=2.1"
 fi
 echo "setup: installing grader${extras}" >&2
-"${pip[@]}" install -e ".${extras}"
+quiet_pip install -e ".${extras}"

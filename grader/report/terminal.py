@@ -78,7 +78,8 @@ def render_result(console: Console, result: SubmissionResult, show_output: bool 
     _render_output(console, result, show_output)
     score = f"{result.score:g}/{result.max_score:g}"
     console.print(f"  score [bold]{score}[/]   [dim]isolation: {escape(result.isolation)}[/]")
-    if not result.passed:
+    replayed = any(r.case is not None for r in result.returns if r.verdict is not Verdict.ERROR)
+    if not result.passed and not replayed:
         console.print(f"  [dim]reproduce:[/] {escape(result.repro(_focus_trial(result)))}")
     console.print()
 
