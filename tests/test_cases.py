@@ -129,65 +129,12 @@ def test_case(gradings: Gradings, exercise_id: str, file: str) -> None:
 
 
 # --- the course's own code, from the question this project grew from (seeds/002) -------------------------
-
-SEED_ANSWER = """
-import numpy as np
-import torch
-from torch.autograd import Variable
-import torch.nn.functional as F
-
-def sigmoid(x):
-    return 1.0 / (1.0 + np.exp(-x))
-
-def graph2(W_np, x_np, b_np):
-    W = Variable(torch.Tensor(W_np), requires_grad=True)
-    x = torch.tensor(x_np, requires_grad=True).type(torch.FloatTensor)
-    b = torch.tensor(b_np, requires_grad=True).type(torch.FloatTensor)
-    u = torch.matmul(W, x) + b
-    g = F.sigmoid(u)
-    f = torch.sum(g)
-    user_grad = (sigmoid(np.matmul(W_np, x_np) + b_np)*(1 - sigmoid(np.matmul(W_np, x_np) + b_np)))*x_np.T
-    f.backward(retain_graph=True)
-    auto_grad = W.grad
-    print("auto_grad", auto_grad)
-    print("user_grad", user_grad)
-    # END YOUR CODE
-    return f, auto_grad, user_grad
-"""
-
-SEED_QUESTION = """
-import numpy as np
-import torch
-import torch.nn.functional as F
-HELPER
-def graph2(W_np, x_np, b_np):
-    W = torch.Tensor(W_np)
-    W.requires_grad = True
-    x = torch.Tensor(x_np)
-    b = torch.Tensor(b_np)
-    u = torch.matmul(W, x) + b
-    g = F.sigmoid(u)
-    f = torch.sum(g)
-    user_grad = (sigmoid(W_np*x_np + b_np)*(1 - sigmoid(W_np*x_np + b_np))).T*x_np
-    f.backward(retain_graph=True)
-    auto_grad = W.grad
-
-    print(auto_grad)
-    print(user_grad)
-    # END YOUR CODE
-    return f, auto_grad, user_grad
-"""
-
-HELPER = """
-def sigmoid(x):
-    return 1.0 / (1.0 + np.exp(-x))
-"""
+# The bundled demo class holds it: emma handed in the accepted answer, carla the question's code exactly
+# as posted, dmitri the question's code with the numpy sigmoid helper it lacks.
 
 
-def grade_text(exercise: Exercise, folder: Path, source: str, trials: int) -> SubmissionResult:
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / "graph2.py"
-    path.write_text(source, encoding="utf-8")
+def grade_bundled(exercise: Exercise, student_file: str, trials: int) -> SubmissionResult:
+    path = EXERCISES.parent / "submissions" / student_file
     return grade(exercise, submission_from_path(path, exercise.spec.entry), SEED, trials)
 
 
@@ -195,20 +142,20 @@ def verdict_values(result: SubmissionResult) -> dict[str, str]:
     return {r.name: r.verdict.value for r in result.returns}
 
 
-def test_seed_answer_passes_over_1000_trials(graph2: Exercise, tmp_path: Path) -> None:
-    result = grade_text(graph2, tmp_path, SEED_ANSWER, 1000)
+def test_seed_answer_passes_over_1000_trials(graph2: Exercise) -> None:
+    result = grade_bundled(graph2, "emma/graph2.py", 1000)
     assert result.error is None, describe(result)
     assert verdict_values(result) == {"f": "pass", "auto_grad": "pass", "user_grad": "pass"}, describe(result)
 
 
-def test_seed_question_with_a_sigmoid_helper_is_logic_on_user_grad(graph2: Exercise, tmp_path: Path) -> None:
-    result = grade_text(graph2, tmp_path, SEED_QUESTION.replace("HELPER", HELPER), 200)
+def test_seed_question_with_a_sigmoid_helper_is_logic_on_user_grad(graph2: Exercise) -> None:
+    result = grade_bundled(graph2, "dmitri/graph2.py", 200)
     expected = {"f": "pass", "auto_grad": "pass", "user_grad": "logic"}
     assert verdict_values(result) == expected, describe(result)
 
 
-def test_seed_question_as_posted_is_an_error_naming_sigmoid(graph2: Exercise, tmp_path: Path) -> None:
-    result = grade_text(graph2, tmp_path, SEED_QUESTION.replace("HELPER", ""), 20)
+def test_seed_question_as_posted_is_an_error_naming_sigmoid(graph2: Exercise) -> None:
+    result = grade_bundled(graph2, "carla/graph2.py", 20)
     assert result.error is not None
     assert "sigmoid" in result.error.message
     assert set(verdict_values(result).values()) == {"error"}
