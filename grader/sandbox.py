@@ -409,9 +409,3 @@ def _copy_submission(submission: Submission, target: Path) -> None:
         destination = target / relative
         destination.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(submission.root / relative, destination)
-
-
-def run_submission(exercise: Exercise, submission: Submission, trials: Sequence[Trial]) -> WorkerReport:
-    worker = RunningWorker(exercise, submission)
-    worker.send(trials)
-    return worker.collect()

@@ -157,10 +157,6 @@ class Exercise:
     def id(self) -> str:
         return self.spec.id
 
-    @property
-    def spec_path(self) -> Path:
-        return self.root / SPEC_FILE
-
     @cached_property
     def return_names(self) -> tuple[str, ...]:
         return tuple(r.name for r in self.spec.returns)
