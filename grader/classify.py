@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 import numpy as np
 
-from grader.compare import Comparison, EntryError
+from grader.compare import PRECISIONS, Comparison, EntryError, Precision, compare_many, infer_precision
 from grader.results import SEVERITY, FailingCase, ReturnResult
-from grader.spec import Exercise, Verdict
+from grader.spec import Exercise, ReturnSpec, Verdict
 from grader.trials import Trial
 
 
@@ -56,6 +57,47 @@ def classify_return(
     )
 
 
+Rerun = tuple[np.ndarray, str] | str | None  # (array, dtype) returned at float64; a problem; not rerun
+
+
+def resolve_with_rerun(
+    original: Comparison,
+    spec: ReturnSpec,
+    expected: np.ndarray,
+    spread: np.ndarray,
+    got: np.ndarray,
+    rerun: Rerun,
+) -> Comparison:
+    """Decide a trial that failed beyond rounding: right when rerun at float64 means instability."""
+    precision = PRECISIONS[original.precision]
+    if rerun is None or isinstance(rerun, str):
+        why = "it was not rerun at float64" if rerun is None else f"its rerun at float64 failed: {rerun}"
+        return replace(original, note=why)
+    array, dtype = rerun
+    lifted, _ = infer_precision(array, dtype)
+    if lifted.name != "float64":
+        if _overflows(expected, got, precision):
+            note = (
+                f"it overflows {precision.name}, which the code hard-codes (the rerun could not lift it): "
+                "the range of the precision used, not a mistake"
+            )
+            return replace(original, verdict=Verdict.INSTABILITY, note=note)
+        note = (
+            f"the code hard-codes {lifted.name}, so it could not be rerun at float64: judged at {lifted.name}"
+        )
+        return replace(original, note=note)
+    check = compare_many(spec, [original.trial], [expected], [array], [dtype], [spread], at=precision)[0]
+    if check.verdict in (Verdict.PASS, Verdict.PRECISION):
+        return replace(original, verdict=Verdict.INSTABILITY, note="right when rerun at float64")
+    return replace(original, note=f"still wrong when rerun at float64 ({check.max_ratio:.3g} envelopes)")
+
+
+def _overflows(expected: np.ndarray, got: np.ndarray, precision: Precision) -> bool:
+    """Whether the failure is the format's range: infinities or NaN where finite values were due."""
+    bad = ~np.isfinite(got.astype(np.float64).reshape(expected.shape)) & np.isfinite(expected)
+    return bool(bad.any()) or bool((np.abs(expected) > precision.largest).any())
+
+
 def _trial_size(trial: Trial) -> int:
     return sum(int(a.size) for a in trial.inputs.values())
 
@@ -94,11 +136,18 @@ def _message(
             f"{precision} rounding (max {envelopes}): rounding, not a mistake; compute in float64 to pass"
         )
     worst = max(decisive, key=lambda c: c.max_ratio)
+    ratio = f"{worst.max_ratio:.3g} {worst.precision} rounding envelopes"
+    if not np.isfinite(worst.max_ratio):
+        ratio = f"NaN or infinite values where finite ones were due, in {worst.precision}"
     relative = worst.max_rel_error
     size = f"{relative:.0%}" if 0.01 <= relative < 100 else f"{relative:.2g}"
-    if not np.isfinite(worst.max_ratio):
-        return f"NaN or infinite values where finite ones are expected, on {of}"
-    return (
-        f"wrong on {of}: up to {size} relative error, {envelopes} — far beyond rounding: "
-        "a mistake in the formula, not precision"
-    )
+    if verdict is Verdict.INSTABILITY:
+        why = worst.note if "overflows" in worst.note else "right when rerun at float64"
+        return (
+            f"beyond rounding on {of} ({ratio}), but {why}: a numerically unstable formula "
+            "(overflow in exp, cancellation), not a mistake in the maths; rewrite it stably "
+            "(subtract the max before exp, use log-sum-exp, avoid subtracting nearly equal numbers)"
+        )
+    if worst.precision == "float64" or worst.note.startswith("still wrong"):
+        return f"wrong by up to {size} at any precision on {of} ({ratio}): a mistake in the formula"
+    return f"wrong by up to {size} on {of} ({ratio}); {worst.note}: a mistake in the formula, not rounding"

@@ -2,17 +2,30 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from grader.classify import classify_return
+from grader.classify import Rerun, classify_return, resolve_with_rerun
 from grader.compare import Comparison, compare_many
 from grader.results import ErrorInfo, ReturnResult, SubmissionResult, display_path, student_location
-from grader.sandbox import Failure, Problem, RunningWorker, Submission, WorkerReport
+from grader.sandbox import (
+    Failure,
+    Problem,
+    RerunSelector,
+    Returned,
+    RunningWorker,
+    Submission,
+    TrialOutput,
+    WorkerReport,
+)
 from grader.spec import Exercise, ReturnSpec, Verdict
 from grader.trials import make_trials
+
+RERUN_LIMIT = 200  # trials rerun at float64 per submission; the rest follow them (see below)
 
 if TYPE_CHECKING:
     from grader.reference import References
@@ -37,8 +50,9 @@ def grade(
         references = compute_references(exercise, trials)
     else:
         worker.send(references.trials)
-    report = worker.collect()
-    return judge(exercise, submission, seed, references, report, only_trial)
+    first_pass: dict[str, dict[int, Comparison]] = {}
+    report = worker.collect(rerun_selector(exercise, references, first_pass))
+    return judge(exercise, submission, seed, references, report, only_trial, first_pass)
 
 
 def not_runnable(
@@ -64,13 +78,16 @@ def judge(
     references: References,
     report: WorkerReport,
     only_trial: int | None = None,
+    first_pass: Mapping[str, Mapping[int, Comparison]] | None = None,
 ) -> SubmissionResult:
     trials, expected = references.trials, references.expected
     by_index = {t.index: t for t in trials}
     error = _error_info(report.fatal) if report.fatal is not None else None
     returns: list[ReturnResult] = []
     for spec in exercise.spec.returns:
-        comparisons, got = _judge_return(spec, references, report, error)
+        comparisons, got = _judge_return(
+            spec, references, report, error, first_pass.get(spec.name) if first_pass else None
+        )
         returns.append(classify_return(exercise, spec.name, comparisons, by_index, expected, got))
     first_failure = next((report.failures[t.index] for t in trials if t.index in report.failures), None)
     if error is None and report.failures and len(report.failures) == len(trials):
@@ -98,13 +115,11 @@ def _judge_return(
     references: References,
     report: WorkerReport,
     fatal: ErrorInfo | None,
+    first_pass: Mapping[int, Comparison] | None,
 ) -> tuple[list[Comparison], dict[int, np.ndarray]]:
     """Comparisons of one return over all trials, in trial order; the arrays compared, by trial."""
-    trials, expected, spread = references.trials, references.expected, references.spread
     judged: dict[int, Comparison] = {}
-    got: dict[int, np.ndarray] = {}
-    dtypes: dict[int, str] = {}
-    for trial in trials:
+    for trial in references.trials:
         output = report.outputs.get(trial.index)
         if output is None:
             failure = report.failures.get(trial.index)
@@ -114,24 +129,102 @@ def _judge_return(
                 problem = f"not run: {fatal.kind} ({fatal.message})" if fatal is not None else "no result"
             judged[trial.index] = Comparison(trial.index, Verdict.ERROR, problem=problem)
             continue
-        item = next(r for r in output.returns if r.name == spec.name)
+        item = _item(output, spec.name)
         if isinstance(item, Problem):
             judged[trial.index] = Comparison(
                 trial.index, Verdict.ERROR, problem=f"{spec.name} {item.problem}"
             )
-        else:
-            got[trial.index], dtypes[trial.index] = item.array, item.dtype
-    compared = list(got)
-    for comparison in compare_many(
+    got = {i: item.array for i, item in _returned(report.outputs, spec.name).items()}
+    compared = first_pass if first_pass is not None else _compare_outputs(spec, references, report.outputs)
+    judged.update(compared)
+    judged.update(_resolve_beyond_rounding(spec, references, report, compared, got))
+    return [judged[t.index] for t in references.trials], got
+
+
+def _item(output: TrialOutput, name: str) -> Returned | Problem:
+    return next(r for r in output.returns if r.name == name)
+
+
+def _returned(outputs: Mapping[int, TrialOutput], name: str) -> dict[int, Returned]:
+    items = {index: _item(output, name) for index, output in outputs.items()}
+    return {index: item for index, item in items.items() if isinstance(item, Returned)}
+
+
+def _compare_outputs(
+    spec: ReturnSpec, references: References, outputs: Mapping[int, TrialOutput]
+) -> dict[int, Comparison]:
+    returned = _returned(outputs, spec.name)
+    compared = list(returned)
+    comparisons = compare_many(
         spec,
         compared,
-        [expected[i][spec.name] for i in compared],
-        [got[i] for i in compared],
-        [dtypes[i] for i in compared],
-        [spread[i][spec.name] for i in compared],
-    ):
-        judged[comparison.trial] = comparison
-    return [judged[t.index] for t in trials], got
+        [references.expected[i][spec.name] for i in compared],
+        [returned[i].array for i in compared],
+        [returned[i].dtype for i in compared],
+        [references.spread[i][spec.name] for i in compared],
+    )
+    return {c.trial: c for c in comparisons}
+
+
+def _resolve_beyond_rounding(
+    spec: ReturnSpec,
+    references: References,
+    report: WorkerReport,
+    compared: Mapping[int, Comparison],
+    got: Mapping[int, np.ndarray],
+) -> dict[int, Comparison]:
+    """Trials beyond rounding at a precision below float64: their reruns at float64 decide."""
+    beyond = [c for c in compared.values() if c.verdict is Verdict.LOGIC and c.precision != "float64"]
+    resolved: dict[int, Comparison] = {}
+    for comparison in beyond:
+        index = comparison.trial
+        rerun: Rerun = None
+        if index in report.reruns:
+            item = _item(report.reruns[index], spec.name)
+            rerun = item.problem if isinstance(item, Problem) else (item.array, item.dtype)
+        elif index in report.rerun_failures:
+            rerun = report.rerun_failures[index].message
+        else:
+            continue
+        resolved[index] = resolve_with_rerun(
+            comparison,
+            spec,
+            references.expected[index][spec.name],
+            references.spread[index][spec.name],
+            got[index],
+            rerun,
+        )
+    # Beyond the rerun limit, trials follow those rerun: one still wrong at float64 is enough for logic.
+    confirmed = [r for r in resolved.values() if r.verdict is Verdict.LOGIC]
+    for comparison in beyond:
+        if comparison.trial in resolved:
+            continue
+        if resolved and not confirmed:
+            note = f"like the {len(resolved)} trials rerun at float64, which were right there"
+            resolved[comparison.trial] = replace(comparison, verdict=Verdict.INSTABILITY, note=note)
+        else:
+            resolved[comparison.trial] = replace(comparison, note="it was not rerun at float64")
+    return resolved
+
+
+def rerun_selector(
+    exercise: Exercise, references: References, first_pass: dict[str, dict[int, Comparison]]
+) -> RerunSelector:
+    """Picks the trials to rerun at float64: those beyond rounding at a lower precision, worst first.
+
+    The first pass's comparisons are kept in `first_pass` for judging, so nothing is compared twice.
+    """
+
+    def select(outputs: Mapping[int, TrialOutput]) -> list[int]:
+        worst: dict[int, float] = {}
+        for spec in exercise.spec.returns:
+            first_pass[spec.name] = _compare_outputs(spec, references, outputs)
+            for c in first_pass[spec.name].values():
+                if c.verdict is Verdict.LOGIC and c.precision != "float64":
+                    worst[c.trial] = max(worst.get(c.trial, 0.0), c.max_ratio)
+        return sorted(sorted(worst, key=lambda t: -worst[t])[:RERUN_LIMIT])
+
+    return select
 
 
 def _failure_text(failure: Failure) -> str:

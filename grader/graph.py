@@ -274,65 +274,36 @@ def _check_index(node: ast.AST, names: set[str]) -> None:
             _check(node, names)
 
 
-Perturb = Callable[[Any, Any], Any]  # (result, magnitude of its rounding) -> perturbed result
-
-# Operations whose rounding scales with their terms, not their result (sums that may cancel):
-# their magnitude is the same operation applied to absolute values.
-_ACCUMULATING = {"sum", "mean", "matmul", "dot"}
-
-
-def evaluate(program: Program, env: Mapping[str, Value], perturb: Perturb | None = None) -> dict[str, Value]:
-    """Run the graph; returns the environment extended with every assigned name.
-
-    With `perturb`, every floating-point operation's result passes through it, with the magnitude its
-    rounding error scales with: the grader's Monte Carlo model of rounding.
-    """
+def evaluate(program: Program, env: Mapping[str, Value]) -> dict[str, Value]:
+    """Run the graph; returns the environment extended with every assigned name."""
     values = dict(env)
     for assignment in program.assignments:
-        values[assignment.target] = _eval(assignment.expr, values, perturb)
+        values[assignment.target] = _eval(assignment.expr, values)
     return values
 
 
-def _eval(node: ast.AST, values: Mapping[str, Value], perturb: Perturb | None = None) -> Value:
+def _eval(node: ast.AST, values: Mapping[str, Value]) -> Value:
     match node:
         case ast.Constant(value=value):
             return value
         case ast.Name(id=name):
             return values[name]
         case ast.BinOp(left=left, op=op, right=right):
-            a, b = _eval(left, values, perturb), _eval(right, values, perturb)
-            result = _BINARY[type(op)](a, b)
-            if perturb is None or not _is_float_tensor(result):
-                return result
-            magnitude = abs(a) @ abs(b) if isinstance(op, ast.MatMult) else abs(result)
-            return perturb(result, magnitude)
+            return _BINARY[type(op)](_eval(left, values), _eval(right, values))
         case ast.UnaryOp(op=op, operand=operand):
-            return _UNARY[type(op)](_eval(operand, values, perturb))
+            return _UNARY[type(op)](_eval(operand, values))
         case ast.Compare(left=left, ops=[op], comparators=[right]):
-            return _COMPARE[type(op)](_eval(left, values, perturb), _eval(right, values, perturb))
+            return _COMPARE[type(op)](_eval(left, values), _eval(right, values))
         case ast.Attribute(value=value):
-            return _transpose_last(_eval(value, values, perturb))
+            return _transpose_last(_eval(value, values))
         case ast.Subscript(value=value, slice=index):
-            return _eval(value, values, perturb)[_eval_index(index, values)]
+            return _eval(value, values)[_eval_index(index, values)]
         case ast.Tuple(elts=elements):
-            return tuple(_eval(element, values, perturb) for element in elements)
+            return tuple(_eval(element, values) for element in elements)
         case ast.Call(func=ast.Name(id=name), args=args, keywords=keywords):
-            function = _implementations()[name]
-            kwargs = {k.arg: _eval(k.value, values, perturb) for k in keywords if k.arg is not None}
-            arguments = [_eval(a, values, perturb) for a in args]
-            result = function(*arguments, **kwargs)
-            if perturb is None or not _is_float_tensor(result):
-                return result
-            if name in _ACCUMULATING:
-                magnitude = function(*(abs(a) if _is_float_tensor(a) else a for a in arguments), **kwargs)
-            else:
-                magnitude = abs(result)
-            return perturb(result, magnitude)
+            kwargs = {k.arg: _eval(k.value, values) for k in keywords if k.arg is not None}
+            return _implementations()[name](*(_eval(a, values) for a in args), **kwargs)
     raise AssertionError(f"unchecked node {ast.dump(node)}")  # parse() rejects everything else
-
-
-def _is_float_tensor(value: Value) -> bool:
-    return hasattr(value, "is_floating_point") and bool(value.is_floating_point())
 
 
 def _eval_index(node: ast.AST, values: Mapping[str, Value]) -> Any:

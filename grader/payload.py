@@ -24,6 +24,10 @@ class Done(_Message):
     type: Literal["done"]
 
 
+class PassDone(_Message):
+    type: Literal["pass-done"]
+
+
 class Fatal(_Message):
     type: Literal["fatal"]
     kind: Literal["import", "exit", "missing-function"]
@@ -56,6 +60,7 @@ class ReturnProblem(_Message):
 class TrialReturned(_Message):
     type: Literal["trial"]
     trial: int = Field(ge=0)
+    rerun: bool
     seconds: float = Field(ge=0)
     returns: list[Annotated[ReturnedArray | ReturnProblem, Field(discriminator="ok")]]
 
@@ -63,10 +68,13 @@ class TrialReturned(_Message):
 class TrialFailed(_Message):
     type: Literal["trial-error"]
     trial: int = Field(ge=0)
+    rerun: bool
     kind: Literal["exception", "timeout", "exit", "bad-return"]
     message: str = Field(max_length=_TEXT)
     traceback: str = Field(default="", max_length=_TEXT)
 
 
-WorkerMessage = Annotated[Ready | Done | Fatal | TrialReturned | TrialFailed, Field(discriminator="type")]
+WorkerMessage = Annotated[
+    Ready | PassDone | Done | Fatal | TrialReturned | TrialFailed, Field(discriminator="type")
+]
 MESSAGE = TypeAdapter(WorkerMessage)

@@ -8,6 +8,7 @@ the payload byte for byte. This module is imported by the worker, so it uses onl
 from __future__ import annotations
 
 import json
+import os
 import struct
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -140,9 +141,18 @@ class FrameDecoder:
 
 
 def read_frames(stream: BinaryIO) -> Iterator[Frame]:
-    """Blocking reader of a whole stream (the worker reads its job file with it)."""
+    """Blocking reader of a whole stream."""
     decoder = FrameDecoder()
     while chunk := stream.read(1 << 16):
+        yield from decoder.feed(chunk)
+    if decoder.pending:
+        raise ProtocolError(f"stream ends inside a frame ({decoder.pending} bytes left over)")
+
+
+def iter_frames(fd: int) -> Iterator[Frame]:
+    """Frames from a pipe, each yielded as soon as it is complete (reads no further than it must)."""
+    decoder = FrameDecoder()
+    while chunk := os.read(fd, 1 << 16):
         yield from decoder.feed(chunk)
     if decoder.pending:
         raise ProtocolError(f"stream ends inside a frame ({decoder.pending} bytes left over)")

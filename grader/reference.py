@@ -6,12 +6,15 @@ which is an order of magnitude faster than one by one; a graph that vmap cannot 
 
 from __future__ import annotations
 
+import contextlib
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from grader.graph import evaluate
 from grader.spec import Exercise, ReturnSpec
@@ -96,6 +99,45 @@ def _tensor(array: np.ndarray) -> torch.Tensor:
     return tensor if tensor.dtype == torch.int64 else tensor.to(torch.float64)
 
 
+# Operations that round their result, seen at torch's dispatch level, forward and backward alike
+# (so `sigmoid_backward` rounds from the already-rounded sigmoid, as a student's s * (1 - s) does).
+_ROUNDING = frozenset(
+    "add sub rsub mul div true_divide pow exp exp2 log log2 log1p expm1 sqrt rsqrt reciprocal sin cos "
+    "tan tanh sigmoid sigmoid_backward tanh_backward softplus softplus_backward mm bmm addmm mv dot "
+    "matmul sum mean prod cumsum _softmax _log_softmax _softmax_backward_data "
+    "_log_softmax_backward_data logsumexp addcmul addcdiv lerp xlogy linalg_vector_norm".split()
+)
+# Those whose rounding grows with their terms rather than their result (sums that may cancel): their
+# magnitude is the same operation over absolute values.
+_ACCUMULATING = frozenset("mm bmm addmm mv dot matmul sum mean cumsum".split())
+
+
+class _RoundingNoise(TorchDispatchMode):  # type: ignore[no-untyped-call]
+    """Monte Carlo arithmetic: every rounding operation's result moves by a pseudo-random relative amount."""
+
+    def __init__(self, noise: float, sample: int) -> None:
+        super().__init__()  # type: ignore[no-untyped-call]
+        self.noise = noise
+        self.sample = sample
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        kwargs = kwargs or {}
+        result = func(*args, **kwargs)
+        name = func.overloadpacket.__name__
+        if name not in _ROUNDING or not isinstance(result, torch.Tensor) or not result.is_floating_point():
+            return result
+        if name in _ACCUMULATING:
+            absolute = [a.abs() if isinstance(a, torch.Tensor) and a.is_floating_point() else a for a in args]
+            magnitude = func(*absolute, **kwargs)
+        else:
+            magnitude = result.abs()
+        return _perturbed(result, magnitude, self.noise, self.sample)
+
+
+def _perturbed(value: torch.Tensor, magnitude: torch.Tensor, noise: float, sample: int) -> torch.Tensor:
+    return value + noise * magnitude.detach() * _pseudo_random(value.detach(), sample)
+
+
 def _pseudo_random(value: torch.Tensor, sample: int) -> torch.Tensor:
     """Noise in (-1, 1) computed from each value itself (the classic sine hash), not from a generator:
     a trial gets the same envelope whether it is graded alone (--trial) or among others, on every run."""
@@ -114,27 +156,26 @@ def _evaluate_group(
     sizes = dict(group[0].sizes)
     outputs = _needed_outputs(returns)
 
-    def perturb(value: torch.Tensor, magnitude: torch.Tensor) -> torch.Tensor:
-        return value + noise * magnitude.detach() * _pseudo_random(value.detach(), sample)
-
     def forward(*tensors: torch.Tensor) -> tuple[torch.Tensor, ...]:
         if noise:  # inputs are rounded too, when the student converts them to a lower precision
-            tensors = tuple(perturb(t, abs(t)) if t.is_floating_point() else t for t in tensors)
+            tensors = tuple(
+                _perturbed(t, t.abs(), noise, sample) if t.is_floating_point() else t for t in tensors
+            )
         env: dict[str, object] = dict(zip(names, tensors, strict=True))
         env.update(sizes)
-        values = evaluate(exercise.program, env, perturb if noise else None)
+        values = evaluate(exercise.program, env)
         return tuple(torch.as_tensor(values[o], dtype=torch.float64) for o in outputs)
 
     args = [stacked[n] for n in names]
-    try:
-        batched = torch.func.vmap(forward)(*args)
-    except Exception:  # an operation without a batching rule: evaluate trial by trial instead
-        batched = _loop(forward, args)
-    values = dict(zip(outputs, batched, strict=True))
-
-    results: dict[str, torch.Tensor] = {}
-    for ret in returns:
-        results[ret.name] = _one_return(ret, values, stacked)
+    with _RoundingNoise(noise, sample) if noise else contextlib.nullcontext():
+        try:
+            batched = torch.func.vmap(forward)(*args)
+        except Exception:  # an operation without a batching rule: evaluate trial by trial instead
+            batched = _loop(forward, args)
+        values = dict(zip(outputs, batched, strict=True))
+        results: dict[str, torch.Tensor] = {}
+        for ret in returns:
+            results[ret.name] = _one_return(ret, values, stacked)
     return {
         trial.index: {name: tensor[i].detach().numpy().copy() for name, tensor in results.items()}
         for i, trial in enumerate(group)

@@ -18,7 +18,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -30,13 +30,14 @@ from grader.payload import (
     MESSAGE,
     Done,
     Fatal,
+    PassDone,
     Ready,
     ReturnedArray,
     ReturnProblem,
     TrialFailed,
     TrialReturned,
 )
-from grader.protocol import FrameDecoder, ProtocolError, encode
+from grader.protocol import Frame, FrameDecoder, ProtocolError, encode
 from grader.spec import Exercise
 from grader.trials import Trial
 
@@ -89,6 +90,8 @@ class WorkerReport:
     stderr: str
     output_bytes: int
     seconds: float
+    reruns: dict[int, TrialOutput] = field(default_factory=dict)  # the same trials, run again at float64
+    rerun_failures: dict[int, Failure] = field(default_factory=dict)
     isolation: str = ISOLATION
 
 
@@ -160,8 +163,6 @@ class RunningWorker:
                     view = view[os.write(self._jobs, view) :]
             except OSError:
                 pass  # the worker is gone; collect() reports why
-            finally:
-                os.close(self._jobs)
 
         self._writer = threading.Thread(target=write, name="grader-job-writer", daemon=True)
         self._writer.start()
@@ -175,6 +176,7 @@ class RunningWorker:
             "files": list(self._submission.files),
             "args": [arg if isinstance(arg, str) else list(arg) for arg in spec.args],
             "returns": list(self._exercise.return_names),
+            "trial_count": len(trials),
             "trial_seconds": limits.trial_seconds,
             "limits": {
                 "memory_mb": limits.memory_mb,
@@ -223,122 +225,38 @@ class RunningWorker:
             os.close(jobs_read)
         return process, results_read, jobs_write
 
-    def collect(self) -> WorkerReport:
+    def collect(self, select_reruns: RerunSelector | None = None) -> WorkerReport:
+        """Wait for the results under the deadlines; always kills the worker and cleans up.
+
+        After the first pass, `select_reruns` picks the trials to run again at float64.
+        """
         try:
-            return self._collect()
+            return _Collection(self, select_reruns).run()
         finally:
             self._kill()
             os.close(self._results)
             if self._writer is not None:
                 self._writer.join(timeout=5)
+            with contextlib.suppress(OSError):
+                os.close(self._jobs)
             for stream in (self._process.stdout, self._process.stderr):
                 if stream is not None:
                     stream.close()
             shutil.rmtree(self._dir, ignore_errors=True)
+
+    def _request_reruns(self, trials: list[int]) -> None:
+        if self._writer is not None:
+            self._writer.join()  # the worker has read every trial before it finished the first pass
+        with contextlib.suppress(OSError):  # a worker that died meanwhile is reported by the collection
+            os.write(self._jobs, encode({"type": "rerun", "trials": trials}))
+        with contextlib.suppress(OSError):
+            os.close(self._jobs)
 
     def _kill(self) -> None:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self._process.pid, signal.SIGKILL)
         with contextlib.suppress(subprocess.TimeoutExpired):
             self._process.wait(timeout=5)
-
-    def _collect(self) -> WorkerReport:
-        limits = self._limits
-        assert self._process.stdout is not None and self._process.stderr is not None
-        stdout_fd, stderr_fd = self._process.stdout.fileno(), self._process.stderr.fileno()
-        captures = {stdout_fd: _Capture(limits.output_kb << 10), stderr_fd: _Capture(limits.output_kb << 10)}
-        decoder = FrameDecoder()
-        open_fds = {self._results, stdout_fd, stderr_fd}
-        outputs: dict[int, TrialOutput] = {}
-        failures: dict[int, Failure] = {}
-        fatal: Failure | None = None
-        pending = list(self._order)
-        ready_at: float | None = None
-        last_frame = self._started
-        finished = False
-
-        def current() -> int | None:
-            return pending[0] if pending else None
-
-        while open_fds and not finished and fatal is None:
-            now = time.monotonic()
-            if ready_at is None:
-                deadline = self._started + limits.import_seconds
-            else:
-                deadline = min(
-                    ready_at + limits.submission_seconds,
-                    last_frame + limits.trial_seconds + KILL_GRACE_SECONDS,
-                )
-            if now >= deadline:
-                fatal = self._timeout_failure(ready_at, current())
-                break
-            readable, _, _ = select.select(list(open_fds), [], [], deadline - now)
-            for fd in readable:
-                chunk = os.read(fd, 1 << 16)
-                if not chunk:
-                    open_fds.discard(fd)
-                    continue
-                if fd in captures:
-                    captures[fd].add(chunk)
-                    if sum(c.total for c in captures.values()) > OUTPUT_HARD_LIMIT:
-                        fatal = Failure(
-                            "output-limit",
-                            f"printed more than {OUTPUT_HARD_LIMIT >> 20} MiB; "
-                            "remove the prints from your function",
-                            index=current(),
-                        )
-                    continue
-                try:
-                    frames = decoder.feed(chunk)
-                except ProtocolError as exc:
-                    fatal = Failure("protocol", f"the result channel was corrupted: {exc}", index=current())
-                    break
-                for frame in frames:
-                    last_frame = time.monotonic()
-                    try:
-                        message = MESSAGE.validate_python(frame.header)
-                    except ValidationError as exc:
-                        fatal = Failure(
-                            "protocol", f"malformed message from the worker: {exc.errors()[0]['msg']}"
-                        )
-                        break
-                    if isinstance(message, Ready):
-                        ready_at = last_frame
-                    elif isinstance(message, Done):
-                        finished = True
-                    elif isinstance(message, Fatal):
-                        fatal = _fatal_failure(message)
-                    elif message.trial != current():
-                        fatal = Failure(
-                            "protocol",
-                            f"answer for trial {message.trial} while trial {current()} was running",
-                        )
-                    elif isinstance(message, TrialFailed):
-                        failure = Failure(message.kind, message.message, message.traceback, message.trial)
-                        failures[message.trial] = failure
-                        pending.pop(0)
-                        if message.kind == "timeout":  # it would loop again on every trial: stop here
-                            fatal = failure
-                    else:
-                        try:
-                            outputs[message.trial] = _trial_output(message, frame.arrays)
-                        except ProtocolError as exc:
-                            fatal = Failure("protocol", str(exc), index=message.trial)
-                            break
-                        pending.pop(0)
-                    if fatal is not None:
-                        break
-        if fatal is None and not finished:
-            fatal = self._ended_early(current())
-        return WorkerReport(
-            outputs=outputs,
-            failures=failures,
-            fatal=fatal,
-            stdout=captures[stdout_fd].text(),
-            stderr=captures[stderr_fd].text(),
-            output_bytes=sum(c.total for c in captures.values()),
-            seconds=time.monotonic() - self._started,
-        )
 
     def _timeout_failure(self, ready_at: float | None, trial: int | None) -> Failure:
         limits = self._limits
@@ -378,6 +296,146 @@ class RunningWorker:
             f"the process exited with status {code}{where} (os._exit or a crash in native code)",
             index=trial,
         )
+
+
+RerunSelector = Callable[[Mapping[int, "TrialOutput"]], list[int]]
+
+
+class _Collection:
+    """Reads one worker's results: its output streams, its frames, its deadlines, its two passes."""
+
+    def __init__(self, worker: RunningWorker, select_reruns: RerunSelector | None) -> None:
+        self.worker = worker
+        self.select_reruns = select_reruns
+        self.limits = worker._limits
+        self.outputs: dict[int, TrialOutput] = {}
+        self.failures: dict[int, Failure] = {}
+        self.reruns: dict[int, TrialOutput] = {}
+        self.rerun_failures: dict[int, Failure] = {}
+        self.fatal: Failure | None = None
+        self.pending = list(worker._order)
+        self.rerunning = False
+        self.finished = False
+        self.ready_at: float | None = None
+        self.last_frame = worker._started
+
+    def current(self) -> int | None:
+        return self.pending[0] if self.pending else None
+
+    def run(self) -> WorkerReport:
+        worker = self.worker
+        process = worker._process
+        assert process.stdout is not None and process.stderr is not None
+        stdout_fd, stderr_fd = process.stdout.fileno(), process.stderr.fileno()
+        kept = self.limits.output_kb << 10
+        captures = {stdout_fd: _Capture(kept), stderr_fd: _Capture(kept)}
+        decoder = FrameDecoder()
+        open_fds = {worker._results, stdout_fd, stderr_fd}
+        while open_fds and not self.finished and self.fatal is None:
+            now = time.monotonic()
+            deadline = self.deadline()
+            if now >= deadline:
+                self.stop(worker._timeout_failure(self.ready_at, self.current()))
+                break
+            readable, _, _ = select.select(list(open_fds), [], [], deadline - now)
+            for fd in readable:
+                chunk = os.read(fd, 1 << 16)
+                if not chunk:
+                    open_fds.discard(fd)
+                elif fd in captures:
+                    captures[fd].add(chunk)
+                    if sum(c.total for c in captures.values()) > OUTPUT_HARD_LIMIT:
+                        limit = OUTPUT_HARD_LIMIT >> 20
+                        message = f"printed more than {limit} MiB; remove the prints from your function"
+                        self.stop(Failure("output-limit", message, index=self.current()))
+                else:
+                    try:
+                        for frame in decoder.feed(chunk):
+                            self.last_frame = time.monotonic()
+                            self.receive(frame)
+                            if self.fatal is not None or self.finished:
+                                break
+                    except ProtocolError as exc:
+                        self.stop(
+                            Failure(
+                                "protocol", f"the result channel was corrupted: {exc}", index=self.current()
+                            )
+                        )
+                if self.fatal is not None:
+                    break
+        if self.fatal is None and not self.finished:
+            self.stop(worker._ended_early(self.current()))
+        return WorkerReport(
+            outputs=self.outputs,
+            failures=self.failures,
+            fatal=self.fatal,
+            stdout=captures[stdout_fd].text(),
+            stderr=captures[stderr_fd].text(),
+            output_bytes=sum(c.total for c in captures.values()),
+            seconds=time.monotonic() - worker._started,
+            reruns=self.reruns,
+            rerun_failures=self.rerun_failures,
+        )
+
+    def deadline(self) -> float:
+        limits = self.limits
+        if self.ready_at is None:
+            return self.worker._started + limits.import_seconds
+        per_trial = self.last_frame + limits.trial_seconds + KILL_GRACE_SECONDS
+        return min(self.ready_at + limits.submission_seconds, per_trial)
+
+    def stop(self, failure: Failure) -> None:
+        """End the run. During reruns that is no failure of the submission: its first pass is complete."""
+        if self.rerunning:
+            if failure.index is not None:
+                self.rerun_failures[failure.index] = failure
+            self.finished = True
+        else:
+            self.fatal = failure
+
+    def receive(self, frame: Frame) -> None:
+        try:
+            message = MESSAGE.validate_python(frame.header)
+        except ValidationError as exc:
+            self.stop(Failure("protocol", f"malformed message from the worker: {exc.errors()[0]['msg']}"))
+            return
+        if isinstance(message, Ready):
+            self.ready_at = self.last_frame
+        elif isinstance(message, Fatal):
+            self.stop(_fatal_failure(message))
+        elif isinstance(message, PassDone):
+            self.start_reruns()
+        elif isinstance(message, Done):
+            self.finished = True
+        elif message.trial != self.current() or message.rerun != self.rerunning:
+            self.stop(
+                Failure(
+                    "protocol", f"answer for trial {message.trial} while trial {self.current()} was running"
+                )
+            )
+        elif isinstance(message, TrialFailed):
+            failure = Failure(message.kind, message.message, message.traceback, message.trial)
+            (self.rerun_failures if self.rerunning else self.failures)[message.trial] = failure
+            self.pending.pop(0)
+            if message.kind == "timeout":  # it would loop again on every trial: stop here
+                self.stop(failure)
+        else:
+            try:
+                output = _trial_output(message, frame.arrays)
+            except ProtocolError as exc:
+                self.stop(Failure("protocol", str(exc), index=message.trial))
+                return
+            (self.reruns if self.rerunning else self.outputs)[message.trial] = output
+            self.pending.pop(0)
+
+    def start_reruns(self) -> None:
+        if self.pending:
+            self.stop(Failure("protocol", f"first pass ended before trial {self.current()}"))
+            return
+        trials = self.select_reruns(self.outputs) if self.select_reruns is not None else []
+        self.rerunning = True
+        self.pending = list(trials)
+        self.worker._request_reruns(trials)
 
 
 def _trial_output(message: TrialReturned, arrays: tuple[np.ndarray, ...]) -> TrialOutput:
