@@ -173,8 +173,8 @@ def _resolve_beyond_rounding(
     compared: Mapping[int, Comparison],
     got: Mapping[int, np.ndarray],
 ) -> dict[int, Comparison]:
-    """Trials beyond rounding at a precision below float64: their reruns at float64 decide."""
-    beyond = [c for c in compared.values() if c.verdict is Verdict.LOGIC and c.precision != "float64"]
+    """Trials beyond rounding: their reruns at float64 decide between instability and logic."""
+    beyond = [c for c in compared.values() if c.verdict is Verdict.LOGIC]
     resolved: dict[int, Comparison] = {}
     for comparison in beyond:
         index = comparison.trial
@@ -210,7 +210,10 @@ def _resolve_beyond_rounding(
 def rerun_selector(
     exercise: Exercise, references: References, first_pass: dict[str, dict[int, Comparison]]
 ) -> RerunSelector:
-    """Picks the trials to rerun at float64: those beyond rounding at a lower precision, worst first.
+    """Picks the trials to rerun at float64: those beyond rounding, worst first.
+
+    Code that already returns float64 is rerun too: what it returned may have been computed in float32
+    and overflowed (an infinity says nothing about its precision), and the rerun costs little.
 
     The first pass's comparisons are kept in `first_pass` for judging, so nothing is compared twice.
     """
@@ -220,7 +223,7 @@ def rerun_selector(
         for spec in exercise.spec.returns:
             first_pass[spec.name] = _compare_outputs(spec, references, outputs)
             for c in first_pass[spec.name].values():
-                if c.verdict is Verdict.LOGIC and c.precision != "float64":
+                if c.verdict is Verdict.LOGIC:
                     worst[c.trial] = max(worst.get(c.trial, 0.0), c.max_ratio)
         return sorted(sorted(worst, key=lambda t: -worst[t])[:RERUN_LIMIT])
 
