@@ -28,7 +28,11 @@ def classify_return(
     decisive = [c for c in failed if c.verdict is verdict]
     worst_ratio = max((c.max_ratio for c in comparisons if c.verdict is not Verdict.ERROR), default=0.0)
     precision = _common_precision(comparisons)
-    credit = {Verdict.PASS: 1.0, Verdict.PRECISION: exercise.spec.precision_credit}.get(verdict, 0.0)
+    credit = {
+        Verdict.PASS: 1.0,
+        Verdict.PRECISION: exercise.spec.precision_credit,
+        Verdict.INSTABILITY: exercise.spec.instability_credit,
+    }.get(verdict, 0.0)
     case = None
     entries: tuple[EntryError, ...] = ()
     if decisive:

@@ -131,6 +131,7 @@ class ExerciseSpec(_Model):
     trials: int = Field(default=1000, ge=1)
     points: dict[str, float] = {}
     precision_credit: float = Field(default=0.5, ge=0, le=1)
+    instability_credit: float = Field(default=0.0, ge=0, le=1)
     solution: str | None = "solution.py"
     starter: str | None = "starter.py"
     wrong: tuple[WrongSolution, ...] = ()
