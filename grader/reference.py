@@ -16,12 +16,12 @@ import numpy as np
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-# The reference is many tiny operations: threads only add overhead, and the sandboxed worker runs beside.
-torch.set_num_threads(1)
-
 from grader.graph import evaluate
 from grader.spec import Exercise, ReturnSpec
 from grader.trials import Trial
+
+# The reference is many tiny operations: threads only add overhead, and the sandboxed worker runs beside.
+torch.set_num_threads(1)
 
 Expected = Mapping[str, np.ndarray]  # return name -> float64 array for one trial
 
