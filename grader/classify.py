@@ -75,7 +75,10 @@ def resolve_with_rerun(
     """Decide a trial that failed beyond rounding: right when rerun at float64 means instability."""
     precision = PRECISIONS[original.precision]
     if rerun is None or isinstance(rerun, str):
-        why = "it was not rerun at float64" if rerun is None else f"its rerun at float64 failed: {rerun}"
+        why = "it was not rerun at float64" if rerun is None else f"its rerun at float64 failed ({rerun})"
+        if _overflows(expected, got, precision):
+            note = f"it overflows {precision.name} and {why}: the range of the precision used, not a mistake"
+            return replace(original, verdict=Verdict.INSTABILITY, note=note)
         return replace(original, note=why)
     array, dtype = rerun
     lifted, _ = infer_precision(array, dtype)
