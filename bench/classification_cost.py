@@ -20,8 +20,8 @@ import numpy as np
 
 from grader.grading import grade
 from grader.reference import reference_returns
-from grader.sandbox import Returned, RunningWorker
-from grader.spec import load_exercise
+from grader.sandbox import Returned, RunningWorker, Submission
+from grader.spec import Exercise, load_exercise
 from grader.submissions import submission_from_path
 from grader.trials import make_trials
 
@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 TRIALS = 1000
 
 
-def bare(exercise, submission) -> float:
+def bare(exercise: Exercise, submission: Submission) -> float:
     started = time.perf_counter()
     worker = RunningWorker(exercise, submission)
     trials = make_trials(exercise, 0, TRIALS)
@@ -46,7 +46,7 @@ def bare(exercise, submission) -> float:
     return time.perf_counter() - started
 
 
-def classified(exercise, submission) -> float:
+def classified(exercise: Exercise, submission: Submission) -> float:
     started = time.perf_counter()
     result = grade(exercise, submission, 0, TRIALS)
     assert result.passed, result
@@ -66,8 +66,8 @@ def main() -> None:
         bare_times.append(bare(exercise, submission))
         full_times.append(classified(exercise, submission))
     b, f = statistics.median(bare_times), statistics.median(full_times)
-    print(f"bare (reference values + np.allclose): median {b:.3f} s  {[round(t, 3) for t in sorted(bare_times)]}")
-    print(f"classified (grade):                    median {f:.3f} s  {[round(t, 3) for t in sorted(full_times)]}")
+    for label, median, times in (("bare (values + np.allclose)", b, bare_times), ("classified (grade)", f, full_times)):
+        print(f"{label:28s} median {median:.3f} s  {[round(t, 3) for t in sorted(times)]}")
     print(f"classification adds {100 * (f / b - 1):.1f}% (acceptance: at most 25%)")
 
 

@@ -83,52 +83,35 @@ class Comparison:
     note: str = ""  # what the rerun at float64 showed, for instability and logic
 
 
-def infer_precision(got: np.ndarray, dtype: str) -> tuple[Precision, str]:
-    """The precision the student computed in: the returned dtype, or a lower one its values betray."""
-    precisions, reason = _infer_precisions(got[np.newaxis], dtype)
-    return precisions[0], reason[0]
-
-
-def _infer_precisions(got: np.ndarray, dtype: str) -> tuple[list[Precision], list[str]]:
-    """Per trial along axis 0 of `got`: the precision each trial's values were computed in.
+def infer_precision(got: np.ndarray | Sequence[np.ndarray], dtype: str) -> tuple[Precision, str]:
+    """The precision the student computed in: the returned dtype, or a coarser one its values betray.
 
     A float64 (or float32) array whose values all fit a coarser format was computed in it (`.double()` of
     a float16 tensor): the coarsest format holding every value is the evidence, since values computed in
-    float64 fit float32 with probability 2^-29 each. Values so simple that they fit any format (0, 0.5,
-    -2) are no evidence and keep the returned dtype.
+    float64 fit float32 with probability 2^-29 each. Judge it over all trials of a return (one submission
+    computes them all alike): a single trial's few values may be simple by chance. Values so simple that
+    any format holds them (0, 0.5, -2) are no evidence and keep the returned dtype.
     """
-    batch = got.shape[0]
     returned = PRECISIONS.get(dtype, PRECISIONS["float64"])
-    plain = [returned] * batch, [f"returned as {dtype}"] * batch
-    if dtype not in ("float64", "float32") or got[0].size == 0:
+    plain = returned, f"returned as {dtype}"
+    arrays = [got] if isinstance(got, np.ndarray) else list(got)
+    if dtype not in ("float64", "float32") or not arrays:
         return plain
-    flat = got.reshape(batch, -1).astype(np.float64)
-    finite = np.isfinite(flat)
-    values = np.where(finite, flat, 0.0)
+    values = np.concatenate([np.ravel(a).astype(np.float64) for a in arrays])
+    values = values[np.isfinite(values)]
+    mantissa = np.frexp(values)[0] * 16
+    if np.all(mantissa == np.floor(mantissa)):  # at most 4 significant bits everywhere: no evidence
+        return plain
     with np.errstate(over="ignore", invalid="ignore"):
         as32 = values.astype(np.float32)
-        fits32 = np.all(as32.astype(np.float64) == values, axis=1)
-        fits16 = np.all(values.astype(np.float16).astype(np.float64) == values, axis=1)
-        fits_bf16 = fits32 & np.all((as32.view(np.uint32) & 0xFFFF) == 0, axis=1)
-    mantissa = np.frexp(values)[0] * 16
-    trivial = np.all(mantissa == np.floor(mantissa), axis=1)  # at most 4 significant bits everywhere
-    precisions, reasons = [], []
-    for b in range(batch):
-        inferred = returned
-        if trivial[b]:
-            pass
-        elif fits16[b]:
-            inferred = PRECISIONS["float16"]
-        elif fits_bf16[b]:
-            inferred = PRECISIONS["bfloat16"]
-        elif fits32[b]:
-            inferred = PRECISIONS["float32"]
-        precisions.append(inferred)
-        if inferred is returned:
-            reasons.append(f"returned as {dtype}")
-        else:
-            reasons.append(f"{dtype} array holding {inferred.name} values")
-    return precisions, reasons
+        fits32 = bool(np.all(as32.astype(np.float64) == values))
+        fits_bf16 = fits32 and bool(np.all((as32.view(np.uint32) & 0xFFFF) == 0))
+        fits16 = bool(np.all(values.astype(np.float16).astype(np.float64) == values))
+    # bfloat16 first: its values (8 significant bits) mostly fit float16 too, not the other way round.
+    for fits, name in ((fits_bf16, "bfloat16"), (fits16, "float16"), (fits32, "float32")):
+        if fits and PRECISIONS[name].eps > returned.eps:
+            return PRECISIONS[name], f"{dtype} array holding {name} values"
+    return plain
 
 
 def ulp(values: np.ndarray, precision: Precision) -> np.ndarray:
@@ -216,13 +199,24 @@ def compare_many(
             results[k] = Comparison(trials[k], Verdict.ERROR, problem=problem, entries=int(e.size))
         else:
             groups[(e.shape, g.shape, d)].append(k)
+    precision_of: dict[str, tuple[Precision, str]] = {}
+    for _, _, dtype in groups:
+        if at is not None:
+            precision_of[dtype] = (at, f"judged at {at.name}")
+        elif dtype not in precision_of:
+            same_dtype = [got[k] for key, ks in groups.items() if key[2] == dtype for k in ks]
+            precision_of[dtype] = infer_precision(same_dtype, dtype)
     for (shape, _, dtype), members in groups.items():
         stacked_expected = np.stack([expected[k] for k in members])
         stacked_got = np.stack([got[k].astype(np.float64).reshape(shape) for k in members])
-        raw = np.stack([got[k].reshape(shape) for k in members])
         stacked_spread = None if spreads is None else np.stack([spreads[k] for k in members])
         judged = _compare_stack(
-            spec, [trials[k] for k in members], stacked_expected, stacked_spread, stacked_got, raw, dtype, at
+            spec,
+            [trials[k] for k in members],
+            stacked_expected,
+            stacked_spread,
+            stacked_got,
+            *precision_of[dtype],
         )
         results.update(zip(members, judged, strict=True))
     return [results[k] for k in range(len(expected))]
@@ -234,17 +228,16 @@ def _compare_stack(
     expected: np.ndarray,
     spread: np.ndarray | None,
     got64: np.ndarray,
-    raw: np.ndarray,
-    dtype: str,
-    at: Precision | None,
+    precision: Precision,
+    reason: str,
 ) -> list[Comparison]:
-    if at is None:
-        precisions, reasons = _infer_precisions(raw, dtype)
-    else:
-        precisions, reasons = [at] * len(trials), [f"judged at {at.name}"] * len(trials)
-    eps = np.array([p.eps for p in precisions])
-    tiny = np.array([p.tiny for p in precisions])
-    both_inf = np.isinf(expected) & (expected == got64)
+    batch = len(trials)
+    precisions, reasons = [precision] * batch, [reason] * batch
+    eps = np.full(batch, precision.eps)
+    tiny = np.full(batch, precision.tiny)
+    # An infinity where the true value exceeds the format's range is the best that format can do.
+    beyond_range = np.abs(expected) > precision.largest
+    both_inf = np.isinf(got64) & (np.sign(got64) == np.sign(expected)) & (np.isinf(expected) | beyond_range)
     with np.errstate(invalid="ignore"):
         abs_error = np.where(both_inf, 0.0, np.abs(got64 - expected))
     abs_error = np.where(np.isnan(abs_error), np.inf, abs_error)

@@ -237,8 +237,7 @@ class RunningWorker:
             os.close(self._results)
             if self._writer is not None:
                 self._writer.join(timeout=5)
-            with contextlib.suppress(OSError):
-                os.close(self._jobs)
+            self._close_jobs()
             for stream in (self._process.stdout, self._process.stderr):
                 if stream is not None:
                     stream.close()
@@ -249,8 +248,14 @@ class RunningWorker:
             self._writer.join()  # the worker has read every trial before it finished the first pass
         with contextlib.suppress(OSError):  # a worker that died meanwhile is reported by the collection
             os.write(self._jobs, encode({"type": "rerun", "trials": trials}))
-        with contextlib.suppress(OSError):
-            os.close(self._jobs)
+        self._close_jobs()
+
+    def _close_jobs(self) -> None:
+        # Closed once only: other threads' pipes may reuse the number as soon as it is free.
+        if self._jobs >= 0:
+            with contextlib.suppress(OSError):
+                os.close(self._jobs)
+            self._jobs = -1
 
     def _kill(self) -> None:
         with contextlib.suppress(ProcessLookupError, PermissionError):

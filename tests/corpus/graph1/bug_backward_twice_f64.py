@@ -1,0 +1,12 @@
+import torch
+
+
+def graph1(a_np, b_np, c_np):
+    a = torch.tensor(a_np, requires_grad=True)
+    b = torch.tensor(b_np, requires_grad=True)
+    c = torch.tensor(c_np)
+    f = a * c / (a + b)
+    f.backward(retain_graph=True)
+    f.backward()  # a.grad accumulates: 2 * df/da
+    a_, b_, c_ = a_np, b_np, c_np
+    return f, a.grad, b_ * c_ / (a_ + b_) ** 2
