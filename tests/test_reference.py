@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -147,3 +149,17 @@ def test_grad_of_a_non_scalar_is_an_authors_error(tmp_path: Path) -> None:
     )
     with pytest.raises(ReferenceError, match="vjp"):
         reference_returns(exercise, make_trials(exercise, 0, 2))
+
+
+def test_rounding_spread_does_not_pull_in_the_compiler() -> None:
+    """Importing torch._dynamo costs over a second on every `grader check`; the Monte Carlo run avoids it."""
+    code = (
+        "import sys; from pathlib import Path; "
+        "from grader.spec import load_exercise; from grader.trials import make_trials; "
+        "from grader.reference import compute_references; "
+        "e = load_exercise(Path('exercises/graph2')); compute_references(e, make_trials(e, 0, 5)); "
+        "print('torch._dynamo' in sys.modules)"
+    )
+    root = Path(__file__).resolve().parent.parent
+    out = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
