@@ -114,6 +114,13 @@ def _common_precision(comparisons: Sequence[Comparison]) -> str:
     return counts.most_common(1)[0][0] if counts else "float64"
 
 
+def _inferred_from_values(comparisons: Sequence[Comparison]) -> str:
+    """Why the precision is not the returned dtype ('float64 array holding float16 values'), or ''."""
+    reasons = Counter(c.precision_reason for c in comparisons if c.verdict is not Verdict.ERROR)
+    reason = reasons.most_common(1)[0][0] if reasons else ""
+    return "" if reason.startswith(("returned as", "judged at")) else f"; {reason}"
+
+
 def _message(
     verdict: Verdict,
     comparisons: Sequence[Comparison],
@@ -126,7 +133,7 @@ def _message(
 ) -> str:
     total = len(comparisons)
     of = f"{len(decisive)} of {total} trials"
-    envelopes = f"{worst_ratio:.3g} {precision} rounding envelopes"
+    envelopes = f"{worst_ratio:.3g} {precision} rounding envelopes{_inferred_from_values(comparisons)}"
     if verdict is Verdict.PASS:
         every = "the only trial" if total == 1 else f"all {total} trials"
         return f"correct on {every} (max error {envelopes})"
