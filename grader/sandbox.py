@@ -14,7 +14,6 @@ import select
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -26,6 +25,7 @@ import numpy as np
 from pydantic import ValidationError
 
 import grader
+from grader import isolation
 from grader.payload import (
     MESSAGE,
     Done,
@@ -41,10 +41,10 @@ from grader.protocol import Frame, FrameDecoder, ProtocolError, encode
 from grader.spec import Exercise
 from grader.trials import Trial
 
-ISOLATION = "base (subprocess, rlimits, own session, clean environment, no bubblewrap)"
 OUTPUT_HARD_LIMIT = 32 << 20  # beyond this much printing the run is stopped, not just truncated
 KILL_GRACE_SECONDS = 1.0
 FILE_LIMIT_MB = 64
+SCRATCH_MB = 64  # the scratch tmpfs under bubblewrap
 _BOOT = "import sys; sys.path.insert(0, sys.argv[4]); from grader.worker import main; main(sys.argv[1:4])"
 _PASSED_ENVIRONMENT = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "LANG", "LC_ALL")
 
@@ -92,7 +92,7 @@ class WorkerReport:
     seconds: float
     reruns: dict[int, TrialOutput] = field(default_factory=dict)  # the same trials, run again at float64
     rerun_failures: dict[int, Failure] = field(default_factory=dict)
-    isolation: str = ISOLATION
+    isolation: str = field(default_factory=lambda: isolation.current().description)
 
 
 @dataclass(frozen=True)
@@ -196,23 +196,24 @@ class RunningWorker:
         jobs_read, jobs_write = os.pipe()
         env = {
             "PATH": "/usr/bin:/bin",
-            "HOME": str(self._dir / "scratch"),
-            "TMPDIR": str(self._dir / "scratch"),
+            "HOME": "{job}/scratch",
+            "TMPDIR": "{job}/scratch",
             "OMP_NUM_THREADS": "1",
             "MKL_NUM_THREADS": "1",
             "OPENBLAS_NUM_THREADS": "1",
         }
         env.update({k: os.environ[k] for k in _PASSED_ENVIRONMENT if k in os.environ})
         package_parent = str(Path(grader.__file__).resolve().parent.parent)
-        arguments = [str(self._dir), str(jobs_read), str(results_write), package_parent]
+        python_args = ["-I", "-B", "-c", _BOOT, "{job}", str(jobs_read), str(results_write), package_parent]
+        start = isolation.launch(self._dir, python_args, env, SCRATCH_MB)
         try:
             process = subprocess.Popen(
-                [sys.executable, "-I", "-B", "-c", _BOOT, *arguments],
+                start.command,
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
-                cwd=self._dir / "scratch",
-                env=env,
+                cwd=start.cwd,
+                env=start.env,
                 pass_fds=(jobs_read, results_write),
                 start_new_session=True,
             )

@@ -39,6 +39,10 @@ class Channel:
         self._fd = fd
 
     def send(self, header: dict[str, Any], arrays: list[np.ndarray] | None = None) -> None:
+        # What the student printed so far reaches the grader before it may end this process.
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
         data = memoryview(encode(header, arrays or []))
         while data:
             written = os.write(self._fd, data)
