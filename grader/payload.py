@@ -69,7 +69,7 @@ class TrialFailed(_Message):
     type: Literal["trial-error"]
     trial: int = Field(ge=0)
     rerun: bool
-    kind: Literal["exception", "timeout", "exit", "bad-return"]
+    kind: Literal["exception", "timeout", "exit", "memory", "bad-return"]
     message: str = Field(max_length=_TEXT)
     traceback: str = Field(default="", max_length=_TEXT)
 

@@ -131,6 +131,17 @@ def _float64_everywhere() -> Iterator[None]:
         torch.set_default_dtype(previous)
 
 
+def _failure_kind(exc: BaseException) -> str:
+    if isinstance(exc, TrialTimeout):
+        return "timeout"
+    if isinstance(exc, SystemExit):
+        return "exit"
+    # numpy raises MemoryError past the memory limit; torch a RuntimeError from its allocator.
+    if isinstance(exc, MemoryError) or "can't allocate memory" in str(exc).lower():
+        return "memory"
+    return "exception"
+
+
 def _on_alarm(signum: int, frame: FrameType | None) -> None:
     raise TrialTimeout()
 
@@ -223,18 +234,12 @@ def _run_trial(
         value = entry(*args)
     except BaseException as exc:
         signal.setitimer(signal.ITIMER_REAL, 0)
-        kind = (
-            "timeout"
-            if isinstance(exc, TrialTimeout)
-            else "exit"
-            if isinstance(exc, SystemExit)
-            else "exception"
-        )
-        message = (
-            f"trial {index} ran past its {job['trial_seconds']:g} s deadline (an infinite loop?)"
-            if kind == "timeout"
-            else _exception_line(exc, submission_dir)
-        )
+        kind = _failure_kind(exc)
+        message = _exception_line(exc, submission_dir)
+        if kind == "timeout":
+            message = f"trial {index} ran past its {job['trial_seconds']:g} s deadline (an infinite loop?)"
+        elif kind == "memory":
+            message = f"needed more memory than the {job['limits']['memory_mb']} MB allowed — {message}"
         channel.send(
             {
                 "type": "trial-error",
