@@ -83,6 +83,7 @@ def launch(job_dir: Path, python_args: list[str], env: Mapping[str, str], scratc
     inner_env = {k: v.replace("{job}", INSIDE_JOB) for k, v in env.items()}
     command = _bwrap_prefix(bwrap, scratch_mb)
     command += ["--ro-bind", str(job_dir / "submission"), f"{INSIDE_JOB}/submission"]
+    command += ["--remount-ro", "/"]  # the rest of the tree: nothing to fill, nothing to plant
     command += ["--chdir", f"{INSIDE_JOB}/scratch"]
     for key, value in inner_env.items():
         command += ["--setenv", key, value]
@@ -100,7 +101,7 @@ def _bwrap_prefix(bwrap: str, scratch_mb: int) -> list[str]:
         "--clearenv",
         "--proc", "/proc",
         "--dev", "/dev",
-        "--tmpfs", "/tmp",
+        "--size", str(scratch_mb << 20), "--tmpfs", "/tmp",
         "--size", str(scratch_mb << 20), "--tmpfs", f"{INSIDE_JOB}/scratch",
     ]  # fmt: skip
     for directory in _SYSTEM_DIRS:

@@ -292,7 +292,9 @@ class RunningWorker:
             self._kill()
             code = self._process.returncode
         where = f" during trial {trial}" if trial is not None else ""
-        if code is not None and code < 0:
+        if code is not None and code > 128 and not isolation.current().reduced:
+            code = 128 - code  # bubblewrap's init reports a signal as 128 + its number
+        if code is not None and code < 0 and -code in signal.valid_signals():
             name = signal.Signals(-code).name
             if name == "SIGXCPU":
                 return Failure("timeout", f"used up its CPU time limit{where}", index=trial)

@@ -296,6 +296,9 @@ def _to_array(value: Any) -> tuple[np.ndarray, str, str] | str:
     torch = sys.modules.get("torch")
     if value is None:
         return "returned None"
+    too_big = _too_big(value, torch)
+    if too_big:  # checked before any copy: copying a huge array could exhaust the memory limit itself
+        return too_big
     if torch is not None and isinstance(value, torch.Tensor):
         tensor = value.detach()
         if tensor.is_sparse:
@@ -319,10 +322,19 @@ def _to_array(value: Any) -> tuple[np.ndarray, str, str] | str:
         return f"returned a {_type_name(value)}; return a numpy array, a torch tensor or a number"
     if numeric_dtype_name(array.dtype) is None:
         return f"returned an array of dtype {array.dtype}; a numeric array is expected"
-    if array.nbytes > MAX_RETURN_BYTES:
-        size = f"{array.size} entries, {array.nbytes >> 20} MiB"
-        return f"returned an array of {size}: far beyond any expected size"
     return array, label, source
+
+
+def _too_big(value: Any, torch: Any) -> str:
+    if torch is not None and isinstance(value, torch.Tensor):
+        entries, nbytes = value.numel(), value.numel() * value.element_size()
+    elif isinstance(value, np.ndarray):
+        entries, nbytes = value.size, value.nbytes
+    else:
+        return ""
+    if nbytes <= MAX_RETURN_BYTES:
+        return ""
+    return f"returned an array of {entries} entries ({nbytes >> 20} MiB): far beyond any expected size"
 
 
 def _exception_line(exc: BaseException, submission_dir: Path) -> str:

@@ -1,0 +1,18 @@
+import numpy as np
+import torch
+
+def _correct(W_np, x_np, b_np):
+    W = torch.tensor(W_np, requires_grad=True)
+    f = torch.sigmoid(W @ torch.tensor(x_np) + torch.tensor(b_np)).sum()
+    f.backward()
+    s = 1.0 / (1.0 + np.exp(-(W_np @ x_np + b_np)))
+    return f, W.grad, (s * (1 - s)) @ x_np.T
+
+import sys
+
+
+def graph2(W_np, x_np, b_np):
+    line = "spam " * 200 + "\n"
+    for _ in range(200 * (1 << 20) // len(line)):  # 200 MB
+        sys.stdout.write(line)
+    return _correct(W_np, x_np, b_np)
