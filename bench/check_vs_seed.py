@@ -14,8 +14,16 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-GRADER = [sys.executable, "-m", "grader", "check", "exercises/graph2", "exercises/graph2/solution.py",
-          "--trials", "1000"]
+GRADER = [
+    sys.executable,
+    "-m",
+    "grader",
+    "check",
+    "exercises/graph2",
+    "exercises/graph2/solution.py",
+    "--trials",
+    "1000",
+]
 SEED = [sys.executable, str(ROOT / "bench" / "seed_loop.py")]
 
 

@@ -8,8 +8,12 @@ graph2 with small limits so that timeouts, memory and output floods end quickly.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
+import shutil
 import socket
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -187,3 +191,41 @@ def test_no_process_of_the_battery_survives(batch: dict[str, SubmissionResult | 
         with contextlib.suppress(OSError):
             os.kill(pid, 9)
     assert not survivors, "processes started by the battery outlived their grading:\n" + "\n".join(survivors)
+
+
+def test_one_grader_run_over_the_whole_battery_still_grades_the_correct_student(
+    exercise: Exercise, listener: socket.socket, tmp_path: Path
+) -> None:
+    """The whole battery as one class, graded by the real command: the grader finishes, and passes the
+    one correct student among them."""
+    classroom = tmp_path / "class"
+    students = []
+    for item in MANIFEST:
+        if not _runs(item):
+            continue
+        source = BATTERY / item["file"]
+        student = classroom / source.name.removesuffix(".py")
+        if source.is_dir():
+            shutil.copytree(source, student)
+        else:
+            student.mkdir(parents=True)
+            shutil.copy(source, student / source.name)
+        students.append(student.name)
+    write_source(classroom / "zz_correct" / "graph2.py", CORRECT_GRAPH2)
+    students.append("zz_correct")
+    command = [sys.executable, "-m", "grader", "run", str(exercise.root.parent)]
+    command += ["--submissions", str(classroom), "--trials", str(TRIALS), "--json", "-j", "2"]
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
+    finally:
+        for line in _survivors(_markers()):  # under reduced isolation a daemon may escape: tidy up
+            with contextlib.suppress(OSError):
+                os.kill(int(line.split(":", 1)[0]), 9)
+    results = {r["student"]: r for r in map(json.loads, done.stdout.splitlines())}
+    assert done.returncode == 1, done.stderr[-2000:]
+    assert sorted(results) == sorted(students)
+    correct = results["zz_correct"]
+    assert correct["error"] is None
+    assert {r["name"]: r["verdict"] for r in correct["returns"]} == dict.fromkeys(
+        ("f", "auto_grad", "user_grad"), "pass"
+    )
