@@ -84,7 +84,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     console, errors = make_console(), make_console(stderr=True)
     try:
         if args.command == "check":
-            return _check(args, console)
+            return _check(args, console, errors)
         if args.command == "run":
             return _run(args, console, errors)
         return _validate(args, console, errors)
@@ -100,13 +100,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(ExitCode.INTERNAL)
 
 
-def _check(args: argparse.Namespace, console: Console) -> int:
+def _warn_if_reduced(errors: Console) -> None:
+    from grader import isolation
+
+    if isolation.current().reduced:
+        errors.print(f"[yellow]{escape(isolation.current().description)}[/]")
+
+
+def _check(args: argparse.Namespace, console: Console, errors: Console) -> int:
     from grader.grading import grade
     from grader.report.json_report import to_json_line
     from grader.report.terminal import render_result
     from grader.submissions import submission_from_path
 
     exercise = load_exercise(args.exercise)
+    _warn_if_reduced(errors)
     submission = submission_from_path(args.file, exercise.spec.entry)
     result = grade(exercise, submission, args.seed, args.trials, only_trial=args.trial)
     if args.json:
@@ -139,6 +147,7 @@ def _run(args: argparse.Namespace, console: Console, errors: Console) -> int:
     from grader.trials import make_trials
 
     exercises, broken = _load_all(args.exercises, errors)
+    _warn_if_reduced(errors)
     folder = args.submissions or args.exercises.resolve().parent / "submissions"
     students = discover_students(folder)
     jobs = []

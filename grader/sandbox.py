@@ -43,7 +43,7 @@ from grader.trials import Trial
 
 OUTPUT_HARD_LIMIT = 32 << 20  # beyond this much printing the run is stopped, not just truncated
 KILL_GRACE_SECONDS = 1.0
-FILE_LIMIT_MB = 64
+CHANNEL_GRACE_SECONDS = 0.3
 SCRATCH_MB = 64  # the scratch tmpfs under bubblewrap
 _BOOT = "import sys; sys.path.insert(0, sys.argv[4]); from grader.worker import main; main(sys.argv[1:4])"
 _PASSED_ENVIRONMENT = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "LANG", "LC_ALL")
@@ -180,7 +180,8 @@ class RunningWorker:
             "trial_seconds": limits.trial_seconds,
             "limits": {
                 "memory_mb": limits.memory_mb,
-                "file_mb": FILE_LIMIT_MB,
+                "file_mb": limits.file_mb,
+                "open_files": limits.open_files,
                 "cpu_seconds": limits.import_seconds + limits.submission_seconds,
             },
         }
@@ -326,6 +327,7 @@ class _Collection:
         self.finished = False
         self.ready_at: float | None = None
         self.last_frame = worker._started
+        self.channel_closed_early = False
 
     def current(self) -> int | None:
         return self.pending[0] if self.pending else None
@@ -350,6 +352,8 @@ class _Collection:
                 chunk = os.read(fd, 1 << 16)
                 if not chunk:
                     open_fds.discard(fd)
+                    if fd == worker._results:
+                        self.channel_closed_early = self.still_running()
                 elif fd in captures:
                     captures[fd].add(chunk)
                     if sum(c.total for c in captures.values()) > OUTPUT_HARD_LIMIT:
@@ -372,7 +376,15 @@ class _Collection:
                 if self.fatal is not None:
                     break
         if self.fatal is None and not self.finished:
-            self.stop(worker._ended_early(self.current()))
+            if self.channel_closed_early:
+                worker._kill()
+                message = (
+                    "the grader's result channel was closed while the code still ran "
+                    "(does it close file descriptors?)"
+                )
+                self.stop(Failure("protocol", message, index=self.current()))
+            else:
+                self.stop(worker._ended_early(self.current()))
         return WorkerReport(
             outputs=self.outputs,
             failures=self.failures,
@@ -384,6 +396,14 @@ class _Collection:
             reruns=self.reruns,
             rerun_failures=self.rerun_failures,
         )
+
+    def still_running(self) -> bool:
+        """Whether the worker outlives the end of its result channel (an exit closes both at once)."""
+        try:
+            self.worker._process.wait(timeout=CHANNEL_GRACE_SECONDS)
+        except subprocess.TimeoutExpired:
+            return True
+        return False
 
     def deadline(self) -> float:
         limits = self.limits

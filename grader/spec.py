@@ -110,6 +110,8 @@ class Limits(_Model):
     import_seconds: float = Field(default=60.0, gt=0)
     memory_mb: int = Field(default=4096, ge=256)
     output_kb: int = Field(default=64, ge=1)
+    file_mb: int = Field(default=64, ge=1)
+    open_files: int = Field(default=256, ge=32)
 
 
 class WrongSolution(_Model):

@@ -163,6 +163,7 @@ def _apply_limits(limits: dict[str, Any]) -> None:
     cap(resource.RLIMIT_CORE, 0)
     cap(resource.RLIMIT_AS, int(limits["memory_mb"]) << 20)
     cap(resource.RLIMIT_FSIZE, int(limits["file_mb"]) << 20)
+    cap(resource.RLIMIT_NOFILE, int(limits["open_files"]))
     cpu = int(limits["cpu_seconds"]) + 1
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
 
