@@ -43,7 +43,7 @@ from grader.trials import Trial
 
 OUTPUT_HARD_LIMIT = 32 << 20  # beyond this much printing the run is stopped, not just truncated
 KILL_GRACE_SECONDS = 1.0
-CHANNEL_GRACE_SECONDS = 0.3
+PYTHON_BROKEN_STDIO = 120  # Python's exit status when flushing its standard streams fails at exit
 SCRATCH_MB = 64  # the scratch tmpfs under bubblewrap
 _BOOT = "import sys; sys.path.insert(0, sys.argv[4]); from grader.worker import main; main(sys.argv[1:4])"
 _PASSED_ENVIRONMENT = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "LANG", "LC_ALL")
@@ -300,6 +300,12 @@ class RunningWorker:
             if name == "SIGXCPU":
                 return Failure("timeout", f"used up its CPU time limit{where}", index=trial)
             return Failure("crash", f"the process was killed by {name}{where}", index=trial)
+        if code == PYTHON_BROKEN_STDIO:
+            message = (
+                f"the process ended{where} unable to write its output (exit status 120): the code closed "
+                "file descriptors, the grader's result channel among them"
+            )
+            return Failure("protocol", message, index=trial)
         return Failure(
             "exit",
             f"the process exited with status {code}{where} (os._exit or a crash in native code)",
@@ -327,7 +333,6 @@ class _Collection:
         self.finished = False
         self.ready_at: float | None = None
         self.last_frame = worker._started
-        self.channel_closed_early = False
 
     def current(self) -> int | None:
         return self.pending[0] if self.pending else None
@@ -352,8 +357,6 @@ class _Collection:
                 chunk = os.read(fd, 1 << 16)
                 if not chunk:
                     open_fds.discard(fd)
-                    if fd == worker._results:
-                        self.channel_closed_early = self.still_running()
                 elif fd in captures:
                     captures[fd].add(chunk)
                     if sum(c.total for c in captures.values()) > OUTPUT_HARD_LIMIT:
@@ -376,15 +379,7 @@ class _Collection:
                 if self.fatal is not None:
                     break
         if self.fatal is None and not self.finished:
-            if self.channel_closed_early:
-                worker._kill()
-                message = (
-                    "the grader's result channel was closed while the code still ran "
-                    "(does it close file descriptors?)"
-                )
-                self.stop(Failure("protocol", message, index=self.current()))
-            else:
-                self.stop(worker._ended_early(self.current()))
+            self.stop(worker._ended_early(self.current()))
         return WorkerReport(
             outputs=self.outputs,
             failures=self.failures,
@@ -396,14 +391,6 @@ class _Collection:
             reruns=self.reruns,
             rerun_failures=self.rerun_failures,
         )
-
-    def still_running(self) -> bool:
-        """Whether the worker outlives the end of its result channel (an exit closes both at once)."""
-        try:
-            self.worker._process.wait(timeout=CHANNEL_GRACE_SECONDS)
-        except subprocess.TimeoutExpired:
-            return True
-        return False
 
     def deadline(self) -> float:
         limits = self.limits
