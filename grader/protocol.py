@@ -12,7 +12,7 @@ import os
 import struct
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, BinaryIO
+from typing import Any
 
 import numpy as np
 
@@ -138,15 +138,6 @@ class FrameDecoder:
     @property
     def pending(self) -> int:
         return len(self._buffer)
-
-
-def read_frames(stream: BinaryIO) -> Iterator[Frame]:
-    """Blocking reader of a whole stream."""
-    decoder = FrameDecoder()
-    while chunk := stream.read(1 << 16):
-        yield from decoder.feed(chunk)
-    if decoder.pending:
-        raise ProtocolError(f"stream ends inside a frame ({decoder.pending} bytes left over)")
 
 
 def iter_frames(fd: int) -> Iterator[Frame]:

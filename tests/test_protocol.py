@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import io
 import itertools
 import json
+import os
 import struct
+import threading
 
 import numpy as np
 import pytest
@@ -17,10 +18,11 @@ from grader.protocol import (
     MAGIC,
     MAX_HEADER_BYTES,
     NUMERIC_DTYPES,
+    Frame,
     FrameDecoder,
     ProtocolError,
     encode,
-    read_frames,
+    iter_frames,
 )
 
 PREFIX = struct.Struct("<4sII")
@@ -76,10 +78,26 @@ def test_round_trip_in_random_chunks(frames: list[tuple[dict, list[np.ndarray]]]
             assert got.flags.writeable and got.flags.owndata  # a private copy, not a view of the buffer
 
 
+def frames_through_a_pipe(data: bytes) -> list[Frame]:
+    """Frames read from a pipe as the worker reads its job: a writer thread feeds it, then closes it."""
+    read_end, write_end = os.pipe()
+
+    def write() -> None:
+        with os.fdopen(write_end, "wb") as out:
+            out.write(data)
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    try:
+        return list(iter_frames(read_end))
+    finally:
+        writer.join()
+        os.close(read_end)
+
+
 @given(frames=st.lists(st.lists(arrays, max_size=3), min_size=1, max_size=3))
-def test_read_frames_from_a_stream(frames: list[list[np.ndarray]]) -> None:
-    stream = io.BytesIO(b"".join(encode({"n": i}, sent) for i, sent in enumerate(frames)))
-    decoded = list(read_frames(stream))
+def test_frames_arrive_from_a_pipe(frames: list[list[np.ndarray]]) -> None:
+    decoded = frames_through_a_pipe(b"".join(encode({"n": i}, sent) for i, sent in enumerate(frames)))
     assert [f.header["n"] for f in decoded] == list(range(len(frames)))
     for frame, sent in zip(decoded, frames, strict=True):
         for got, array in zip(frame.arrays, sent, strict=True):
@@ -190,7 +208,7 @@ def test_huge_declared_shape_does_not_allocate() -> None:
 def test_truncated_stream_is_an_error() -> None:
     data = encode({"a": 1}, [np.arange(4.0)])
     with pytest.raises(ProtocolError, match="ends inside a frame"):
-        list(read_frames(io.BytesIO(data[:-3])))
+        frames_through_a_pipe(data[:-3])
 
 
 def test_partial_frame_waits_for_the_rest() -> None:
