@@ -41,15 +41,19 @@ def grade(
 ) -> SubmissionResult:
     """Grade; pass `references` (from compute_references) to share them across submissions."""
     worker = RunningWorker(exercise, submission)  # first: its start-up (importing torch) overlaps ours
-    if references is None:
-        trials = make_trials(exercise, seed, trial_count or exercise.spec.trials, only_trial)
-        worker.send(trials)
-        # Imported only now, for the same overlap: torch is the grader's slowest import too.
-        from grader.reference import compute_references
+    try:
+        if references is None:
+            trials = make_trials(exercise, seed, trial_count or exercise.spec.trials, only_trial)
+            worker.send(trials)
+            # Imported only now, for the same overlap: torch is the grader's slowest import too.
+            from grader.reference import compute_references
 
-        references = compute_references(exercise, trials)
-    else:
-        worker.send(references.trials)
+            references = compute_references(exercise, trials)
+        else:
+            worker.send(references.trials)
+    except BaseException:
+        worker.close()
+        raise
     first_pass: dict[str, dict[int, Comparison]] = {}
     report = worker.collect(rerun_selector(exercise, references, first_pass))
     return judge(exercise, submission, seed, references, report, only_trial, first_pass)

@@ -5,11 +5,14 @@ run as root keeps them otherwise, and a submission could unmount what hides the 
 environment, and a root file system holding only the interpreter and its libraries, the grader package,
 the submission (read-only) and a size-capped scratch tmpfs: exercises, references and other students'
 files do not exist in there. The base layer (rlimits, own session, clean environment, deadlines, a fresh
-temporary directory) applies in both cases.
+temporary directory) applies in both cases. The worker's processes are bounded by a cgroup where the grader
+may create one (root), else by RLIMIT_NPROC where the kernel counts it per sandbox (bubblewrap as an
+ordinary user: root is exempt from it).
 """
 
 from __future__ import annotations
 
+import enum
 import os
 import shutil
 import subprocess
@@ -20,22 +23,55 @@ from functools import cache
 from pathlib import Path
 
 import grader
+from grader import cgroups
 
 BASE = "base (subprocess, rlimits, own session, clean environment)"
 BUBBLEWRAP = "bubblewrap (own PID and network namespaces, no capabilities, only the submission visible)"
 INSIDE_JOB = "/job"  # where the job folder appears inside the sandbox
 _SYSTEM_DIRS = ("/usr", "/bin", "/lib", "/lib64", "/sbin")
 _SYSTEM_FILES = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/localtime")
+_PROBE_LIMIT = 8
+# Imports grader as the worker does, then forks under RLIMIT_NPROC until refused. The count says whether
+# the limit holds for this sandbox alone (a few forks), not at all (all of them: root is exempt), or
+# counts processes outside it (none: the user's other processes already exceed it).
+_PROBE = f"""
+import os, resource, sys
+sys.path.insert(0, sys.argv[1])
+import grader
+resource.setrlimit(resource.RLIMIT_NPROC, ({_PROBE_LIMIT}, {_PROBE_LIMIT}))
+hold, release = os.pipe()
+forked = 0
+try:
+    while forked < {2 * _PROBE_LIMIT}:
+        if os.fork() == 0:
+            os.close(release)
+            os.read(hold, 1)
+            os._exit(0)
+        forked += 1
+except OSError:
+    pass
+print(forked)
+"""
+
+
+class ProcessLimit(enum.Enum):
+    """How the worker's count of processes and threads is bounded."""
+
+    CGROUP = "cgroup"  # its own cgroup with pids.max, emptied at the end (needs root)
+    RLIMIT = "rlimit"  # RLIMIT_NPROC, counted per user namespace: bubblewrap as an ordinary user
+    NONE = "none"
 
 
 @dataclass(frozen=True)
 class Isolation:
     level: str  # "bubblewrap" or "base"
     description: str  # shown in every result; says what is missing when reduced
+    process_limit: ProcessLimit = ProcessLimit.NONE
 
     @property
     def reduced(self) -> bool:
-        return self.level != "bubblewrap"
+        """Less than the full isolation, which the top of every run says."""
+        return self.level != "bubblewrap" or self.process_limit is ProcessLimit.NONE
 
 
 @dataclass(frozen=True)
@@ -49,23 +85,47 @@ class Launch:
 @cache
 def current() -> Isolation:
     """The isolation this machine offers, probed once per process."""
+    cgroup = cgroups.available()
     if os.environ.get("GRADER_ISOLATION") == "base":
-        return Isolation("base", f"reduced isolation: {BASE}; bubblewrap disabled by GRADER_ISOLATION=base")
+        return _base(cgroup, "bubblewrap disabled by GRADER_ISOLATION=base")
     bwrap = shutil.which("bwrap")
     if bwrap is None:
-        missing = "bubblewrap is not installed (apt install bubblewrap)"
-        return Isolation("base", f"reduced isolation: {BASE}; {missing}")
-    probe = subprocess.run(
-        [*_bwrap_prefix(bwrap, scratch_mb=1), "--", sys.executable, "-I", "-c", "import grader"],
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
-    )
+        return _base(cgroup, "bubblewrap is not installed (apt install bubblewrap)")
+    outcome = _probe(_bwrap_prefix(bwrap, scratch_mb=1))
+    if not outcome.isdigit():
+        return _base(cgroup, f"bubblewrap fails here: {outcome}")
+    if cgroup:
+        return Isolation("bubblewrap", f"{BUBBLEWRAP}, processes bounded by a cgroup", ProcessLimit.CGROUP)
+    forked = int(outcome)
+    if 0 < forked < 2 * _PROBE_LIMIT:
+        description = f"{BUBBLEWRAP}, processes bounded by RLIMIT_NPROC"
+        return Isolation("bubblewrap", description, ProcessLimit.RLIMIT)
+    why = "as root the kernel exempts it" if forked else "the kernel counts processes outside the sandbox"
+    return Isolation("bubblewrap", f"reduced isolation: {BUBBLEWRAP}; no process limit: {why}, and no cgroup")
+
+
+def _base(cgroup: bool, why: str) -> Isolation:
+    if cgroup:
+        description = f"reduced isolation: {BASE}, processes bounded by a cgroup; {why}"
+        return Isolation("base", description, ProcessLimit.CGROUP)
+    # RLIMIT_NPROC outside a user namespace counts all of the user's processes: useless as a bound.
+    return Isolation("base", f"reduced isolation: {BASE}, no process limit; {why}")
+
+
+def _probe(bwrap_prefix: list[str]) -> str:
+    """The probe's fork count, or why it failed."""
+    command = [*bwrap_prefix, "--", sys.executable, "-I", "-c", _PROBE, package_parent()]
+    try:
+        probe = subprocess.run(command, capture_output=True, text=True, timeout=30, check=False, cwd="/")
+    except (OSError, subprocess.SubprocessError) as error:
+        return str(error)
     if probe.returncode != 0:
-        reason = (probe.stderr.strip().splitlines() or ["no reason given"])[-1]
-        return Isolation("base", f"reduced isolation: {BASE}; bubblewrap fails here: {reason}")
-    return Isolation("bubblewrap", BUBBLEWRAP)
+        return (probe.stderr.strip().splitlines() or [f"exit status {probe.returncode}"])[-1]
+    return probe.stdout.strip()
+
+
+def package_parent() -> str:
+    return str(Path(grader.__file__).resolve().parent.parent)
 
 
 def launch(job_dir: Path, python_args: list[str], env: Mapping[str, str], scratch_mb: int) -> Launch:
@@ -75,7 +135,7 @@ def launch(job_dir: Path, python_args: list[str], env: Mapping[str, str], scratc
     the worker sees it.
     """
     isolation = current()
-    if isolation.reduced:
+    if isolation.level != "bubblewrap":
         args = [a.replace("{job}", str(job_dir)) for a in python_args]
         return Launch([sys.executable, *args], dict(env), job_dir / "scratch", str(job_dir))
     bwrap = shutil.which("bwrap")

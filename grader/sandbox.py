@@ -24,8 +24,8 @@ from pathlib import Path
 import numpy as np
 from pydantic import ValidationError
 
-import grader
-from grader import isolation
+from grader import cgroups, isolation
+from grader.isolation import ProcessLimit
 from grader.payload import (
     MESSAGE,
     Done,
@@ -142,13 +142,16 @@ class RunningWorker:
         self._order: list[int] = []
         self._writer: threading.Thread | None = None
         self._started = time.monotonic()
+        self._limit = isolation.current().process_limit
+        self._group = cgroups.create(self._limits.processes) if self._limit is ProcessLimit.CGROUP else None
+        self._join_fd: int | None = None
         self._dir = Path(tempfile.mkdtemp(prefix="grader-"))
         try:
             (self._dir / "scratch").mkdir()
             _copy_submission(submission, self._dir / "submission")
             self._process, self._results, self._jobs = self._spawn()
         except BaseException:
-            shutil.rmtree(self._dir, ignore_errors=True)
+            self._remove_traces()
             raise
 
     def send(self, trials: Sequence[Trial]) -> None:
@@ -183,6 +186,8 @@ class RunningWorker:
                 "file_mb": limits.file_mb,
                 "open_files": limits.open_files,
                 "cpu_seconds": limits.import_seconds + limits.submission_seconds,
+                "processes": limits.processes if self._limit is ProcessLimit.RLIMIT else None,
+                "cgroup_fd": self._join_fd,
             },
         }
         parts = [encode(job)]
@@ -204,9 +209,13 @@ class RunningWorker:
             "OPENBLAS_NUM_THREADS": "1",
         }
         env.update({k: os.environ[k] for k in _PASSED_ENVIRONMENT if k in os.environ})
-        package_parent = str(Path(grader.__file__).resolve().parent.parent)
+        package_parent = isolation.package_parent()
         python_args = ["-I", "-B", "-c", _BOOT, "{job}", str(jobs_read), str(results_write), package_parent]
         start = isolation.launch(self._dir, python_args, env, SCRATCH_MB)
+        passed = [jobs_read, results_write]
+        if self._group is not None:
+            self._join_fd = self._group.open_join_fd()
+            passed.append(self._join_fd)
         try:
             process = subprocess.Popen(
                 start.command,
@@ -215,7 +224,7 @@ class RunningWorker:
                 stderr=subprocess.PIPE,
                 cwd=start.cwd,
                 env=start.env,
-                pass_fds=(jobs_read, results_write),
+                pass_fds=passed,
                 start_new_session=True,
             )
         except BaseException:
@@ -223,8 +232,8 @@ class RunningWorker:
                 os.close(fd)
             raise
         finally:
-            os.close(results_write)
-            os.close(jobs_read)
+            for fd in passed:
+                os.close(fd)
         return process, results_read, jobs_write
 
     def collect(self, select_reruns: RerunSelector | None = None) -> WorkerReport:
@@ -235,15 +244,27 @@ class RunningWorker:
         try:
             return _Collection(self, select_reruns).run()
         finally:
-            self._kill()
-            os.close(self._results)
-            if self._writer is not None:
-                self._writer.join(timeout=5)
-            self._close_jobs()
-            for stream in (self._process.stdout, self._process.stderr):
-                if stream is not None:
-                    stream.close()
-            shutil.rmtree(self._dir, ignore_errors=True)
+            self.close()
+
+    def close(self) -> None:
+        """Kill the worker and everything it started, and remove its files; safe to call again."""
+        if self._results < 0:
+            return
+        self._kill()
+        os.close(self._results)
+        self._results = -1
+        if self._writer is not None:
+            self._writer.join(timeout=5)
+        self._close_jobs()
+        for stream in (self._process.stdout, self._process.stderr):
+            if stream is not None:
+                stream.close()
+        self._remove_traces()
+
+    def _remove_traces(self) -> None:
+        if self._group is not None:
+            self._group.remove()  # kills what is left, daemons that left the session included
+        shutil.rmtree(self._dir, ignore_errors=True)
 
     def _request_reruns(self, trials: list[int]) -> None:
         if self._writer is not None:
@@ -293,7 +314,7 @@ class RunningWorker:
             self._kill()
             code = self._process.returncode
         where = f" during trial {trial}" if trial is not None else ""
-        if code is not None and code > 128 and not isolation.current().reduced:
+        if code is not None and code > 128 and isolation.current().level == "bubblewrap":
             code = 128 - code  # bubblewrap's init reports a signal as 128 + its number
         if code is not None and code < 0 and -code in signal.valid_signals():
             name = signal.Signals(-code).name
@@ -482,3 +503,4 @@ def _copy_submission(submission: Submission, target: Path) -> None:
         destination = target / relative
         destination.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(submission.root / relative, destination)
+

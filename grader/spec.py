@@ -112,6 +112,7 @@ class Limits(_Model):
     output_kb: int = Field(default=64, ge=1)
     file_mb: int = Field(default=64, ge=1)
     open_files: int = Field(default=256, ge=32)
+    processes: int = Field(default=64, ge=16)  # processes and threads at once, the worker's own included
 
 
 class WrongSolution(_Model):

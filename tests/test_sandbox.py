@@ -557,8 +557,10 @@ def _lingering(marker: str) -> list[str]:
 
 @pytest.mark.skipif(not Path("/proc/self").exists(), reason="needs /proc")
 def test_no_process_is_left_behind(spawner: SubmissionResult) -> None:
-    """The process group dies with the run; with bubblewrap, even a daemon in its own session does."""
-    markers = [LINGER_CHILD] if isolation.current().reduced else [LINGER_CHILD, LINGER_DAEMON]
+    """The process group dies with the run; with bubblewrap or a cgroup, even a daemon in its own session."""
+    current = isolation.current()
+    ends_daemons = current.level == "bubblewrap" or current.process_limit is isolation.ProcessLimit.CGROUP
+    markers = [LINGER_CHILD, LINGER_DAEMON] if ends_daemons else [LINGER_CHILD]
     deadline = time.monotonic() + 5
     while any(_lingering(m) for m in markers) and time.monotonic() < deadline:
         time.sleep(0.1)

@@ -1,0 +1,108 @@
+"""The per-worker cgroup: it bounds what a process may start and ends everything in it, daemons included."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from grader import cgroups
+
+pytestmark = pytest.mark.skipif(not cgroups.available(), reason="the grader may not make cgroups here")
+
+# Joins the group through the inherited descriptor (as the worker does), then forks sleepers until refused.
+_FORKER = textwrap.dedent(
+    """
+    import os, sys
+    os.write(int(sys.argv[1]), b"0")
+    forked = 0
+    try:
+        while forked < 500:
+            if os.fork() == 0:
+                os.setsid()  # a daemon in its own session: a process-group kill would miss it
+                quiet = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(quiet, 1)
+                os.dup2(quiet, 2)
+                os.execv("/bin/sleep", ["sleep", sys.argv[2]])
+            forked += 1
+    except OSError:
+        pass
+    print(forked, flush=True)
+    """
+)
+
+
+def _run_forker(group: cgroups.PidsGroup, marker: str) -> int:
+    fd = group.open_join_fd()
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", _FORKER, str(fd), marker],
+            pass_fds=[fd],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        )
+    finally:
+        os.close(fd)
+    return int(done.stdout)
+
+
+def _sleepers(marker: str) -> list[int]:
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            words = cmdline.read_bytes().split(b"\0")
+            state = (cmdline.parent / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if marker.encode() in words and state != "Z":
+            found.append(int(cmdline.parent.name))
+    return found
+
+
+def test_a_group_bounds_processes_and_its_removal_ends_them_all() -> None:
+    group = cgroups.create(20)
+    assert group is not None
+    try:
+        forked = _run_forker(group, "7411")
+        # The forker itself counts: 19 more at most, not the 500 it tried.
+        assert forked == 19
+        assert len(_sleepers("7411")) == 19  # detached, outliving the forker, still in the group
+    finally:
+        group.remove()
+    deadline = time.monotonic() + 3
+    while _sleepers("7411") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _sleepers("7411") == []
+    assert not group.path.exists()
+
+
+def test_groups_of_a_grader_that_was_killed_are_tidied_up() -> None:
+    group = cgroups.create(20)
+    assert group is not None
+    orphan = group.path.parent / f"grader-{_free_pid()}-0"
+    orphan.mkdir()
+    try:
+        _run_forker(cgroups.PidsGroup(orphan), "7412")
+        assert len(_sleepers("7412")) > 0
+        cgroups._remove_stale(group.path.parent)
+        assert not orphan.exists()
+        assert group.path.exists()  # this grader's own group is alive and kept
+        assert _sleepers("7412") == []
+    finally:
+        group.remove()
+        cgroups.PidsGroup(orphan).remove()
+
+
+def _free_pid() -> int:
+    """A process id no live process has: the owner of a group left behind."""
+    pid = 4_000_000
+    while Path(f"/proc/{pid}").exists():
+        pid += 1
+    return pid
