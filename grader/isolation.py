@@ -143,6 +143,7 @@ def launch(job_dir: Path, python_args: list[str], env: Mapping[str, str], scratc
     inner_env = {k: v.replace("{job}", INSIDE_JOB) for k, v in env.items()}
     command = _bwrap_prefix(bwrap, scratch_mb)
     command += ["--ro-bind", str(job_dir / "submission"), f"{INSIDE_JOB}/submission"]
+    command += ["--ro-bind", str(job_dir / "support"), f"{INSIDE_JOB}/support"]
     command += ["--remount-ro", "/"]  # the rest of the tree: nothing to fill, nothing to plant
     command += ["--chdir", f"{INSIDE_JOB}/scratch"]
     for key, value in inner_env.items():

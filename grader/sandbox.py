@@ -18,13 +18,13 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
 from pydantic import ValidationError
 
-from grader import cgroups, isolation
+from grader import cgroups, isolation, notebooks
 from grader.isolation import ProcessLimit
 from grader.payload import (
     MESSAGE,
@@ -148,7 +148,8 @@ class RunningWorker:
         self._dir = Path(tempfile.mkdtemp(prefix="grader-"))
         try:
             (self._dir / "scratch").mkdir()
-            _copy_submission(submission, self._dir / "submission")
+            self._notebooks = _copy_submission(submission, self._dir / "submission")
+            _copy_support(exercise, self._dir / "support")
             self._process, self._results, self._jobs = self._spawn()
         except BaseException:
             self._remove_traces()
@@ -176,7 +177,7 @@ class RunningWorker:
         job = {
             "type": "job",
             "entry": spec.entry,
-            "files": list(self._submission.files),
+            "files": [f + notebooks.CONVERTED if f in self._notebooks else f for f in self._submission.files],
             "args": [arg if isinstance(arg, str) else list(arg) for arg in spec.args],
             "returns": list(self._exercise.return_names),
             "trial_count": len(trials),
@@ -242,9 +243,25 @@ class RunningWorker:
         After the first pass, `select_reruns` picks the trials to run again at float64.
         """
         try:
-            return _Collection(self, select_reruns).run()
+            report = _Collection(self, select_reruns).run()
         finally:
             self.close()
+        if not self._notebooks:
+            return report
+        return replace(
+            report,
+            fatal=None if report.fatal is None else self._relocated(report.fatal),
+            failures={i: self._relocated(f) for i, f in report.failures.items()},
+            rerun_failures={i: self._relocated(f) for i, f in report.rerun_failures.items()},
+        )
+
+    def _relocated(self, failure: Failure) -> Failure:
+        """Places in a converted notebook told as the notebook's cells and lines."""
+        return replace(
+            failure,
+            message=notebooks.relocate(failure.message, self._notebooks),
+            traceback=notebooks.relocate(failure.traceback, self._notebooks),
+        )
 
     def close(self) -> None:
         """Kill the worker and everything it started, and remove its files; safe to call again."""
@@ -497,10 +514,28 @@ def _fatal_failure(message: Fatal) -> Failure:
     return Failure(message.kind, message.message, message.traceback)
 
 
-def _copy_submission(submission: Submission, target: Path) -> None:
+def _copy_submission(submission: Submission, target: Path) -> dict[str, notebooks.ConvertedNotebook]:
+    """Copy the submission's files for the worker, notebooks as Python; returns the converted notebooks."""
     target.mkdir()
+    converted = {}
     for relative in submission.files:
         destination = target / relative
         destination.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(submission.root / relative, destination)
+        if destination.suffix == notebooks.SUFFIX:
+            notebook = converted[relative] = notebooks.convert(submission.root / relative)
+            Path(str(destination) + notebooks.CONVERTED).write_text(notebook.source, encoding="utf-8")
+        else:
+            shutil.copyfile(submission.root / relative, destination)
+    return converted
+
+
+def _copy_support(exercise: Exercise, target: Path) -> None:
+    """The exercise's support files (a course's util.py), importable by the submission."""
+    target.mkdir()
+    for relative in exercise.spec.support:
+        source = exercise.path_of(relative)
+        if source.is_dir():
+            shutil.copytree(source, target / source.name, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copyfile(source, target / source.name)
 

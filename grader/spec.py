@@ -138,6 +138,7 @@ class ExerciseSpec(_Model):
     solution: str | None = "solution.py"
     starter: str | None = "starter.py"
     wrong: tuple[WrongSolution, ...] = ()
+    support: tuple[str, ...] = ()  # files or folders beside exercise.yaml that submissions may import
     limits: Limits = Limits()
 
     @field_validator("sizes")
@@ -303,6 +304,16 @@ def _cross_check(spec: ExerciseSpec, path: Path, lines: Mapping[tuple[Any, ...],
     for i, wrong in enumerate(spec.wrong):
         if not (path.parent / wrong.file).is_file():
             raise fail(("wrong", i, "file"), f"file '{wrong.file}' does not exist beside {path.name}")
+    support_names: set[str] = set()
+    for i, relative in enumerate(spec.support):
+        support = (path.parent / relative).resolve()
+        if not support.is_relative_to(path.parent.resolve()) or support == path.parent.resolve():
+            raise fail(("support", i), f"'{relative}' is not inside the exercise's folder")
+        if not (support.is_dir() or (support.is_file() and support.suffix == ".py")):
+            raise fail(("support", i), f"'{relative}' is neither a .py file nor a folder beside {path.name}")
+        if support.name in support_names:
+            raise fail(("support", i), f"two support entries are named '{support.name}'")
+        support_names.add(support.name)
     return program
 
 

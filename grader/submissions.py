@@ -5,37 +5,57 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from grader import notebooks
 from grader.errors import UsageError
 from grader.sandbox import Submission
 
 _SKIPPED_DIRS = {"__pycache__"}
+_SUFFIXES = (".py", notebooks.SUFFIX)
 
 
 def submission_from_path(path: Path, entry: str, name: str | None = None) -> Submission:
-    """A file is a submission on its own; a folder's .py files are, the one defining `entry` first."""
+    """A file is a submission on its own; a folder's .py and .ipynb files are, the one defining `entry` first.
+
+    A notebook that is not valid JSON is reported here (NotebookError), before anything runs.
+    """
     if path.is_file():
-        if path.suffix != ".py":
-            raise UsageError(f"{path}: a submission is a .py file or a folder of them, not '{path.suffix}'")
+        if path.suffix not in _SUFFIXES:
+            kinds = "a .py file, a notebook (.ipynb) or a folder of them"
+            raise UsageError(f"{path}: a submission is {kinds}, not '{path.suffix}'")
+        _readable(path)
         return Submission(name=name or path.stem, root=path.parent.resolve(), files=(path.name,))
     if not path.is_dir():
         raise UsageError(f"{path}: no such file or folder")
     files = sorted(
         str(p.relative_to(path))
-        for p in path.rglob("*.py")
-        if not any(part.startswith(".") or part in _SKIPPED_DIRS for part in p.relative_to(path).parts)
+        for p in path.rglob("*")
+        if p.suffix in _SUFFIXES
+        and p.is_file()
+        and not any(part.startswith(".") or part in _SKIPPED_DIRS for part in p.relative_to(path).parts)
     )
     if not files:
-        raise UsageError(f"{path}: no .py files in this folder")
+        raise UsageError(f"{path}: no .py or .ipynb files in this folder")
+    for relative in files:
+        _readable(path / relative)
     defining = [f for f in files if defines(path / f, entry)]
     ordered = defining + [f for f in files if f not in defining]
     return Submission(name=name or path.name, root=path.resolve(), files=tuple(ordered))
 
 
+def _readable(path: Path) -> None:
+    if path.suffix == notebooks.SUFFIX:
+        notebooks.convert(path)
+
+
 def defines(path: Path, name: str) -> bool:
     """Whether the file binds `name` at its top level (def, assignment or import), read without running it."""
     try:
-        tree = ast.parse(path.read_text(encoding="utf-8", errors="replace"))
-    except (SyntaxError, ValueError):
+        if path.suffix == notebooks.SUFFIX:
+            text = notebooks.convert(path).source
+        else:
+            text = path.read_text(encoding="utf-8", errors="replace")
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, notebooks.NotebookError):
         return False
     for node in tree.body:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == name:
@@ -52,13 +72,13 @@ def defines(path: Path, name: str) -> bool:
 
 
 def discover_students(folder: Path) -> list[tuple[str, Path]]:
-    """Students in a class folder: each sub-folder is one student, and so is each .py file directly in it."""
+    """Students in a class folder: each sub-folder is one student, and so is each .py or .ipynb file in it."""
     if not folder.is_dir():
         raise UsageError(f"{folder}: no such folder of submissions (pass --submissions DIR)")
     students = []
     for entry in sorted(folder.iterdir()):
         if entry.name.startswith((".", "_")):
             continue
-        if entry.is_dir() or entry.suffix == ".py":
+        if entry.is_dir() or entry.suffix in _SUFFIXES:
             students.append((entry.stem if entry.is_file() else entry.name, entry))
     return students

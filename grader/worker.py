@@ -69,6 +69,7 @@ def main(argv: list[str] | None = None) -> None:
     submission_dir = job_dir / "submission"
     os.chdir(job_dir / "scratch")
     sys.path.insert(0, str(submission_dir))
+    sys.path.insert(0, str(job_dir / "support"))  # first: the course's util.py, not a student's copy
 
     entry = _load_entry(channel, submission_dir, job["files"], job["entry"])
     if entry is None:
