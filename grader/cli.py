@@ -1,4 +1,4 @@
-"""Command line: `grader check` for students, `grader run` for instructors, `grader validate` for authors."""
+"""Command line: `grader check` (students), `grader run` (instructors), `grader validate` and `new` (authors)."""
 
 from __future__ import annotations
 
@@ -60,6 +60,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     validate.add_argument("exercises", type=Path, help="an exercise folder or a folder of them")
     common(validate)
+
+    new = commands.add_parser("new", help="start a new exercise from a template that validates (authors)")
+    new.add_argument("id", help="the exercise's id: its folder's name")
+    new.add_argument(
+        "--dir", type=Path, default=Path("exercises"), help="where the folder goes (default: exercises)"
+    )
     return parser
 
 
@@ -87,6 +93,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _check(args, console, errors)
         if args.command == "run":
             return _run(args, console, errors)
+        if args.command == "new":
+            return _new(args, console)
         return _validate(args, console, errors)
     except GraderError as exc:
         errors.print(f"[bold red]error:[/] {escape(str(exc))}")
@@ -193,6 +201,20 @@ def _validate(args: argparse.Namespace, console: Console, errors: Console) -> in
     if broken:
         return int(ExitCode.USAGE_OR_SPEC)
     return int(ExitCode.SOME_FAILED if failed else ExitCode.ALL_PASS)
+
+
+def _new(args: argparse.Namespace, console: Console) -> int:
+    from grader import scaffold
+
+    folder = args.dir / args.id
+    for path in scaffold.create(folder):
+        console.print(f"  created {escape(str(path))}")
+    console.print(
+        f"Next: edit {escape(str(folder / 'exercise.yaml'))} (the README's \"Writing an exercise\" explains "
+        f"every field), the solution, the starter and the wrong/ files; then run "
+        f"[bold]grader validate {escape(str(folder))}[/]"
+    )
+    return int(ExitCode.ALL_PASS)
 
 
 if __name__ == "__main__":

@@ -38,9 +38,13 @@ def grade(
     trial_count: int | None = None,
     only_trial: int | None = None,
     references: References | None = None,
+    inputs_as: str | None = None,
 ) -> SubmissionResult:
-    """Grade; pass `references` (from compute_references) to share them across submissions."""
-    worker = RunningWorker(exercise, submission)  # first: its start-up (importing torch) overlaps ours
+    """Grade; pass `references` (from compute_references) to share them across submissions.
+
+    `inputs_as="float32"` hands the code float32 inputs: how validation checks a solution's float32 variant.
+    """
+    worker = RunningWorker(exercise, submission, inputs_as)  # first: its start-up overlaps ours
     try:
         if references is None:
             trials = make_trials(exercise, seed, trial_count or exercise.spec.trials, only_trial)

@@ -134,9 +134,13 @@ class _Capture:
 class RunningWorker:
     """A started worker; `collect()` waits for it under the deadlines and always cleans up."""
 
-    def __init__(self, exercise: Exercise, submission: Submission) -> None:
-        """Spawn the worker at once: it imports torch while the caller prepares trials and references."""
+    def __init__(self, exercise: Exercise, submission: Submission, inputs_as: str | None = None) -> None:
+        """Spawn the worker at once: it imports torch while the caller prepares trials and references.
+
+        `inputs_as` ("float32") hands the code its float inputs in that dtype instead of float64.
+        """
         self._exercise = exercise
+        self._inputs_as = inputs_as
         self._submission = submission
         self._limits = exercise.spec.limits
         self._order: list[int] = []
@@ -182,6 +186,7 @@ class RunningWorker:
             "returns": list(self._exercise.return_names),
             "trial_count": len(trials),
             "trial_seconds": limits.trial_seconds,
+            "inputs_as": self._inputs_as,
             "limits": {
                 "memory_mb": limits.memory_mb,
                 "file_mb": limits.file_mb,

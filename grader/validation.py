@@ -7,10 +7,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from grader.compare import PRECISIONS, compare_many
 from grader.grading import grade
-from grader.reference import forward_values, reference_returns
+from grader.mistakes import Mistake, standard_mistakes
+from grader.reference import References, compute_references, forward_values, reference_returns
 from grader.results import SubmissionResult
-from grader.spec import Exercise, Verdict
+from grader.spec import Exercise, ReturnSpec, Verdict
 from grader.submissions import submission_from_path
 from grader.trials import Trial, make_trials
 
@@ -46,6 +48,19 @@ def validate(
         checks.append(
             Check(f"reference solution {exercise.spec.solution}", not bad and result.error is None, detail)
         )
+        note(f"{exercise.id}: grading the reference solution on float32 inputs")
+        result = _grade_file(exercise, exercise.spec.solution, seed, trials, inputs_as="float32")
+        bad = [r for r in result.returns if r.verdict not in (Verdict.PASS, Verdict.PRECISION)]
+        ok = not bad and result.error is None
+        detail = (
+            "every return is pass or precision: rounding in float32 stays inside the envelope"
+            if ok
+            else _summary(result)
+            + " (correct float32 code would be marked wrong: widen the inputs' gaps or keep values in range)"
+        )
+        checks.append(Check(f"float32 variant of {exercise.spec.solution}", ok, detail))
+    note(f"{exercise.id}: checking that the test points tell standard mistakes from rounding")
+    checks.append(_discrimination(exercise, make_trials(exercise, seed, trials)))
     for wrong in exercise.spec.wrong:
         note(f"{exercise.id}: grading {wrong.file}")
         result = _grade_file(exercise, wrong.file, seed, trials)
@@ -59,9 +74,46 @@ def validate(
     return checks
 
 
-def _grade_file(exercise: Exercise, relative: str, seed: int, trials: int) -> SubmissionResult:
+def _grade_file(
+    exercise: Exercise, relative: str, seed: int, trials: int, inputs_as: str | None = None
+) -> SubmissionResult:
     submission = submission_from_path(exercise.path_of(relative), exercise.spec.entry)
-    return grade(exercise, submission, seed, trials)
+    return grade(exercise, submission, seed, trials, inputs_as=inputs_as)
+
+
+def _discrimination(exercise: Exercise, trials: list[Trial]) -> Check:
+    """Each standard mistake that changes a return must land beyond float32 rounding on some trial.
+
+    Judged at float32, the precision students most often compute in: a mistake hidden inside float32's
+    envelope would be graded pass for float32 code.
+    """
+    references = compute_references(exercise, trials)
+    hidden: list[str] = []
+    weakest: tuple[float, str] | None = None
+    tested = 0
+    for ret in exercise.spec.returns:
+        for mistake in standard_mistakes(exercise, ret, trials, references.expected):
+            if _beyond_rounding(ret, mistake, references, "float64") == 0:
+                continue  # the same result as the correct one: no mistake for this return
+            tested += 1
+            caught = _beyond_rounding(ret, mistake, references, "float32")
+            label = f"{ret.name}: {mistake.name}"
+            if caught == 0:
+                hidden.append(label)
+            share = caught / len(trials)
+            if weakest is None or share < weakest[0]:
+                weakest = (share, label)
+    if hidden:
+        detail = (
+            f"{len(hidden)} of {tested} standard mistakes stay within float32 rounding on every trial: "
+            + "; ".join(hidden)
+            + " (choose inputs, sizes or a regularisation strength that make them show)"
+        )
+        return Check("test points tell standard mistakes apart", False, detail)
+    detail = f"all {tested} standard mistakes that change a return land beyond float32 rounding"
+    if weakest is not None:
+        detail += f"; the least visible, {weakest[1]}, on {weakest[0]:.0%} of trials"
+    return Check("test points tell standard mistakes apart", True, detail)
 
 
 def _summary(result: SubmissionResult) -> str:
@@ -70,6 +122,21 @@ def _summary(result: SubmissionResult) -> str:
     return "; ".join(
         f"{r.name}: {r.verdict.value} — {r.message}" for r in result.returns if r.verdict is not Verdict.PASS
     )
+
+
+def _beyond_rounding(ret: ReturnSpec, mistake: Mistake, references: References, precision: str) -> int:
+    """On how many trials the mistaken output lands beyond the envelope of `precision`."""
+    shown = [t.index for t in references.trials if t.index in mistake.outputs]
+    judged = compare_many(
+        ret,
+        shown,
+        [references.expected[i][ret.name] for i in shown],
+        [mistake.outputs[i] for i in shown],
+        ["float64"] * len(shown),
+        [references.spread[i][ret.name] for i in shown],
+        at=PRECISIONS[precision],
+    )
+    return sum(1 for c in judged if c.verdict is Verdict.ERROR or c.max_ratio > 1.0)
 
 
 def _finite_differences(exercise: Exercise, trials: list[Trial]) -> Check:

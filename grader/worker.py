@@ -239,10 +239,13 @@ def _run_trial(
     submission_dir: Path,
     rerun: bool,
 ) -> None:
-    args = [
-        tuple(inputs[n].copy() for n in arg) if isinstance(arg, list) else inputs[arg].copy()
-        for arg in job["args"]
-    ]
+    narrow = None if rerun else job["inputs_as"]  # a rerun checks the same code at float64
+
+    def fresh(name: str) -> np.ndarray:
+        array = inputs[name]
+        return array.astype(narrow) if narrow is not None and array.dtype.kind == "f" else array.copy()
+
+    args = [tuple(fresh(n) for n in arg) if isinstance(arg, list) else fresh(arg) for arg in job["args"]]
 
     signal.setitimer(signal.ITIMER_REAL, float(job["trial_seconds"]))
     started = time.perf_counter()

@@ -1,0 +1,117 @@
+"""The standard mistakes of hand-derived gradients, as changes to an exercise's expected returns.
+
+Two families. Output mistakes change a correct result directly: transposed, sign flipped, off by a factor
+2 or 1/2, a 1/N too many or missing for each size N. Graph mistakes recompute the return from a changed
+exercise, in float64: the gradient with respect to another input of the same shape, or the graph without
+one term of a sum (a forgotten regularisation term). `grader validate` uses them to check that an
+exercise's test points can tell each mistake from rounding.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from grader.graph import Assignment, Program
+from grader.reference import reference_returns
+from grader.spec import Exercise, GradSpec, ReturnSpec, VjpSpec
+from grader.trials import Trial
+
+Expected = Mapping[int, Mapping[str, np.ndarray]]
+
+
+@dataclass(frozen=True)
+class Mistake:
+    name: str
+    outputs: dict[int, np.ndarray]  # trial index -> what the mistaken code would return
+
+
+def standard_mistakes(
+    exercise: Exercise, ret: ReturnSpec, trials: list[Trial], expected: Expected
+) -> Iterator[Mistake]:
+    """Every standard mistake that applies to return `ret`, with its outputs on `trials`."""
+    for name, change in _output_changes(exercise):
+        outputs = {}
+        for trial in trials:
+            changed = change(trial, expected[trial.index][ret.name])
+            if changed is not None:
+                outputs[trial.index] = changed
+        if outputs:
+            yield Mistake(name, outputs)
+    for name, variant in _graph_variants(exercise, ret):
+        try:
+            computed = reference_returns(variant, trials)
+        except Exception:  # a variant the graph cannot evaluate is no mistake to test
+            continue
+        yield Mistake(name, {t.index: computed[t.index][ret.name] for t in trials})
+
+
+Change = Callable[[Trial, np.ndarray], np.ndarray | None]
+
+
+def _output_changes(exercise: Exercise) -> list[tuple[str, Change]]:
+    changes: list[tuple[str, Change]] = [
+        ("transposed", lambda _, e: np.swapaxes(e, -1, -2) if e.ndim >= 2 else None),
+        ("sign flipped", lambda _, e: -e),
+        ("twice the value (gradient accumulated twice)", lambda _, e: 2 * e),
+        ("half the value", lambda _, e: e / 2),
+    ]
+    for size in exercise.spec.sizes:
+        changes.append((f"a factor 1/{size} missing", _scaled_by(size, 1)))
+        changes.append((f"an extra factor 1/{size}", _scaled_by(size, -1)))
+    return changes
+
+
+def _scaled_by(size: str, power: int) -> Change:
+    def change(trial: Trial, expected: np.ndarray) -> np.ndarray:
+        return expected * float(trial.sizes[size]) ** power
+
+    return change
+
+
+def _graph_variants(exercise: Exercise, ret: ReturnSpec) -> Iterator[tuple[str, Exercise]]:
+    target = ret.grad or ret.vjp
+    if target is not None:
+        shape = exercise.spec.inputs[target.wrt].shape
+        upstream = ret.vjp.upstream if ret.vjp is not None else None
+        for name, spec in exercise.spec.inputs.items():
+            if name in (target.wrt, upstream) or spec.is_integer or spec.shape != shape:
+                continue
+            moved: GradSpec | VjpSpec = target.model_copy(update={"wrt": name})
+            kind = "grad" if ret.grad is not None else "vjp"
+            returns = tuple(
+                r.model_copy(update={kind: moved}) if r.name == ret.name else r for r in exercise.spec.returns
+            )
+            variant = replace(exercise, spec=exercise.spec.model_copy(update={"returns": returns}))
+            yield f"the gradient with respect to {name} instead of {target.wrt}", variant
+    for position, assignment in enumerate(exercise.program.assignments):
+        terms = _terms(assignment.expr)
+        if len(terms) < 2:
+            continue
+        for dropped in range(len(terms)):
+            kept = terms[:dropped] + terms[dropped + 1 :]
+            changed = Assignment(assignment.target, _rebuild(kept), assignment.line)
+            assignments = list(exercise.program.assignments)
+            assignments[position] = changed
+            variant = replace(exercise, program=Program(tuple(assignments)))
+            term = ast.unparse(terms[dropped][1])
+            yield f"{assignment.target} without its term `{term}`", variant
+
+
+def _terms(node: ast.expr, sign: int = 1) -> list[tuple[int, ast.expr]]:
+    """The terms of a sum or difference, each with its sign: a - b + c -> [(+, a), (-, b), (+, c)]."""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add | ast.Sub):
+        right_sign = sign if isinstance(node.op, ast.Add) else -sign
+        return _terms(node.left, sign) + _terms(node.right, right_sign)
+    return [(sign, node)]
+
+
+def _rebuild(terms: list[tuple[int, ast.expr]]) -> ast.expr:
+    first_sign, first = terms[0]
+    node: ast.expr = first if first_sign > 0 else ast.UnaryOp(ast.USub(), first)
+    for sign, term in terms[1:]:
+        node = ast.BinOp(node, ast.Add() if sign > 0 else ast.Sub(), term)
+    return ast.fix_missing_locations(node)
