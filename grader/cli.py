@@ -1,4 +1,4 @@
-"""Command line: `grader check` (students), `grader run` (instructors), `grader validate` and `new` (authors)."""
+"""Command line: `grader check` (students), `grader run` (instructors), `validate` and `new` (authors)."""
 
 from __future__ import annotations
 
