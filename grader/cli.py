@@ -211,9 +211,9 @@ def _new(args: argparse.Namespace, console: Console) -> int:
         console.print(f"  created {escape(str(path))}")
     console.print(
         f"Next: edit {escape(str(folder / 'exercise.yaml'))} (the README's \"Writing an exercise\" explains "
-        f"every field), the solution, the starter and the wrong/ files; then run "
-        f"[bold]grader validate {escape(str(folder))}[/]"
+        "every field), the solution, the starter and the wrong/ files; then run:"
     )
+    console.print(f"  [bold]grader validate {escape(str(folder))}[/]", soft_wrap=True)
     return int(ExitCode.ALL_PASS)
 
 

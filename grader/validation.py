@@ -38,7 +38,7 @@ def validate(
         if progress is not None:
             progress(text)
 
-    checks = [_finite_differences(exercise, make_trials(exercise, seed, FD_TRIALS))]
+    checks = [finite_differences(exercise, make_trials(exercise, seed, FD_TRIALS))]
     trials = trial_count or min(exercise.spec.trials, 200)
     if exercise.spec.solution is not None:
         note(f"{exercise.id}: grading the reference solution")
@@ -60,7 +60,7 @@ def validate(
         )
         checks.append(Check(f"float32 variant of {exercise.spec.solution}", ok, detail))
     note(f"{exercise.id}: checking that the test points tell standard mistakes from rounding")
-    checks.append(_discrimination(exercise, make_trials(exercise, seed, trials)))
+    checks.append(discrimination(exercise, make_trials(exercise, seed, trials)))
     for wrong in exercise.spec.wrong:
         note(f"{exercise.id}: grading {wrong.file}")
         result = _grade_file(exercise, wrong.file, seed, trials)
@@ -81,7 +81,7 @@ def _grade_file(
     return grade(exercise, submission, seed, trials, inputs_as=inputs_as)
 
 
-def _discrimination(exercise: Exercise, trials: list[Trial]) -> Check:
+def discrimination(exercise: Exercise, trials: list[Trial]) -> Check:
     """Each standard mistake that changes a return must land beyond float32 rounding on some trial.
 
     Judged at float32, the precision students most often compute in: a mistake hidden inside float32's
@@ -139,7 +139,7 @@ def _beyond_rounding(ret: ReturnSpec, mistake: Mistake, references: References, 
     return sum(1 for c in judged if c.verdict is Verdict.ERROR or c.max_ratio > 1.0)
 
 
-def _finite_differences(exercise: Exercise, trials: list[Trial]) -> Check:
+def finite_differences(exercise: Exercise, trials: list[Trial]) -> Check:
     expected = reference_returns(exercise, trials)
     worst = 0.0
     checked = 0

@@ -1,5 +1,6 @@
-"""Data-driven cases: every bundled exercise's reference solution passes, and each of its known-wrong
-solutions (`wrong:` in exercise.yaml) gets exactly the verdicts it declares.
+"""Data-driven cases: every bundled exercise's reference solution passes (and stays within rounding when
+handed float32 inputs), its test points tell the standard mistakes from rounding, and each of its
+known-wrong solutions (`wrong:` in exercise.yaml) gets exactly the verdicts it declares.
 
 Exercises are discovered when the tests are collected; an exercise without known-wrong solutions yet is
 skipped for that part. Each exercise's files are graded together, two at a time, the first time one
@@ -18,13 +19,16 @@ import pytest
 import yaml
 from conftest import EXERCISES
 
+from grader import validation
 from grader.grading import grade
 from grader.results import SubmissionResult
 from grader.spec import Exercise, Verdict, load_exercise
 from grader.submissions import submission_from_path
+from grader.trials import make_trials
 
 TRIALS = 200  # as `grader validate` uses by default: enough for every declared mistake to show
 SEED = 0
+FLOAT32 = "solution on float32 inputs"
 
 
 def _raw_spec(folder: Path) -> Mapping[str, Any]:
@@ -40,6 +44,7 @@ def _cases() -> list[Any]:
     for folder in sorted(p.parent for p in EXERCISES.glob("*/exercise.yaml")):
         raw = _raw_spec(folder)
         cases.append(pytest.param(folder.name, "solution", id=f"{folder.name}-solution"))
+        cases.append(pytest.param(folder.name, FLOAT32, id=f"{folder.name}-solution-float32"))
         wrong = raw.get("wrong") or []
         if not wrong:
             cases.append(
@@ -77,9 +82,14 @@ class Gradings:
             files = [exercise.spec.solution] if exercise.spec.solution else []
             files += [w.file for w in exercise.spec.wrong]
 
+            if exercise.spec.solution:
+                files.append(FLOAT32)
+
             def one(relative: str) -> SubmissionResult:
-                submission = submission_from_path(exercise.path_of(relative), exercise.spec.entry)
-                return grade(exercise, submission, SEED, TRIALS)
+                inputs_as = "float32" if relative == FLOAT32 else None
+                file = str(exercise.spec.solution) if inputs_as else relative
+                submission = submission_from_path(exercise.path_of(file), exercise.spec.entry)
+                return grade(exercise, submission, SEED, TRIALS, inputs_as=inputs_as)
 
             with ThreadPoolExecutor(max_workers=2) as pool:
                 results = dict(zip(files, pool.map(one, files), strict=True))
@@ -114,6 +124,14 @@ def test_case(gradings: Gradings, exercise_id: str, file: str) -> None:
         assert result.error is None, describe(result)
         assert all(r.verdict is Verdict.PASS for r in result.returns), describe(result)
         assert result.score == result.max_score
+        return
+    if file == FLOAT32:
+        if spec.solution is None:
+            pytest.skip(f"{exercise_id} ships no reference solution")
+        result = graded.results[FLOAT32]
+        assert result.error is None, describe(result)
+        # Correct code computing in float32 is graded within rounding: never instability or logic.
+        assert all(r.verdict in (Verdict.PASS, Verdict.PRECISION) for r in result.returns), describe(result)
         return
     wrong = next(w for w in spec.wrong if w.file == file)
     result = graded.results[file]
@@ -160,3 +178,14 @@ def test_seed_question_as_posted_is_an_error_naming_sigmoid(graph2: Exercise) ->
     assert "sigmoid" in result.error.message
     assert set(verdict_values(result).values()) == {"error"}
     assert all("sigmoid" in r.message for r in result.returns)
+
+
+@pytest.mark.parametrize("exercise_id", sorted(p.parent.name for p in EXERCISES.glob("*/exercise.yaml")))
+def test_exercise_gradients_and_test_points(exercise_id: str) -> None:
+    """`grader validate`'s checks that need no sandbox: finite differences and discrimination."""
+    exercise = load_exercise(EXERCISES / exercise_id)
+    for check in (
+        validation.finite_differences(exercise, make_trials(exercise, SEED, validation.FD_TRIALS)),
+        validation.discrimination(exercise, make_trials(exercise, SEED, TRIALS)),
+    ):
+        assert check.ok, f"{check.name}: {check.detail}"

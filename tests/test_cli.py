@@ -11,11 +11,13 @@ from typing import Any
 import pytest
 from conftest import (
     CORRECT_GRAPH2,
+    EXERCISES,
     GRAPH2,
     TRANSPOSED_GRAPH2,
     copy_exercise,
     line_of,
     without_top_level_block,
+    write_exercise,
     write_source,
 )
 
@@ -290,3 +292,82 @@ def test_validate_reports_a_known_wrong_file_that_passes(run_grader: Run, work: 
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "FAIL" in proc.stdout
     assert "claims to be wrong" in proc.stdout
+
+
+def test_new_scaffolds_an_exercise_that_validates(run_grader: Run, work: Path) -> None:
+    made = run_grader("new", "tanh_layer", "--dir", work / "authored")
+    assert made.returncode == 0, made.stderr
+    folder = work / "authored" / "tanh_layer"
+    assert {"exercise.yaml", "solution.py", "starter.py"} <= {p.name for p in folder.iterdir()}
+    assert f"grader validate {folder}" in made.stdout
+    checked = run_grader("validate", folder, "--trials", "30")
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    for check in ("finite differences", "reference solution", "float32 variant", "mistakes", "known-wrong"):
+        assert check in checked.stdout
+    again = run_grader("new", "tanh_layer", "--dir", work / "authored")
+    assert again.returncode == 2
+    assert "already exists" in again.stderr
+
+
+NAIVE_SOFTMAX_CE = """
+    import numpy as np
+    import torch
+
+
+    def softmax_ce(z_np, y_np):
+        z = torch.tensor(z_np, requires_grad=True)
+        N = z_np.shape[0]
+        loss = -torch.log_softmax(z, dim=1)[torch.arange(N), torch.tensor(y_np)].mean()
+        loss.backward()
+        p = np.exp(z_np) / np.exp(z_np).sum(axis=1, keepdims=True)  # overflows in float32
+        onehot = np.zeros_like(z_np)
+        onehot[np.arange(N), y_np] = 1
+        return loss, z.grad, (p - onehot) / N
+"""
+
+
+def test_validate_fails_a_reference_that_only_works_in_float64(run_grader: Run, work: Path) -> None:
+    folder = copy_exercise(work / "naive_reference", source=EXERCISES / "softmax_ce")
+    spec = folder / "exercise.yaml"
+    spec.write_text(without_top_level_block(spec.read_text(encoding="utf-8"), "wrong"), encoding="utf-8")
+    write_source(folder / "solution.py", NAIVE_SOFTMAX_CE)
+    proc = run_grader("validate", folder, "--trials", "30")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    lines = proc.stdout.splitlines()
+    assert any("ok" in line and "reference solution" in line for line in lines), proc.stdout
+    assert any("FAIL" in line and "float32 variant" in line for line in lines), proc.stdout
+    assert "instability" in proc.stdout
+
+
+def test_validate_fails_test_points_that_hide_the_regularisation(run_grader: Run, work: Path) -> None:
+    spec = """
+        id: ridge
+        title: Ridge regression with a regularisation too weak to see
+        entry: ridge
+        args: [X, y, w, reg]
+        sizes: {N: {min: 2, max: 6}, D: {min: 1, max: 4}}
+        inputs:
+          X: {shape: [N, D], dist: normal}
+          y: {shape: [N], dist: normal}
+          w: {shape: [D], dist: normal}
+          reg: {shape: [], dist: constant, value: 1.0e-12}
+        graph: |
+          r = X @ w - y
+          loss = mean(r * r) + reg * sum(w * w)
+        returns:
+          - {name: loss, value: loss}
+          - {name: dw, grad: {of: loss, wrt: w}}
+        solution: null
+        starter: null
+    """
+    folder = write_exercise(work / "ridge", spec)
+    proc = run_grader("validate", folder, "--trials", "30")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "FAIL test points tell standard mistakes apart" in " ".join(proc.stdout.split())
+    assert "dw: loss without its term `reg * sum(w * w)`" in " ".join(proc.stdout.split())
+    stronger = (folder / "exercise.yaml").read_text(encoding="utf-8").replace(
+        "constant, value: 1.0e-12", "uniform, low: 0.1, high: 1"
+    )
+    (folder / "exercise.yaml").write_text(stronger, encoding="utf-8")
+    proc = run_grader("validate", folder, "--trials", "30")
+    assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -1,0 +1,102 @@
+"""Standard mistakes: what a mistaken student's code would return, derived from the exercise."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import write_exercise
+
+from grader.mistakes import standard_mistakes
+from grader.reference import reference_returns
+from grader.spec import Exercise, load_exercise
+from grader.trials import make_trials
+
+SOFTMAX_LOSS = """
+    id: softmax_loss_demo
+    title: softmax loss with L2
+    entry: softmax_loss
+    args: [W, X, y, reg]
+    sizes: {N: {min: 2, max: 5}, D: {min: 2, max: 4}, C: {min: 2, max: 4}}
+    inputs:
+      W: {shape: [D, C], dist: normal}
+      X: {shape: [N, D], dist: normal}
+      y: {shape: [N], dist: integer, low: 0, high: C - 1}
+      reg: {shape: [], dist: uniform, low: 0.1, high: 1}
+    graph: |
+      scores = X @ W
+      loss = mean(logsumexp(scores, dim=1) - scores[arange(N), y]) + reg * sum(W * W)
+    returns:
+      - {name: loss, value: loss}
+      - {name: dW, grad: {of: loss, wrt: W}}
+    solution: null
+    starter: null
+"""
+
+
+@pytest.fixture(scope="module")
+def softmax_loss(tmp_path_factory: pytest.TempPathFactory) -> Exercise:
+    return load_exercise(write_exercise(tmp_path_factory.mktemp("mistakes") / "softmax_loss", SOFTMAX_LOSS))
+
+
+def _mistakes(exercise: Exercise, return_name: str) -> dict[str, dict[int, np.ndarray]]:
+    trials = make_trials(exercise, 0, 20)
+    expected = reference_returns(exercise, trials)
+    ret = next(r for r in exercise.spec.returns if r.name == return_name)
+    return {m.name: m.outputs for m in standard_mistakes(exercise, ret, trials, expected)}
+
+
+def test_output_mistakes_change_the_expected_result(softmax_loss: Exercise) -> None:
+    trials = make_trials(softmax_loss, 0, 20)
+    expected = reference_returns(softmax_loss, trials)
+    mistakes = _mistakes(softmax_loss, "dW")
+    first = trials[0]
+    correct = expected[first.index]["dW"]
+    assert np.array_equal(mistakes["sign flipped"][first.index], -correct)
+    assert np.array_equal(mistakes["transposed"][first.index], correct.T)
+    assert np.allclose(mistakes["a factor 1/N missing"][first.index], correct * first.sizes["N"])
+    assert np.allclose(mistakes["an extra factor 1/C"][first.index], correct / first.sizes["C"])
+    assert "transposed" not in _mistakes(softmax_loss, "loss")  # a scalar has nothing to transpose
+
+
+def test_a_dropped_regularisation_term_is_recomputed_from_the_graph(softmax_loss: Exercise) -> None:
+    trials = make_trials(softmax_loss, 0, 20)
+    expected = reference_returns(softmax_loss, trials)
+    mistakes = _mistakes(softmax_loss, "dW")
+    without_reg = mistakes["loss without its term `reg * sum(W * W)`"]
+    for trial in trials:
+        regularisation = 2 * trial.inputs["reg"] * trial.inputs["W"]
+        assert np.allclose(expected[trial.index]["dW"] - without_reg[trial.index], regularisation)
+    # and the other way round: only the regularisation left
+    assert "loss without its term `mean(logsumexp(scores, dim=1) - scores[arange(N), y])`" in mistakes
+
+
+def test_gradient_with_respect_to_another_input_of_the_same_shape(tmp_path: Path) -> None:
+    spec = """
+        id: affine
+        title: affine backward
+        entry: affine_backward
+        args: [dout, [x, w, b]]
+        sizes: {N: {min: 1, max: 4}}
+        inputs:
+          dout: {shape: [N, N], dist: normal}
+          x: {shape: [N, N], dist: normal}
+          w: {shape: [N, N], dist: normal}
+          b: {shape: [N], dist: normal}
+        graph: |
+          out = x @ w + b
+        returns:
+          - {name: dx, vjp: {of: out, wrt: x, upstream: dout}}
+        solution: null
+        starter: null
+    """
+    exercise = load_exercise(write_exercise(tmp_path / "affine", spec))
+    mistakes = _mistakes(exercise, "dx")
+    trials = make_trials(exercise, 0, 20)
+    swapped = mistakes["the gradient with respect to w instead of x"]
+    for trial in trials:
+        assert np.allclose(swapped[trial.index], trial.inputs["x"].T @ trial.inputs["dout"])
+    # neither the upstream gradient nor an input of another shape counts as "another input"
+    assert not any("respect to dout" in name or "respect to b" in name for name in mistakes)
+    assert "out without its term `b`" in mistakes
