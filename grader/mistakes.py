@@ -2,9 +2,9 @@
 
 Two families. Output mistakes change a correct result directly: transposed, sign flipped, off by a factor
 2 or 1/2, a 1/N too many or missing for each size N. Graph mistakes recompute the return from a changed
-exercise, in float64: the gradient with respect to another input of the same shape, or the graph without
-one term of a sum (a forgotten regularisation term). `grader validate` uses them to check that an
-exercise's test points can tell each mistake from rounding.
+exercise, in float64: the gradient with respect to another input of the same shape, or the graph with one
+term of a sum dropped (a forgotten regularisation term), halved or doubled (a lost or extra factor 2).
+`grader validate` uses them to check that an exercise's test points can tell each mistake from rounding.
 """
 
 from __future__ import annotations
@@ -91,14 +91,18 @@ def _graph_variants(exercise: Exercise, ret: ReturnSpec) -> Iterator[tuple[str, 
         terms = _terms(assignment.expr)
         if len(terms) < 2:
             continue
-        for dropped in range(len(terms)):
-            kept = terms[:dropped] + terms[dropped + 1 :]
-            changed = Assignment(assignment.target, _rebuild(kept), assignment.line)
-            assignments = list(exercise.program.assignments)
-            assignments[position] = changed
-            variant = replace(exercise, program=Program(tuple(assignments)))
-            term = ast.unparse(terms[dropped][1])
-            yield f"{assignment.target} without its term `{term}`", variant
+        for k, (sign, node) in enumerate(terms):
+            term = ast.unparse(node)
+            rest = terms[:k] + terms[k + 1 :]
+            # A term forgotten, or its factor 2 lost or doubled (reg * W instead of 2 * reg * W).
+            for changed, how in (
+                (rest, f"without its term `{term}`"),
+                ([*rest, (sign, _scaled(node, 0.5))], f"with its term `{term}` halved"),
+                ([*rest, (sign, _scaled(node, 2.0))], f"with its term `{term}` doubled"),
+            ):
+                assignments = list(exercise.program.assignments)
+                assignments[position] = Assignment(assignment.target, _rebuild(changed), assignment.line)
+                yield f"{assignment.target} {how}", replace(exercise, program=Program(tuple(assignments)))
 
 
 def _terms(node: ast.expr, sign: int = 1) -> list[tuple[int, ast.expr]]:
@@ -107,6 +111,10 @@ def _terms(node: ast.expr, sign: int = 1) -> list[tuple[int, ast.expr]]:
         right_sign = sign if isinstance(node.op, ast.Add) else -sign
         return _terms(node.left, sign) + _terms(node.right, right_sign)
     return [(sign, node)]
+
+
+def _scaled(node: ast.expr, factor: float) -> ast.expr:
+    return ast.BinOp(ast.Constant(factor), ast.Mult(), node)
 
 
 def _rebuild(terms: list[tuple[int, ast.expr]]) -> ast.expr:

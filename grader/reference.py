@@ -48,11 +48,10 @@ class References:
 
 
 def compute_references(exercise: Exercise, trials: Sequence[Trial]) -> References:
-    expected = _by_group(exercise, trials, noise=0.0)
+    expected = reference_returns(exercise, trials)
     deviation: dict[int, dict[str, np.ndarray]] = {t.index: {} for t in trials}
-    for sample in range(MC_SAMPLES):
-        perturbed = _by_group(exercise, trials, noise=NOISE, sample=sample)
-        for index, values in perturbed.items():
+    for index, samples in _by_group(exercise, trials, noise=NOISE, samples=MC_SAMPLES).items():
+        for values in samples:
             for name, value in values.items():
                 change = np.abs(value - expected[index][name]) / NOISE
                 previous = deviation[index].get(name)
@@ -62,19 +61,19 @@ def compute_references(exercise: Exercise, trials: Sequence[Trial]) -> Reference
 
 def reference_returns(exercise: Exercise, trials: Sequence[Trial]) -> dict[int, Expected]:
     """Expected float64 returns of every trial, keyed by trial index."""
-    return _by_group(exercise, trials, noise=0.0)
+    return {index: samples[0] for index, samples in _by_group(exercise, trials, 0.0, samples=1).items()}
 
 
 def _by_group(
-    exercise: Exercise, trials: Sequence[Trial], noise: float, sample: int = 0
-) -> dict[int, Expected]:
+    exercise: Exercise, trials: Sequence[Trial], noise: float, samples: int
+) -> dict[int, list[Expected]]:
     groups: dict[tuple[tuple[str, int], ...], list[Trial]] = defaultdict(list)
     for trial in trials:
         groups[trial.size_key].append(trial)
-    expected: dict[int, Expected] = {}
+    expected: dict[int, list[Expected]] = {}
     for group in groups.values():
         try:
-            expected.update(_evaluate_group(exercise, group, noise, sample))
+            expected.update(_evaluate_group(exercise, group, noise, samples))
         except ReferenceError:
             raise
         except Exception as exc:
@@ -143,29 +142,38 @@ class _RoundingNoise(TorchDispatchMode):  # type: ignore[no-untyped-call]
         return _perturbed(result, magnitude, self.noise, self.sample)
 
 
-def _perturbed(value: torch.Tensor, magnitude: torch.Tensor, noise: float, sample: int) -> torch.Tensor:
+def _perturbed(
+    value: torch.Tensor, magnitude: torch.Tensor, noise: float, sample: int | torch.Tensor
+) -> torch.Tensor:
     return value + noise * magnitude.detach() * _pseudo_random(value.detach(), sample)
 
 
-def _pseudo_random(value: torch.Tensor, sample: int) -> torch.Tensor:
+def _pseudo_random(value: torch.Tensor, sample: int | torch.Tensor) -> torch.Tensor:
     """Noise in (-1, 1) computed from each value itself (the classic sine hash), not from a generator:
     a trial gets the same envelope whether it is graded alone (--trial) or among others, on every run."""
     return torch.frac(torch.sin(value * 12.9898 + 78.233 * (sample + 1)) * 43758.5453)
 
 
 def _evaluate_group(
-    exercise: Exercise, group: list[Trial], noise: float, sample: int = 0
-) -> dict[int, Expected]:
+    exercise: Exercise, group: list[Trial], noise: float, samples: int
+) -> dict[int, list[Expected]]:
+    """Every return of trials of one size, in one batched evaluation per distinct objective.
+
+    Monte Carlo samples are evaluated as copies of the batch in the same pass (grouping by size leaves
+    small batches, where the per-call overhead dominates): each copy perturbs its inputs with its own
+    sample number, so the values, and the value-seeded noise of every later operation, differ.
+    """
     returns = exercise.spec.returns
     wrt_names = sorted({r.grad.wrt if r.grad else r.vjp.wrt for r in returns if r.grad or r.vjp})  # type: ignore[union-attr]
     names = list(exercise.spec.inputs)
-    stacked = {name: _tensor(np.stack([t.inputs[name] for t in group])) for name in names}
+    stacked = {name: _tensor(np.stack([t.inputs[name] for t in group] * samples)) for name in names}
     for name in wrt_names:
         stacked[name].requires_grad_(True)
+    sample_numbers = torch.arange(samples, dtype=torch.float64).repeat_interleave(len(group))
     sizes = dict(group[0].sizes)
     outputs = _needed_outputs(returns)
 
-    def forward(*tensors: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    def forward(sample: torch.Tensor, *tensors: torch.Tensor) -> tuple[torch.Tensor, ...]:
         if noise:  # inputs are rounded too, when the student converts them to a lower precision
             tensors = tuple(
                 _perturbed(t, t.abs(), noise, sample) if t.is_floating_point() else t for t in tensors
@@ -175,18 +183,20 @@ def _evaluate_group(
         values = evaluate(exercise.program, env)
         return tuple(torch.as_tensor(values[o], dtype=torch.float64) for o in outputs)
 
-    args = [stacked[n] for n in names]
-    with _RoundingNoise(noise, sample) if noise else contextlib.nullcontext():
+    args = [sample_numbers, *(stacked[n] for n in names)]
+    with _RoundingNoise(noise, 0) if noise else contextlib.nullcontext():
         try:
             batched = torch.func.vmap(forward)(*args)
         except Exception:  # an operation without a batching rule: evaluate trial by trial instead
             batched = _loop(forward, args)
         values = dict(zip(outputs, batched, strict=True))
-        results: dict[str, torch.Tensor] = {}
-        for ret in returns:
-            results[ret.name] = _one_return(ret, values, stacked)
+        results = _all_returns(returns, values, stacked)
+    count = len(group)
     return {
-        trial.index: {name: tensor[i].detach().numpy().copy() for name, tensor in results.items()}
+        trial.index: [
+            {name: tensor[s * count + i].detach().numpy().copy() for name, tensor in results.items()}
+            for s in range(samples)
+        ]
         for i, trial in enumerate(group)
     }
 
@@ -207,32 +217,54 @@ def _needed_outputs(returns: Sequence[ReturnSpec]) -> list[str]:
     return needed
 
 
-def _one_return(
-    ret: ReturnSpec, values: Mapping[str, torch.Tensor], inputs: Mapping[str, torch.Tensor]
+def _all_returns(
+    returns: Sequence[ReturnSpec], values: Mapping[str, torch.Tensor], inputs: Mapping[str, torch.Tensor]
+) -> dict[str, torch.Tensor]:
+    """Values as computed; gradients by one backward pass per objective (the RNN step's five gradients
+    of one loss take one pass, not five)."""
+    results = {ret.name: values[ret.value] for ret in returns if ret.value is not None}
+    by_objective: dict[tuple[str, str | None], list[ReturnSpec]] = defaultdict(list)
+    for ret in returns:
+        if ret.grad is not None:
+            by_objective[(ret.grad.of, None)].append(ret)
+        elif ret.vjp is not None:
+            by_objective[(ret.vjp.of, ret.vjp.upstream)].append(ret)
+    for (of_name, upstream_name), members in by_objective.items():
+        objective = _objective(members[0], values[of_name], inputs, upstream_name)
+        wrts = [inputs[_wrt(ret)] for ret in members]
+        if not objective.requires_grad:
+            grads: tuple[torch.Tensor | None, ...] = (None,) * len(wrts)
+        else:
+            grads = torch.autograd.grad(objective, wrts, retain_graph=True, allow_unused=True)
+        for ret, wrt, grad in zip(members, wrts, grads, strict=True):
+            results[ret.name] = torch.zeros_like(wrt) if grad is None else grad
+    return results
+
+
+def _wrt(ret: ReturnSpec) -> str:
+    target = ret.grad or ret.vjp
+    assert target is not None
+    return target.wrt
+
+
+def _objective(
+    ret: ReturnSpec, of: torch.Tensor, inputs: Mapping[str, torch.Tensor], upstream_name: str | None
 ) -> torch.Tensor:
-    if ret.value is not None:
-        return values[ret.value]
-    if ret.grad is not None:
-        of, wrt = values[ret.grad.of], inputs[ret.grad.wrt]
-        # Each trial's output depends only on its own inputs, so one backward of the batch sum gives
-        # every trial's gradient at once. A one-element output counts as a scalar.
-        if of[0].numel() != 1:
+    # Each trial's output depends only on its own inputs, so one backward of the batch sum gives every
+    # trial's gradient at once.
+    if upstream_name is None:
+        if of[0].numel() != 1:  # a one-element output counts as a scalar
+            of_name = ret.grad.of if ret.grad is not None else ""
             raise ReferenceError(
-                f"return '{ret.name}': grad of '{ret.grad.of}' needs a scalar, but it has shape "
+                f"return '{ret.name}': grad of '{of_name}' needs a scalar, but it has shape "
                 f"{tuple(of.shape[1:])}; use vjp with an upstream input instead"
             )
-        objective = of.sum()
-    else:
-        assert ret.vjp is not None
-        of, wrt = values[ret.vjp.of], inputs[ret.vjp.wrt]
-        upstream = inputs[ret.vjp.upstream].detach()
-        if upstream.shape != of.shape:
-            raise ReferenceError(
-                f"return '{ret.name}': upstream '{ret.vjp.upstream}' has shape {tuple(upstream.shape[1:])}, "
-                f"but '{ret.vjp.of}' has shape {tuple(of.shape[1:])}"
-            )
-        objective = (of * upstream).sum()
-    if not objective.requires_grad:
-        return torch.zeros_like(wrt)
-    (grad,) = torch.autograd.grad(objective, wrt, retain_graph=True, allow_unused=True)
-    return torch.zeros_like(wrt) if grad is None else grad
+        return of.sum()
+    upstream = inputs[upstream_name].detach()
+    if upstream.shape != of.shape:
+        of_name = ret.vjp.of if ret.vjp is not None else ""
+        raise ReferenceError(
+            f"return '{ret.name}': upstream '{upstream_name}' has shape {tuple(upstream.shape[1:])}, "
+            f"but '{of_name}' has shape {tuple(of.shape[1:])}"
+        )
+    return (of * upstream).sum()

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -49,7 +50,7 @@ def validate(
             Check(f"reference solution {exercise.spec.solution}", not bad and result.error is None, detail)
         )
         note(f"{exercise.id}: grading the reference solution on float32 inputs")
-        result = _grade_file(exercise, exercise.spec.solution, seed, trials, inputs_as="float32")
+        result = grade_float32_variant(exercise, exercise.spec.solution, seed, trials)
         bad = [r for r in result.returns if r.verdict not in (Verdict.PASS, Verdict.PRECISION)]
         ok = not bad and result.error is None
         detail = (
@@ -59,6 +60,8 @@ def validate(
             + " (correct float32 code would be marked wrong: widen the inputs' gaps or keep values in range)"
         )
         checks.append(Check(f"float32 variant of {exercise.spec.solution}", ok, detail))
+    if exercise.spec.starter is not None:
+        checks.append(_starter(exercise, exercise.spec.starter))
     note(f"{exercise.id}: checking that the test points tell standard mistakes from rounding")
     checks.append(discrimination(exercise, make_trials(exercise, seed, trials)))
     for wrong in exercise.spec.wrong:
@@ -68,17 +71,41 @@ def validate(
         mismatched = {n: (v, verdicts[n]) for n, v in wrong.expect.items() if verdicts[n] is not v}
         if mismatched:
             detail = "; ".join(f"{n}: expected {e.value}, got {g.value}" for n, (e, g) in mismatched.items())
+            error = result.error or result.first_trial_error
+            if error is not None:
+                detail += f" (error {error.kind}: {error.message})"
         else:
             detail = ", ".join(f"{n}={v.value}" for n, v in wrong.expect.items())
         checks.append(Check(f"known-wrong {wrong.file} ({wrong.mistake})", not mismatched, detail))
     return checks
 
 
-def _grade_file(
-    exercise: Exercise, relative: str, seed: int, trials: int, inputs_as: str | None = None
-) -> SubmissionResult:
+def _grade_file(exercise: Exercise, relative: str, seed: int, trials: int) -> SubmissionResult:
     submission = submission_from_path(exercise.path_of(relative), exercise.spec.entry)
-    return grade(exercise, submission, seed, trials, inputs_as=inputs_as)
+    return grade(exercise, submission, seed, trials)
+
+
+def grade_float32_variant(exercise: Exercise, relative: str, seed: int, trial_count: int) -> SubmissionResult:
+    """Grade a file handed float32 inputs, against references computed from those very inputs.
+
+    The float inputs are rounded to float32 first, so what is judged is the code's own arithmetic: code
+    that mixes float64 into its float32 work is judged at float64, and agrees there.
+    """
+    trials = [
+        replace(t, inputs={n: _float32_rounded(a) for n, a in t.inputs.items()})
+        for t in make_trials(exercise, seed, trial_count)
+    ]
+    submission = submission_from_path(exercise.path_of(relative), exercise.spec.entry)
+    references = compute_references(exercise, trials)
+    return grade(exercise, submission, seed, references=references, inputs_as="float32")
+
+
+def _float32_rounded(array: np.ndarray) -> np.ndarray:
+    if array.dtype.kind != "f":
+        return array
+    rounded = array.astype(np.float32).astype(np.float64)
+    rounded.flags.writeable = False
+    return rounded
 
 
 def discrimination(exercise: Exercise, trials: list[Trial]) -> Check:
@@ -111,7 +138,7 @@ def discrimination(exercise: Exercise, trials: list[Trial]) -> Check:
         )
         return Check("test points tell standard mistakes apart", False, detail)
     detail = f"all {tested} standard mistakes that change a return land beyond float32 rounding"
-    if weakest is not None:
+    if weakest is not None and weakest[0] < 0.5:
         detail += f"; the least visible, {weakest[1]}, on {weakest[0]:.0%} of trials"
     return Check("test points tell standard mistakes apart", True, detail)
 
@@ -122,6 +149,24 @@ def _summary(result: SubmissionResult) -> str:
     return "; ".join(
         f"{r.name}: {r.verdict.value} — {r.message}" for r in result.returns if r.verdict is not Verdict.PASS
     )
+
+
+def _starter(exercise: Exercise, relative: str) -> Check:
+    """The starter defines the entry with the spec's parameters: students start from the right signature."""
+    entry, args = exercise.spec.entry, exercise.spec.args
+    wanted = ", ".join(a if isinstance(a, str) else "(" + ", ".join(a) + ")" for a in args)
+    name = f"starter {relative}"
+    try:
+        tree = ast.parse(exercise.path_of(relative).read_text(encoding="utf-8"), relative)
+    except (SyntaxError, ValueError) as exc:
+        return Check(name, False, f"does not parse: {exc}")
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name == entry:
+            parameters = ", ".join(a.arg for a in node.args.posonlyargs + node.args.args)
+            if len(node.args.posonlyargs + node.args.args) != len(args):
+                return Check(name, False, f"{entry}({parameters}) does not take the spec's args [{wanted}]")
+            return Check(name, True, f"defines {entry}({parameters})")
+    return Check(name, False, f"defines no function {entry}, the spec's entry")
 
 
 def _beyond_rounding(ret: ReturnSpec, mistake: Mistake, references: References, precision: str) -> int:

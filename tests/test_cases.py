@@ -86,10 +86,11 @@ class Gradings:
                 files.append(FLOAT32)
 
             def one(relative: str) -> SubmissionResult:
-                inputs_as = "float32" if relative == FLOAT32 else None
-                file = str(exercise.spec.solution) if inputs_as else relative
-                submission = submission_from_path(exercise.path_of(file), exercise.spec.entry)
-                return grade(exercise, submission, SEED, TRIALS, inputs_as=inputs_as)
+                if relative == FLOAT32:
+                    solution = str(exercise.spec.solution)
+                    return validation.grade_float32_variant(exercise, solution, SEED, TRIALS)
+                submission = submission_from_path(exercise.path_of(relative), exercise.spec.entry)
+                return grade(exercise, submission, SEED, TRIALS)
 
             with ThreadPoolExecutor(max_workers=2) as pool:
                 results = dict(zip(files, pool.map(one, files), strict=True))

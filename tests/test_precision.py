@@ -92,6 +92,15 @@ VARIANTS = {
             e = np.exp(z - m)
             return m + np.log(e.sum()), 2 * e / e.sum()
     """,
+    "mixed32": """
+        import numpy as np
+        def lse(z_np):
+            z = z_np.astype(np.float32)  # float32 work...
+            m = z.max()
+            e = np.exp(z - m)
+            p = e.astype(np.float64)  # ...finished in float64: values no float32 can hold
+            return np.float64(m) + np.log(p.sum()), p / p.sum()
+    """,
     "stable16": """
         import torch
         def lse(z_np):
@@ -150,6 +159,12 @@ def test_hard_coded_numpy_float32_overflow_is_instability_and_says_so(
     result = graded["naive_numpy32"]
     assert verdicts(result) == {"f": Verdict.INSTABILITY, "grad": Verdict.INSTABILITY}
     assert "hard-codes" in result.returns[0].message
+
+
+def test_float32_work_finished_in_float64_passes(graded: dict[str, SubmissionResult]) -> None:
+    """Values widened to float64 after float32 work carry float32 rounding: correct, not unstable."""
+    result = graded["mixed32"]
+    assert set(verdicts(result).values()) == {Verdict.PASS}, [r.message for r in result.returns]
 
 
 def test_a_mistake_stays_logic_at_any_precision(graded: dict[str, SubmissionResult]) -> None:
