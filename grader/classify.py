@@ -155,6 +155,8 @@ def _message(
         ratio = f"NaN or infinite values where finite ones were due, in {worst.precision}"
     relative = worst.max_rel_error
     size = f"{relative:.0%}" if 0.01 <= relative < 100 else f"{relative:.2g}"
+    if not np.isfinite(relative) and worst.failing:  # no relative error where the answer is 0
+        size = f"{max(e.abs_error for e in worst.failing):.3g} on entries that should be 0"
     if verdict is Verdict.INSTABILITY:
         why = worst.note if "overflows" in worst.note else "right when rerun at float64"
         return (

@@ -295,9 +295,9 @@ def _failing(
     precision: Precision,
     reason: str,
 ) -> Comparison:
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         rel_error = np.where(abs_error == 0, 0.0, abs_error / np.abs(expected))
-    units = ulp(expected, precision)
+        units_off = abs_error / ulp(expected, precision)  # overflows to inf where 0 is due: as it should
     flat = np.flatnonzero(failing_mask)
     worst = flat[np.argsort(-ratio.reshape(-1)[flat], kind="stable")][:MAX_LISTED_ENTRIES]
     failing = tuple(
@@ -307,7 +307,7 @@ def _failing(
             got=float(got64.reshape(-1)[k]),
             abs_error=float(abs_error.reshape(-1)[k]),
             rel_error=float(rel_error.reshape(-1)[k]),
-            ulps=float(abs_error.reshape(-1)[k] / units.reshape(-1)[k]),
+            ulps=float(units_off.reshape(-1)[k]),
             envelope_ratio=float(ratio.reshape(-1)[k]),
         )
         for k in worst
