@@ -151,7 +151,7 @@ def _run(args: argparse.Namespace, console: Console, errors: Console) -> int:
     from grader.reference import References, compute_references
     from grader.report.json_report import to_json_line
     from grader.report.terminal import render_class
-    from grader.submissions import discover_students, submission_from_path
+    from grader.submissions import discover_students, may_define, submission_from_path
     from grader.trials import make_trials
 
     exercises, broken = _load_all(args.exercises, errors)
@@ -167,10 +167,14 @@ def _run(args: argparse.Namespace, console: Console, errors: Console) -> int:
 
     def one(job: tuple[Exercise, str, Path, References]) -> SubmissionResult:
         exercise, name, path, references = job
+        entry = exercise.spec.entry
         try:
-            submission = submission_from_path(path, exercise.spec.entry, name)
+            submission = submission_from_path(path, entry, name)
         except GraderError as exc:  # this student's hand-in is unusable; the others are still graded
             return not_runnable(exercise, name, path, args.seed, references, str(exc))
+        if not may_define(submission, entry):  # no need to start a worker to learn that
+            message = f"not handed in: none of the files defines {entry}()"
+            return not_runnable(exercise, name, path, args.seed, references, message, kind="not-submitted")
         return grade(exercise, submission, args.seed, references=references)
 
     results: list[SubmissionResult] = []

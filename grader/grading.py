@@ -64,13 +64,22 @@ def grade(
 
 
 def not_runnable(
-    exercise: Exercise, student: str, path: Path, seed: int, references: References, message: str
+    exercise: Exercise,
+    student: str,
+    path: Path,
+    seed: int,
+    references: References,
+    message: str,
+    kind: str = "missing-function",
 ) -> SubmissionResult:
-    """The result for a hand-in that cannot even be started (no Python files, say): every return errs."""
+    """The result for a hand-in that cannot even be started (no Python files, say): every return errs.
+
+    `kind` "not-submitted" marks an exercise the student's files do not attempt at all.
+    """
     report = WorkerReport(
         outputs={},
         failures={},
-        fatal=Failure("missing-function", message),
+        fatal=Failure(kind, message),
         stdout="",
         stderr="",
         output_bytes=0,

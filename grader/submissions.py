@@ -47,6 +47,22 @@ def _readable(path: Path) -> None:
         notebooks.convert(path)
 
 
+def may_define(submission: Submission, name: str) -> bool:
+    """Whether any of the files could define `name`: it binds it, star-imports, or does not even parse
+    (then running it says what is wrong). False means the exercise was not handed in."""
+    for relative in submission.files:
+        path = submission.root / relative
+        try:
+            text = notebooks.convert(path).source if path.suffix == notebooks.SUFFIX else path.read_text()
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError, OSError, notebooks.NotebookError):
+            return True
+        star = any(isinstance(n, ast.ImportFrom) and any(a.name == "*" for a in n.names) for n in tree.body)
+        if star or defines(path, name):
+            return True
+    return False
+
+
 def defines(path: Path, name: str) -> bool:
     """Whether the file binds `name` at its top level (def, assignment or import), read without running it."""
     try:

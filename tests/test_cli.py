@@ -371,3 +371,18 @@ def test_validate_fails_test_points_that_hide_the_regularisation(run_grader: Run
     (folder / "exercise.yaml").write_text(stronger, encoding="utf-8")
     proc = run_grader("validate", folder, "--trials", "30")
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_run_marks_exercises_a_student_did_not_attempt(run_grader: Run, work: Path) -> None:
+    exercises = work / "class_missing" / "exercises"
+    copy_exercise(exercises / "graph2")
+    copy_exercise(exercises / "reciprocal", source=EXERCISES / "reciprocal")
+    students = work / "class_missing" / "submissions"
+    write_source(students / "erin" / "hw.py", CORRECT_GRAPH2)  # graph2 only
+    proc = run_grader("run", exercises, "--submissions", students, "--trials", "5", "--json")
+    graded = {line["exercise"]: line for line in json_lines(proc.stdout)}
+    assert graded["graph2"]["error"] is None and graded["graph2"]["score"] == 10
+    assert graded["reciprocal"]["error"]["kind"] == "not-submitted"
+    assert "reciprocal()" in graded["reciprocal"]["error"]["message"]
+    table = run_grader("run", exercises, "--submissions", students, "--trials", "5")
+    assert "erin did not hand in: reciprocal" in " ".join(table.stdout.split())

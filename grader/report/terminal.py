@@ -158,13 +158,22 @@ def render_class(
                 continue
             total += result.score
             maximum += result.max_score
-            cells.append(f"{result.score:g}/{result.max_score:g} {verdict_text(result.worst)}")
+            if _not_submitted(result):
+                cells.append("[dim]—[/]")
+            else:
+                cells.append(f"{result.score:g}/{result.max_score:g} {verdict_text(result.worst)}")
         table.add_row(escape(student), *cells, f"{total:g}/{maximum:g}")
     console.print(table)
+    if any(_not_submitted(r) for r in results):
+        console.print("[dim]— not handed in[/]")
     problems = [r for r in results if not r.passed]
     if problems:
         console.print("[bold]what failed[/]")
+    missing: dict[str, list[str]] = {}
     for result in problems:
+        if _not_submitted(result):
+            missing.setdefault(result.student, []).append(result.exercise)
+            continue
         console.print(f"  [bold]{escape(result.student)}[/] / {escape(result.exercise)}:")
         if result.error is not None:
             where = student_location(result.error.traceback)
@@ -176,3 +185,9 @@ def render_class(
             if ret.verdict is not Verdict.PASS:
                 console.print(f"    {escape(ret.name)} {verdict_text(ret.verdict)}: {escape(ret.message)}")
         console.print(f"    [dim]{escape(result.repro(_focus_trial(result)))}[/]")
+    for student, exercises_missing in missing.items():
+        console.print(f"  [bold]{escape(student)}[/] did not hand in: {escape(', '.join(exercises_missing))}")
+
+
+def _not_submitted(result: SubmissionResult) -> bool:
+    return result.error is not None and result.error.kind == "not-submitted"
