@@ -132,11 +132,12 @@ def _check(args: argparse.Namespace, console: Console, errors: Console) -> int:
     return int(ExitCode.ALL_PASS if result.passed else ExitCode.SOME_FAILED)
 
 
-def _load_all(folder: Path, errors: Console) -> tuple[list[Exercise], list[SpecError]]:
+def _load_all(folder: Path, errors: Console) -> tuple[list[Exercise], list[GraderError]]:
     folders = discover_exercises(folder)
     if not folders:
         raise GraderError(f"{folder}: no exercises here (an exercise is a folder holding exercise.yaml)")
-    loaded, broken = [], []
+    loaded: list[Exercise] = []
+    broken: list[GraderError] = []
     for path in folders:
         try:
             loaded.append(load_exercise(path))
@@ -159,9 +160,15 @@ def _run(args: argparse.Namespace, console: Console, errors: Console) -> int:
     folder = args.submissions or args.exercises.resolve().parent / "submissions"
     students = discover_students(folder)
     jobs = []
-    for exercise in exercises:
+    for exercise in list(exercises):
         trials = make_trials(exercise, args.seed, args.trials or exercise.spec.trials)
-        references = compute_references(exercise, trials)
+        try:
+            references = compute_references(exercise, trials)
+        except GraderError as exc:  # its graph fails on its own inputs: grade the other exercises
+            errors.print(f"[bold red]spec error:[/] {escape(str(exc))} — this exercise is skipped")
+            broken.append(exc)
+            exercises.remove(exercise)
+            continue
         for name, path in students:
             jobs.append((exercise, name, path, references))
 
@@ -198,7 +205,13 @@ def _validate(args: argparse.Namespace, console: Console, errors: Console) -> in
     failed = False
     for exercise in exercises:
         console.print(f"[bold]{escape(exercise.id)}[/] — {escape(exercise.spec.title)}")
-        for check in validate(exercise, args.seed, args.trials):
+        try:
+            checks = validate(exercise, args.seed, args.trials)
+        except GraderError as exc:  # a graph that fails on its own inputs: the other exercises still run
+            console.print(f"  [bold red]FAIL[/] {escape(str(exc))}")
+            broken.append(exc)
+            continue
+        for check in checks:
             mark = "[green]ok[/]  " if check.ok else "[bold red]FAIL[/]"
             console.print(f"  {mark} {escape(check.name)}: {escape(check.detail)}")
             failed |= not check.ok

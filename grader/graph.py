@@ -46,53 +46,31 @@ class Program:
 class Signature:
     keywords: frozenset[str] = frozenset()
     doc: str = ""
+    positional: tuple[int, int | None] = (1, 1)  # how many positional arguments: at least, at most
 
 
-def _sig(*keywords: str, doc: str = "") -> Signature:
-    return Signature(frozenset(keywords), doc)
+def _sig(*keywords: str, doc: str = "", positional: tuple[int, int | None] = (1, 1)) -> Signature:
+    return Signature(frozenset(keywords), doc, positional)
 
 
 _REDUCTION = ("dim", "keepdim")
+_UNARY_FUNCTIONS = "exp log log1p expm1 sqrt square abs sin cos sigmoid tanh relu softplus arange zeros_like"
+_BINARY_FUNCTIONS = "matmul outer dot pow maximum minimum"
 FUNCTIONS: Mapping[str, Signature] = {
     "sum": _sig(*_REDUCTION, doc="sum(x, dim=None, keepdim=False)"),
     "mean": _sig(*_REDUCTION, doc="mean(x, dim=None, keepdim=False)"),
-    "max": _sig(*_REDUCTION, doc="max(x, dim=None, keepdim=False): values only"),
-    "min": _sig(*_REDUCTION, doc="min(x, dim=None, keepdim=False): values only"),
-    **{
-        name: _sig()
-        for name in (
-            "exp",
-            "log",
-            "log1p",
-            "expm1",
-            "sqrt",
-            "square",
-            "abs",
-            "sin",
-            "cos",
-            "sigmoid",
-            "tanh",
-            "relu",
-            "softplus",
-            "matmul",
-            "outer",
-            "dot",
-            "pow",
-            "maximum",
-            "minimum",
-            "arange",
-            "zeros_like",
-            "ones_like",
-        )
-    },
+    "max": _sig(*_REDUCTION, doc="max(x, dim=None, keepdim=False), a reduction; elementwise: maximum(a, b)"),
+    "min": _sig(*_REDUCTION, doc="min(x, dim=None, keepdim=False), a reduction; elementwise: minimum(a, b)"),
+    **{name: _sig(doc=f"{name}(x)") for name in (*_UNARY_FUNCTIONS.split(), "ones_like")},
+    **{name: _sig(doc=f"{name}(a, b)", positional=(2, 2)) for name in _BINARY_FUNCTIONS.split()},
     "softmax": _sig("dim", doc="softmax(x, dim=-1)"),
     "log_softmax": _sig("dim", doc="log_softmax(x, dim=-1)"),
     "logsumexp": _sig("dim", "keepdim", doc="logsumexp(x, dim=-1, keepdim=False)"),
-    "transpose": _sig(doc="transpose(x, dim0=-2, dim1=-1)"),
-    "reshape": _sig(doc="reshape(x, *shape)"),
-    "where": _sig(doc="where(condition, a, b)"),
+    "transpose": _sig(doc="transpose(x, dim0=-2, dim1=-1)", positional=(1, 3)),
+    "reshape": _sig(doc="reshape(x, shape): reshape(x, (N, 1)) or reshape(x, N, 1)", positional=(2, None)),
+    "where": _sig(doc="where(condition, a, b)", positional=(3, 3)),
     "clamp": _sig("min", "max", doc="clamp(x, min=None, max=None)"),
-    "one_hot": _sig(doc="one_hot(labels, classes): float64 rows"),
+    "one_hot": _sig(doc="one_hot(labels, classes): float64 rows, one_hot(y, C)", positional=(2, 2)),
 }
 
 
@@ -121,7 +99,8 @@ def _implementations() -> Mapping[str, Callable[..., Value]]:
         "mean": reduce(torch.mean),
         "max": reduce(torch.amax),
         "min": reduce(torch.amin),
-        "softplus": F.softplus,
+        # exact in float64 (F.softplus returns x itself above 20, off by up to 2e-9 there)
+        "softplus": lambda x: torch.logaddexp(x, torch.zeros_like(x)),
         "softmax": lambda x, dim=-1: torch.softmax(x, dim=dim),
         "log_softmax": lambda x, dim=-1: torch.log_softmax(x, dim=dim),
         "logsumexp": lambda x, dim=-1, keepdim=False: torch.logsumexp(x, dim=dim, keepdim=keepdim),
@@ -248,6 +227,11 @@ def _check(node: ast.AST, names: set[str]) -> None:
                         + (f"; it takes {', '.join(sorted(allowed))}" if allowed else ""),
                     )
                 _check(keyword.value, names)
+            least, most = FUNCTIONS[func.id].positional
+            if len(args) < least or (most is not None and len(args) > most):
+                wanted = f"{least}" if least == most else f"{least}-{most}" if most else f"at least {least}"
+                usage, given = FUNCTIONS[func.id].doc, len(args)
+                raise GraphError(line, f"{func.id}() takes {wanted} arguments, not {given}: {usage}")
             for arg in args:
                 if isinstance(arg, ast.Starred):
                     raise GraphError(line, "*args is not allowed")
@@ -278,7 +262,13 @@ def evaluate(program: Program, env: Mapping[str, Value]) -> dict[str, Value]:
     """Run the graph; returns the environment extended with every assigned name."""
     values = dict(env)
     for assignment in program.assignments:
-        values[assignment.target] = _eval(assignment.expr, values)
+        try:
+            values[assignment.target] = _eval(assignment.expr, values)
+        except GraphError:
+            raise
+        except Exception as exc:  # the author's graph fails on these inputs: say which line
+            statement = f"{assignment.target} = {ast.unparse(assignment.expr)}"
+            raise GraphError(assignment.line, f"`{statement}` fails: {exc}") from exc
     return values
 
 

@@ -16,8 +16,9 @@ import numpy as np
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from grader.graph import evaluate
-from grader.spec import Exercise, ReturnSpec
+from grader.errors import GraderError
+from grader.graph import GraphError, evaluate
+from grader.spec import SPEC_FILE, Exercise, ReturnSpec
 from grader.trials import Trial
 
 # The reference is many tiny operations: threads only add overhead, and the sandboxed worker runs beside.
@@ -26,8 +27,8 @@ torch.set_num_threads(1)
 Expected = Mapping[str, np.ndarray]  # return name -> float64 array for one trial
 
 
-class ReferenceError(Exception):
-    """The exercise's graph fails on some trial: an exercise author's problem."""
+class ReferenceError(GraderError):
+    """The exercise's graph fails on some trial: an exercise author's problem (exit status 2)."""
 
 
 # Monte Carlo arithmetic: each operation's result is perturbed by a random relative amount of NOISE
@@ -74,11 +75,13 @@ def _by_group(
     for group in groups.values():
         try:
             expected.update(_evaluate_group(exercise, group, noise, samples))
-        except ReferenceError:
-            raise
+        except ReferenceError as exc:
+            raise ReferenceError(f"{exercise.root / SPEC_FILE}: returns: {exc}") from exc
         except Exception as exc:
+            where = f"line {exc.line} of the graph: " if isinstance(exc, GraphError) else ""
             raise ReferenceError(
-                f"the graph fails at {group[0].describe_sizes()} (trial {group[0].index}): {exc}"
+                f"{exercise.root / SPEC_FILE}: graph: {where}fails at {group[0].describe_sizes()} "
+                f"(trial {group[0].index}): {exc}"
             ) from exc
     return expected
 
@@ -148,10 +151,20 @@ def _perturbed(
     return value + noise * magnitude.detach() * _pseudo_random(value.detach(), sample)
 
 
+_MIX = (-0x40A7B892E31B1A47, -0x6B2FB644ECCEEE15)  # splitmix64's multipliers, as signed int64
+_GOLDEN = -0x61C8864680B583EB
+
+
 def _pseudo_random(value: torch.Tensor, sample: int | torch.Tensor) -> torch.Tensor:
-    """Noise in (-1, 1) computed from each value itself (the classic sine hash), not from a generator:
-    a trial gets the same envelope whether it is graded alone (--trial) or among others, on every run."""
-    return torch.frac(torch.sin(value * 12.9898 + 78.233 * (sample + 1)) * 43758.5453)
+    """Noise in [-1, 1) hashed from each value's bits and the sample number, not drawn from a generator:
+    a trial gets the same envelope whether it is graded alone (--trial) or among others, on every run,
+    and values that differ in their last bits (the Monte Carlo copies of a trial) get unrelated noise."""
+    bits = value.to(torch.float64).view(torch.int64)
+    mixed = bits ^ (torch.as_tensor(sample, dtype=torch.int64) + 1) * _GOLDEN
+    mixed = (mixed ^ (mixed >> 30)) * _MIX[0]
+    mixed = (mixed ^ (mixed >> 27)) * _MIX[1]
+    mixed = mixed ^ (mixed >> 31)
+    return ((mixed >> 11) & ((1 << 53) - 1)).to(torch.float64) * 2.0**-52 - 1.0
 
 
 def _evaluate_group(
@@ -161,7 +174,8 @@ def _evaluate_group(
 
     Monte Carlo samples are evaluated as copies of the batch in the same pass (grouping by size leaves
     small batches, where the per-call overhead dominates): each copy perturbs its inputs with its own
-    sample number, so the values, and the value-seeded noise of every later operation, differ.
+    sample number, so its values differ in their last bits, and so does the noise every later operation
+    hashes from them.
     """
     returns = exercise.spec.returns
     wrt_names = sorted({r.grad.wrt if r.grad else r.vjp.wrt for r in returns if r.grad or r.vjp})  # type: ignore[union-attr]
@@ -169,21 +183,19 @@ def _evaluate_group(
     stacked = {name: _tensor(np.stack([t.inputs[name] for t in group] * samples)) for name in names}
     for name in wrt_names:
         stacked[name].requires_grad_(True)
-    sample_numbers = torch.arange(samples, dtype=torch.float64).repeat_interleave(len(group))
     sizes = dict(group[0].sizes)
     outputs = _needed_outputs(returns)
 
-    def forward(sample: torch.Tensor, *tensors: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        if noise:  # inputs are rounded too, when the student converts them to a lower precision
-            tensors = tuple(
-                _perturbed(t, t.abs(), noise, sample) if t.is_floating_point() else t for t in tensors
-            )
+    def forward(*tensors: torch.Tensor) -> tuple[torch.Tensor, ...]:
         env: dict[str, object] = dict(zip(names, tensors, strict=True))
         env.update(sizes)
         values = evaluate(exercise.program, env)
         return tuple(torch.as_tensor(values[o], dtype=torch.float64) for o in outputs)
 
-    args = [sample_numbers, *(stacked[n] for n in names)]
+    args = [stacked[n] for n in names]
+    if noise:  # inputs are rounded too, when the student converts them to a lower precision
+        copies = torch.arange(samples).repeat_interleave(len(group))
+        args = [_perturbed_copies(a, noise, copies) if a.is_floating_point() else a for a in args]
     with _RoundingNoise(noise, 0) if noise else contextlib.nullcontext():
         try:
             batched = torch.func.vmap(forward)(*args)
@@ -199,6 +211,11 @@ def _evaluate_group(
         ]
         for i, trial in enumerate(group)
     }
+
+
+def _perturbed_copies(stacked: torch.Tensor, noise: float, copies: torch.Tensor) -> torch.Tensor:
+    """Each Monte Carlo copy of the batch perturbed with its own sample number."""
+    return _perturbed(stacked, stacked.abs(), noise, copies.reshape(-1, *[1] * (stacked.dim() - 1)))
 
 
 def _loop(

@@ -63,6 +63,10 @@ def rejected(source: str, known: list[str] = KNOWN) -> GraphError:
         ("y2 = x is y", "single comparisons"),
         ("y2 = f'{x}'", "JoinedStr"),
         ("", "empty"),
+        ("y2 = max(0, x)", "max() takes 1 arguments, not 2: max(x, dim=None, keepdim=False), a reduction"),
+        ("y2 = one_hot(idx)", "one_hot() takes 2 arguments, not 1: one_hot(labels, classes)"),
+        ("y2 = where(x > 0, x)", "where() takes 3 arguments, not 2"),
+        ("y2 = reshape(x)", "reshape() takes at least 2 arguments, not 1"),
     ],
 )
 def test_allow_list_rejects(source: str, words: str) -> None:
@@ -233,3 +237,18 @@ def test_graph_never_runs_python(tmp_path) -> None:  # type: ignore[no-untyped-d
         with pytest.raises(GraphError):
             parse(source, ["x"])
     assert not marker.exists()
+
+
+def test_a_graph_failing_on_its_inputs_names_the_line() -> None:
+    program = parse("a = x + 1\nb = reshape(a, 3, 3)", ["x"])
+    with pytest.raises(GraphError) as raised:
+        evaluate(program, {"x": torch.ones(2)})
+    assert raised.value.line == 2
+    assert "`b = reshape(a, 3, 3)` fails" in raised.value.message
+
+
+def test_softplus_is_exact_in_float64() -> None:
+    x = torch.tensor([25.0, 30.0, -30.0], dtype=torch.float64)
+    values = evaluate(parse("s = softplus(x)", ["x"]), {"x": x})
+    exact = torch.log1p(torch.exp(-x.abs())) + x.clamp(min=0)
+    assert torch.equal(values["s"], exact)
