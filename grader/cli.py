@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import traceback
-from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from rich.console import Console
@@ -35,6 +35,16 @@ def _parser() -> argparse.ArgumentParser:
         )
         sub.add_argument("--trials", type=_positive, help="number of trials (default: the exercise's)")
 
+    def gradebook_options(sub: argparse.ArgumentParser) -> None:
+        sub.add_argument(
+            "--gradebook",
+            type=Path,
+            help="the SQLite gradebook (default: grader-gradebook.sqlite beside the submissions folder)",
+        )
+        sub.add_argument(
+            "--out", type=Path, help="write gradebook.csv, <student>/results.json (Gradescope), summary.json"
+        )
+
     check = commands.add_parser("check", help="grade one file against one exercise (students)")
     check.add_argument("exercise", type=Path, help="exercise folder (holding exercise.yaml)")
     check.add_argument("file", type=Path, help="your .py file (or a folder of .py files)")
@@ -54,6 +64,13 @@ def _parser() -> argparse.ArgumentParser:
     common(run)
     run.add_argument("-j", "--jobs", type=_positive, default=os.cpu_count() or 1, help="parallel workers")
     run.add_argument("--json", action="store_true", help="print one JSON object per (student, exercise)")
+    gradebook_options(run)
+
+    report = commands.add_parser("report", help="show the gradebook's results again, and export them")
+    report.add_argument("exercises", type=Path, help="folder of exercise folders (locates the gradebook)")
+    report.add_argument("--submissions", type=Path, help="the class folder (default: beside the exercises)")
+    report.add_argument("--json", action="store_true", help="print one JSON object per (student, exercise)")
+    gradebook_options(report)
 
     validate = commands.add_parser(
         "validate", help="check exercises: gradients, reference, known-wrong files"
@@ -93,6 +110,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _check(args, console, errors)
         if args.command == "run":
             return _run(args, console, errors)
+        if args.command == "report":
+            return _report(args, console, errors)
         if args.command == "new":
             return _new(args, console)
         return _validate(args, console, errors)
@@ -148,54 +167,105 @@ def _load_all(folder: Path, errors: Console) -> tuple[list[Exercise], list[Grade
 
 
 def _run(args: argparse.Namespace, console: Console, errors: Console) -> int:
-    from grader.grading import grade, not_runnable
-    from grader.reference import References, compute_references
+    from grader.classrun import plan, run_class
+    from grader.gradebook import Gradebook
     from grader.report.json_report import to_json_line
-    from grader.report.terminal import render_class
-    from grader.submissions import discover_students, may_define, submission_from_path
-    from grader.trials import make_trials
+    from grader.submissions import discover_students
 
     exercises, broken = _load_all(args.exercises, errors)
     _warn_if_reduced(errors)
-    folder = args.submissions or args.exercises.resolve().parent / "submissions"
+    folder = _submissions_folder(args)
     students = discover_students(folder)
-    jobs = []
-    for exercise in list(exercises):
-        trials = make_trials(exercise, args.seed, args.trials or exercise.spec.trials)
-        try:
-            references = compute_references(exercise, trials)
-        except GraderError as exc:  # its graph fails on its own inputs: grade the other exercises
-            errors.print(f"[bold red]spec error:[/] {escape(str(exc))} — this exercise is skipped")
-            broken.append(exc)
-            exercises.remove(exercise)
-            continue
-        for name, path in students:
-            jobs.append((exercise, name, path, references))
+    jobs = plan(exercises, students, args.seed, args.trials)
+    gradebook = Gradebook(_gradebook_path(args, folder))
+    run_id = gradebook.start_run(" ".join(sys.argv))
+    with _progress(errors, len(jobs), enabled=not args.json) as advance:
 
-    def one(job: tuple[Exercise, str, Path, References]) -> SubmissionResult:
-        exercise, name, path, references = job
-        entry = exercise.spec.entry
-        try:
-            submission = submission_from_path(path, entry, name)
-        except GraderError as exc:  # this student's hand-in is unusable; the others are still graded
-            return not_runnable(exercise, name, path, args.seed, references, str(exc))
-        if not may_define(submission, entry):  # no need to start a worker to learn that
-            message = f"not handed in: none of the files defines {entry}()"
-            return not_runnable(exercise, name, path, args.seed, references, message, kind="not-submitted")
-        return grade(exercise, submission, args.seed, references=references)
-
-    results: list[SubmissionResult] = []
-    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
-        for result in pool.map(one, jobs):
-            results.append(result)
+        def progress(result: SubmissionResult, reused: bool) -> None:
             if args.json:
                 print(to_json_line(result), flush=True)
-    if not args.json:
-        render_class(console, results, [e.id for e in exercises], [name for name, _ in students])
-        console.print(f"[dim]seed {args.seed}; submissions from {escape(str(folder))}[/]")
+            advance(reused)
+
+        outcome = run_class(jobs, gradebook, run_id, args.seed, args.trials, args.jobs, progress)
+    gradebook.close()
+    for exc in outcome.broken:
+        errors.print(f"[bold red]spec error:[/] {escape(str(exc))} — this exercise is skipped")
+    broken += outcome.broken
+    graded = {r.exercise for r in outcome.results}
+    shown = [e.id for e in exercises if e.id in graded or not outcome.broken]
+    _finish(args, console, outcome.results, shown, [name for name, _ in students])
+    errors.print(
+        f"[dim]{outcome.graded} graded, {outcome.reused} unchanged since the last run (from the gradebook "
+        f"{escape(str(gradebook.path))}); seed {args.seed}; submissions from {escape(str(folder))}[/]"
+    )
+    if outcome.interrupted:
+        left = len(jobs) - outcome.graded - outcome.reused
+        errors.print(f"[yellow]interrupted: {left} left to grade; run the same command again to finish[/]")
+        return 130
     if broken:
         return int(ExitCode.USAGE_OR_SPEC)
+    return int(ExitCode.ALL_PASS if all(r.passed for r in outcome.results) else ExitCode.SOME_FAILED)
+
+
+def _report(args: argparse.Namespace, console: Console, errors: Console) -> int:
+    from grader.gradebook import Gradebook
+    from grader.report.json_report import to_json_line
+
+    folder = _submissions_folder(args)
+    path = _gradebook_path(args, folder)
+    if not path.is_file():
+        raise GraderError(f"{path}: no gradebook here yet (grader run writes it; --gradebook names another)")
+    gradebook = Gradebook(path)
+    results = gradebook.results()
+    gradebook.close()
+    if args.json:
+        for result in results:
+            print(to_json_line(result))
+    exercises = sorted({r.exercise for r in results})
+    students = sorted({r.student for r in results})
+    _finish(args, console, results, exercises, students)
     return int(ExitCode.ALL_PASS if all(r.passed for r in results) else ExitCode.SOME_FAILED)
+
+
+def _finish(
+    args: argparse.Namespace,
+    console: Console,
+    results: list[SubmissionResult],
+    exercises: list[str],
+    students: list[str],
+) -> None:
+    from grader.report.exports import write_all
+    from grader.report.terminal import render_class
+
+    if not args.json:
+        render_class(console, results, exercises, students)
+    if args.out is not None:
+        written = write_all(args.out, results, exercises, students)
+        console.print(f"[dim]wrote {len(written)} files to {escape(str(args.out))}[/]")
+
+
+def _submissions_folder(args: argparse.Namespace) -> Path:
+    return Path(args.submissions or args.exercises.resolve().parent / "submissions")
+
+
+def _gradebook_path(args: argparse.Namespace, submissions: Path) -> Path:
+    from grader.gradebook import DEFAULT_NAME
+
+    return Path(args.gradebook or submissions.resolve().parent / DEFAULT_NAME)
+
+
+@contextlib.contextmanager
+def _progress(errors: Console, total: int, enabled: bool) -> Iterator[Callable[[bool], None]]:
+    """A progress bar with counts and ETA on a terminal's stderr; nothing elsewhere."""
+    if not (enabled and errors.is_terminal):
+        yield lambda reused: None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    columns = (TextColumn("grading"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
+    with Progress(*columns, console=errors, transient=True) as bar:
+        task = bar.add_task("grading", total=total)
+        yield lambda reused: bar.advance(task)
 
 
 def _validate(args: argparse.Namespace, console: Console, errors: Console) -> int:

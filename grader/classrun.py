@@ -1,0 +1,139 @@
+"""Grading a whole class: every (student, exercise), in parallel, through the gradebook.
+
+A (student, exercise) whose submission, exercise, settings and grader version are unchanged since it was
+last graded is taken from the gradebook; the rest are graded in parallel, and each result is written to
+the gradebook the moment it exists. References are computed only for exercises with something to grade.
+Ctrl-C cancels what has not started; what finished is kept.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from grader.errors import GraderError
+from grader.gradebook import Gradebook, Key, exercise_hash, settings, submission_hash
+from grader.grading import grade, not_runnable
+from grader.reference import References, compute_references
+from grader.results import SubmissionResult
+from grader.sandbox import Submission
+from grader.spec import Exercise
+from grader.submissions import may_define, submission_from_path
+from grader.trials import make_trials
+
+
+@dataclass(frozen=True)
+class Job:
+    exercise: Exercise
+    student: str
+    path: Path
+    submission: Submission | None  # None: the hand-in is unusable, `problem` says why
+    problem: str
+    key: Key
+
+
+@dataclass
+class ClassRun:
+    results: list[SubmissionResult] = field(default_factory=list)
+    reused: int = 0
+    graded: int = 0
+    interrupted: bool = False
+    broken: list[GraderError] = field(default_factory=list)  # exercises whose references fail
+
+
+Progress = Callable[[SubmissionResult, bool], None]  # (result, taken from the gradebook)
+
+
+def plan(
+    exercises: Sequence[Exercise], students: Sequence[tuple[str, Path]], seed: int, trials: int | None
+) -> list[Job]:
+    jobs = []
+    for exercise in exercises:
+        exercise_key = exercise_hash(exercise)
+        grading = settings(seed, trials or exercise.spec.trials)
+        for name, path in students:
+            submission: Submission | None
+            try:
+                submission, problem = submission_from_path(path, exercise.spec.entry, name), ""
+            except GraderError as exc:  # this student's hand-in is unusable; the others are still graded
+                submission, problem = None, str(exc)
+            key = Key(name, exercise.id, submission_hash(submission, path), exercise_key, grading)
+            jobs.append(Job(exercise, name, path, submission, problem, key))
+    return jobs
+
+
+def run_class(
+    jobs: Sequence[Job],
+    gradebook: Gradebook,
+    run_id: int,
+    seed: int,
+    trials: int | None,
+    workers: int,
+    progress: Progress | None = None,
+) -> ClassRun:
+    outcome = ClassRun()
+    pending: list[Job] = []
+    for job in jobs:
+        stored = gradebook.stored(job.key)
+        if stored is None:
+            pending.append(job)
+            continue
+        outcome.results.append(stored)
+        outcome.reused += 1
+        if progress is not None:
+            progress(stored, True)
+
+    references: dict[str, References | None] = {}
+
+    def references_for(exercise: Exercise) -> References | None:
+        if exercise.id not in references:
+            try:
+                made = make_trials(exercise, seed, trials or exercise.spec.trials)
+                references[exercise.id] = compute_references(exercise, made)
+            except GraderError as exc:  # its graph fails on its own inputs: grade the other exercises
+                outcome.broken.append(exc)
+                references[exercise.id] = None
+        return references[exercise.id]
+
+    def one(job: Job, refs: References) -> SubmissionResult:
+        result = _grade(job, seed, refs)
+        gradebook.record(run_id, job.key, result)  # at once: a run killed later keeps it
+        return result
+
+    pool = ThreadPoolExecutor(max_workers=workers)
+    running: set[Future[SubmissionResult]] = set()
+    queue = list(pending)
+    try:
+        while queue or running:
+            while queue and len(running) < workers:
+                job = queue.pop(0)
+                refs = references_for(job.exercise)
+                if refs is not None:
+                    running.add(pool.submit(one, job, refs))
+            if not running:
+                continue
+            done, running = wait(running, return_when=FIRST_COMPLETED)
+            for future in done:
+                result = future.result()
+                outcome.results.append(result)
+                outcome.graded += 1
+                if progress is not None:
+                    progress(result, False)
+    except KeyboardInterrupt:
+        outcome.interrupted = True
+    finally:
+        # In-flight gradings finish and are recorded by their threads; nothing new starts.
+        pool.shutdown(wait=not outcome.interrupted, cancel_futures=True)
+    return outcome
+
+
+def _grade(job: Job, seed: int, references: References) -> SubmissionResult:
+    exercise, entry = job.exercise, job.exercise.spec.entry
+    if job.submission is None:
+        return not_runnable(exercise, job.student, job.path, seed, references, job.problem)
+    if not may_define(job.submission, entry):  # no need to start a worker to learn that
+        message = f"not handed in: none of the files defines {entry}()"
+        return not_runnable(exercise, job.student, job.path, seed, references, message, kind="not-submitted")
+    return grade(exercise, job.submission, seed, references=references)

@@ -1,0 +1,226 @@
+"""The gradebook: every graded (student, exercise) in one SQLite file, written as soon as it is graded.
+
+Each row keeps what the grade depends on — the submission's content hash, the exercise's hash (its spec
+and support files), the grader's version and the grading settings (seed, trials) — with the full result
+and the time. A re-run regrades only rows whose inputs changed; a run killed at any point loses at
+most the gradings in flight (each row is one committed transaction in WAL mode), and a row is never
+half-written. `grader report` re-renders results from here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import sqlite3
+import threading
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import grader
+from grader.compare import EntryError
+from grader.results import ErrorInfo, FailingCase, ReturnResult, SubmissionResult
+from grader.sandbox import Submission
+from grader.spec import SPEC_FILE, Exercise, Verdict
+
+DEFAULT_NAME = "grader-gradebook.sqlite"
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+    id INTEGER PRIMARY KEY,
+    started TEXT NOT NULL,
+    command TEXT NOT NULL,
+    grader_version TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS results (
+    student TEXT NOT NULL,
+    exercise TEXT NOT NULL,
+    submission_hash TEXT NOT NULL,
+    exercise_hash TEXT NOT NULL,
+    grader_version TEXT NOT NULL,
+    settings TEXT NOT NULL,
+    result TEXT NOT NULL,
+    graded_at TEXT NOT NULL,
+    run_id INTEGER NOT NULL REFERENCES runs(id),
+    PRIMARY KEY (student, exercise)
+);
+"""
+
+
+@dataclass(frozen=True)
+class Key:
+    """What a grade depends on; equal keys mean the stored result still holds."""
+
+    student: str
+    exercise: str
+    submission_hash: str
+    exercise_hash: str
+    settings: str  # JSON of the grading settings (seed, trials)
+
+
+class Gradebook:
+    """One SQLite file; safe to use from the grading threads (one connection, one lock)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=FULL")
+        self._db.executescript(_SCHEMA)
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    def start_run(self, command: str) -> int:
+        with self._lock:
+            cursor = self._db.execute(
+                "INSERT INTO runs (started, command, grader_version) VALUES (?, ?, ?)",
+                (_now(), command, grader.__version__),
+            )
+            return int(cursor.lastrowid or 0)
+
+    def stored(self, key: Key) -> SubmissionResult | None:
+        """The stored result, if it was graded from exactly these inputs by this grader version."""
+        with self._lock:
+            row = self._db.execute(
+                "SELECT result FROM results WHERE student = ? AND exercise = ? AND submission_hash = ? "
+                "AND exercise_hash = ? AND settings = ? AND grader_version = ?",
+                (*_identity(key), grader.__version__),
+            ).fetchone()
+        return None if row is None else decode(row[0])
+
+    def record(self, run_id: int, key: Key, result: SubmissionResult) -> None:
+        """Store one result, replacing the previous one of that (student, exercise), in one transaction."""
+        with self._lock:
+            self._db.execute(
+                "INSERT OR REPLACE INTO results (student, exercise, submission_hash, exercise_hash, "
+                "grader_version, settings, result, graded_at, run_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    key.student,
+                    key.exercise,
+                    key.submission_hash,
+                    key.exercise_hash,
+                    grader.__version__,
+                    key.settings,
+                    encode(result),
+                    _now(),
+                    run_id,
+                ),
+            )
+
+    def results(self) -> list[SubmissionResult]:
+        """Every stored result, by student then exercise."""
+        with self._lock:
+            rows = self._db.execute("SELECT result FROM results ORDER BY student, exercise").fetchall()
+        return [decode(row[0]) for row in rows]
+
+
+def _identity(key: Key) -> tuple[str, str, str, str, str]:
+    return key.student, key.exercise, key.submission_hash, key.exercise_hash, key.settings
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def submission_hash(submission: Submission | None, path: Path) -> str:
+    """sha256 over the hand-in's file names and contents (or over the path when it is unusable)."""
+    digest = hashlib.sha256()
+    if submission is None:
+        digest.update(f"unusable:{path}".encode())
+        return digest.hexdigest()
+    for relative in sorted(submission.files):
+        digest.update(relative.encode() + b"\0")
+        digest.update((submission.root / relative).read_bytes())
+        digest.update(b"\0")
+    return digest.hexdigest()
+
+
+def exercise_hash(exercise: Exercise) -> str:
+    """sha256 over what grading reads: the spec and the support files."""
+    digest = hashlib.sha256()
+    paths = [exercise.root / SPEC_FILE]
+    for relative in exercise.spec.support:
+        source = exercise.path_of(relative)
+        paths += sorted(p for p in source.rglob("*") if p.is_file()) if source.is_dir() else [source]
+    for path in paths:
+        digest.update(str(path.relative_to(exercise.root)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def settings(seed: int, trials: int) -> str:
+    return json.dumps({"seed": seed, "trials": trials}, sort_keys=True)
+
+
+# --- a lossless JSON form of SubmissionResult ------------------------------------------------------------
+
+
+def encode(result: SubmissionResult) -> str:
+    return json.dumps(_plain(result), allow_nan=True)
+
+
+def _plain(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, np.ndarray):
+        return {"__array__": value.tolist(), "dtype": str(value.dtype), "shape": list(value.shape)}
+    if isinstance(value, Verdict):
+        return value.value
+    if isinstance(value, tuple | list):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
+def decode(text: str) -> SubmissionResult:
+    data = json.loads(text)
+    return SubmissionResult(
+        **{
+            **data,
+            "returns": tuple(_return(r) for r in data["returns"]),
+            "error": _error(data["error"]),
+            "first_trial_error": _error(data["first_trial_error"]),
+        }
+    )
+
+
+def _error(data: dict[str, Any] | None) -> ErrorInfo | None:
+    return None if data is None else ErrorInfo(**data)
+
+
+def _return(data: dict[str, Any]) -> ReturnResult:
+    case = data["case"]
+    return ReturnResult(
+        **{
+            **data,
+            "verdict": Verdict(data["verdict"]),
+            "failing_entries": tuple(_entry(e) for e in data["failing_entries"]),
+            "case": None
+            if case is None
+            else FailingCase(
+                trial=case["trial"],
+                sizes=case["sizes"],
+                expected=_array(case["expected"]),
+                got=_array(case["got"]),
+                mask=_array(case["mask"]),
+            ),
+        }
+    )
+
+
+def _entry(data: dict[str, Any]) -> EntryError:
+    return EntryError(**{**data, "index": tuple(data["index"])})
+
+
+def _array(data: dict[str, Any] | None) -> np.ndarray | None:
+    if data is None:
+        return None
+    array: np.ndarray = np.array(data["__array__"], dtype=data["dtype"]).reshape(data["shape"])
+    return array

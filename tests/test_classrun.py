@@ -1,0 +1,119 @@
+"""`grader run` with its gradebook, as an instructor uses it: re-runs, a killed run, exports (real CLI)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from conftest import CORRECT_GRAPH2, TRANSPOSED_GRAPH2, copy_exercise, grader_command, write_source
+
+from grader.gradebook import DEFAULT_NAME
+
+STUDENTS = 6
+
+
+def _class(root: Path) -> tuple[Path, Path]:
+    exercises = root / "exercises"
+    copy_exercise(exercises / "graph2")
+    for i in range(STUDENTS):  # s0 and s3 transpose user_grad
+        source = TRANSPOSED_GRAPH2 if i % 3 == 0 else CORRECT_GRAPH2
+        write_source(root / "submissions" / f"s{i}" / "hw.py", source)
+    return exercises, root / "submissions"
+
+
+def _run(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
+    command = [*grader_command(), "run", *map(str, args)]
+    return subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=cwd, check=False)
+
+
+def _rows(book: Path) -> list[tuple[str, str, int, str]]:
+    with sqlite3.connect(book) as db:
+        query = "SELECT student, exercise, run_id, graded_at FROM results ORDER BY student"
+        return db.execute(query).fetchall()
+
+
+def test_a_rerun_with_nothing_changed_grades_nothing(tmp_path: Path) -> None:
+    exercises, submissions = _class(tmp_path)
+    first = _run(exercises, "--trials", "20", cwd=tmp_path)
+    assert first.returncode == 1, first.stderr  # two transposed students
+    assert f"{STUDENTS} graded, 0 unchanged" in first.stderr
+    book = tmp_path / DEFAULT_NAME
+    before = _rows(book)
+    again = _run(exercises, "--trials", "20", cwd=tmp_path)
+    assert f"0 graded, {STUDENTS} unchanged" in again.stderr
+    assert again.stdout == first.stdout  # the same table, from the gradebook
+    assert _rows(book) == before
+    write_source(submissions / "s1" / "hw.py", TRANSPOSED_GRAPH2)  # one student hands in again
+    third = _run(exercises, "--trials", "20", cwd=tmp_path)
+    assert f"1 graded, {STUDENTS - 1} unchanged" in third.stderr
+    changed = {row[0] for row in _rows(book)} - {row[0] for row in set(_rows(book)) & set(before)}
+    assert changed == {"s1"}
+    other_seed = _run(exercises, "--trials", "20", "--seed", "5", cwd=tmp_path)
+    assert f"{STUDENTS} graded, 0 unchanged" in other_seed.stderr
+
+
+@pytest.mark.skipif(not hasattr(os, "killpg"), reason="needs process groups")
+def test_a_run_killed_halfway_resumes_without_regrading(tmp_path: Path) -> None:
+    exercises, _ = _class(tmp_path)
+    book = tmp_path / DEFAULT_NAME
+    command = [*grader_command(), "run", str(exercises), "--trials", "200", "-j", "1"]
+    process = subprocess.Popen(
+        command, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline:
+        if book.exists() and len(_safe_rows(book)) >= 2:
+            break
+        time.sleep(0.05)
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+    finished = _safe_rows(book)
+    assert 2 <= len(finished) < STUDENTS, "the run was not killed halfway"
+    resumed = _run(exercises, "--trials", "200", cwd=tmp_path)
+    assert f"{STUDENTS - len(finished)} graded, {len(finished)} unchanged" in resumed.stderr, resumed.stderr
+    rows = _rows(book)
+    assert sorted(r[0] for r in rows) == [f"s{i}" for i in range(STUDENTS)]  # each exactly once
+    assert set(finished) <= set(rows)  # the finished ones were not regraded
+
+
+def _safe_rows(book: Path) -> list[tuple[str, str, int, str]]:
+    try:
+        return _rows(book)
+    except sqlite3.Error:  # created but not yet initialised
+        return []
+
+
+def test_exports_and_report(tmp_path: Path) -> None:
+    exercises, _ = _class(tmp_path)
+    out = tmp_path / "out"
+    ran = _run(exercises, "--trials", "10", "--out", out, cwd=tmp_path)
+    assert ran.returncode == 1, ran.stderr
+    with (out / "gradebook.csv").open(newline="", encoding="utf-8") as handle:
+        table = list(csv.DictReader(handle))
+    assert [row["student"] for row in table] == [f"s{i}" for i in range(STUDENTS)]
+    assert {row["graph2"] for row in table} == {"10", "6"}
+    assert table[0]["total"] == "6" and table[0]["max_total"] == "10"
+    results = json.loads((out / "s0" / "results.json").read_text(encoding="utf-8"))
+    assert results["score"] == 6 and results["max_score"] == 10
+    assert {t["status"] for t in results["tests"]} == {"passed", "failed"}
+    summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    assert summary["exercises"]["graph2"]["returns"]["user_grad"]["verdicts"] == {"logic": 2, "pass": 4}
+
+    report = subprocess.run(
+        [*grader_command(), "report", str(exercises), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+        check=False,
+    )
+    lines = [json.loads(line) for line in report.stdout.splitlines()]
+    assert sorted(line["student"] for line in lines) == [f"s{i}" for i in range(STUDENTS)]
+    assert report.returncode == 1
