@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import CORRECT_GRAPH2, TRANSPOSED_GRAPH2, copy_exercise, grader_command, write_source
+from conftest import CORRECT_GRAPH2, EXERCISES, TRANSPOSED_GRAPH2, copy_exercise, grader_command, write_source
 
 from grader.gradebook import DEFAULT_NAME
 
@@ -117,3 +117,44 @@ def test_exports_and_report(tmp_path: Path) -> None:
     lines = [json.loads(line) for line in report.stdout.splitlines()]
     assert sorted(line["student"] for line in lines) == [f"s{i}" for i in range(STUDENTS)]
     assert report.returncode == 1
+
+
+def test_gradescope_writes_results_for_one_submission(tmp_path: Path) -> None:
+    exercises = tmp_path / "source" / "exercises"
+    copy_exercise(exercises / "graph2")
+    copy_exercise(exercises / "reciprocal", source=EXERCISES / "reciprocal")
+    submission = tmp_path / "submission"
+    write_source(submission / "graph2.py", TRANSPOSED_GRAPH2)
+    results_file = tmp_path / "results" / "results.json"
+    command = [*grader_command(), "gradescope", str(exercises), "--submission", str(submission)]
+    done = subprocess.run(
+        [*command, "--results", str(results_file), "--trials", "10"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    results = json.loads(results_file.read_text(encoding="utf-8"))
+    assert results["score"] == 6 and results["max_score"] == 20
+    by_name = {t["name"]: t for t in results["tests"]}
+    assert by_name["graph2: user_grad"]["status"] == "failed"
+    assert by_name["graph2: f"]["status"] == "passed"
+    assert "not handed in" in by_name["reciprocal: loss"]["output"]
+    assert list(results_file.parent.iterdir()) == [results_file]  # nothing else left beside it
+
+
+def test_gradescope_writes_results_even_when_the_autograder_is_broken(tmp_path: Path) -> None:
+    results_file = tmp_path / "results" / "results.json"
+    command = [*grader_command(), "gradescope", str(tmp_path / "no_exercises_here")]
+    done = subprocess.run(
+        [*command, "--submission", str(tmp_path), "--results", str(results_file)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0
+    results = json.loads(results_file.read_text(encoding="utf-8"))
+    assert results["score"] == 0
+    assert "not your fault" in results["output"]

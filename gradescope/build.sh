@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Build the zip to upload as a Gradescope "Autograder": bash gradescope/build.sh EXERCISES_DIR OUT.zip
+# It holds setup.sh and run_autograder at the top, the grader's source in grader/, and the exercises
+# to grade in exercises/ (one exercise folder, or a folder of them).
+set -euo pipefail
+if [ $# -ne 2 ]; then
+    echo "usage: bash gradescope/build.sh EXERCISES_DIR OUT.zip" >&2
+    exit 2
+fi
+exercises=$(cd "$1" && pwd)
+out=$(cd "$(dirname "$2")" && pwd)/$(basename "$2")
+repo=$(cd "$(dirname "$0")/.." && pwd)
+stage=$(mktemp -d)
+trap 'rm -rf "$stage"' EXIT
+cp "$repo/gradescope/setup.sh" "$repo/gradescope/run_autograder" "$stage/"
+mkdir -p "$stage/grader"
+cp -r "$repo/grader" "$repo/pyproject.toml" "$repo/README.md" "$stage/grader/"
+if [ -f "$exercises/exercise.yaml" ]; then
+    mkdir -p "$stage/exercises" && cp -r "$exercises" "$stage/exercises/"
+else
+    cp -r "$exercises" "$stage/exercises"
+fi
+find "$stage" -name __pycache__ -prune -exec rm -rf {} +
+rm -f "$out"
+(cd "$stage" && python3 -m zipfile -c "$out" setup.sh run_autograder grader exercises)
+echo "wrote $out: upload it as the assignment's autograder (Ubuntu image)"
