@@ -3,7 +3,7 @@
 A (student, exercise) whose submission, exercise, settings and grader version are unchanged since it was
 last graded is taken from the gradebook; the rest are graded in parallel, and each result is written to
 the gradebook the moment it exists. References are computed only for exercises with something to grade.
-Ctrl-C cancels what has not started; what finished is kept.
+Ctrl-C cancels what has not started and lets what is in flight finish; everything finished is kept.
 """
 
 from __future__ import annotations
@@ -122,10 +122,16 @@ def run_class(
                 if progress is not None:
                     progress(result, False)
     except KeyboardInterrupt:
+        # Nothing new starts; the gradings in flight finish (within their deadlines) and count as done.
+        # A second Ctrl-C abandons them.
         outcome.interrupted = True
+        pool.shutdown(wait=True, cancel_futures=True)
+        for future in running:
+            if not future.cancelled() and future.exception() is None:
+                outcome.results.append(future.result())
+                outcome.graded += 1
     finally:
-        # In-flight gradings finish and are recorded by their threads; nothing new starts.
-        pool.shutdown(wait=not outcome.interrupted, cancel_futures=True)
+        pool.shutdown(wait=False, cancel_futures=True)
     return outcome
 
 

@@ -158,3 +158,23 @@ def test_gradescope_writes_results_even_when_the_autograder_is_broken(tmp_path: 
     results = json.loads(results_file.read_text(encoding="utf-8"))
     assert results["score"] == 0
     assert "not your fault" in results["output"]
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGINT"), reason="needs SIGINT")
+def test_ctrl_c_stops_cleanly_and_keeps_what_is_done(tmp_path: Path) -> None:
+    exercises, _ = _class(tmp_path)
+    book = tmp_path / DEFAULT_NAME
+    command = [*grader_command(), "run", str(exercises), "--trials", "200", "-j", "1"]
+    pipe = subprocess.PIPE
+    process = subprocess.Popen(command, cwd=tmp_path, stdout=pipe, stderr=pipe, text=True, start_new_session=True)
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline and len(_safe_rows(book)) < 1:
+        time.sleep(0.05)
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=120)
+    assert process.returncode == 130, stderr
+    kept = _safe_rows(book)
+    assert 1 <= len(kept) < STUDENTS
+    assert f"interrupted: {STUDENTS - len(kept)} left to grade" in " ".join(stderr.split())
+    resumed = _run(exercises, "--trials", "200", cwd=tmp_path)
+    assert f"{STUDENTS - len(kept)} graded, {len(kept)} unchanged" in resumed.stderr
