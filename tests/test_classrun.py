@@ -165,8 +165,14 @@ def test_ctrl_c_stops_cleanly_and_keeps_what_is_done(tmp_path: Path) -> None:
     exercises, _ = _class(tmp_path)
     book = tmp_path / DEFAULT_NAME
     command = [*grader_command(), "run", str(exercises), "--trials", "200", "-j", "1"]
-    pipe = subprocess.PIPE
-    process = subprocess.Popen(command, cwd=tmp_path, stdout=pipe, stderr=pipe, text=True, start_new_session=True)
+    process = subprocess.Popen(
+        command,
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     deadline = time.monotonic() + 240
     while time.monotonic() < deadline and len(_safe_rows(book)) < 1:
         time.sleep(0.05)
