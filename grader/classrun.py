@@ -98,7 +98,11 @@ def run_class(
         return references[exercise.id]
 
     def one(job: Job, refs: References) -> SubmissionResult:
-        result = _grade(job, seed, refs)
+        try:
+            result = _grade(job, seed, refs)
+        except Exception as exc:  # the grader's own failure on this one: report it, grade the others
+            message = f"the grader failed on this submission (not the student's fault): {exc!r}"
+            return not_runnable(job.exercise, job.student, job.path, seed, refs, message, kind="internal")
         gradebook.record(run_id, job.key, result)  # at once: a run killed later keeps it
         return result
 

@@ -172,6 +172,8 @@ def _plain(value: Any) -> Any:
         return {"__array__": value.tolist(), "dtype": str(value.dtype), "shape": list(value.shape)}
     if isinstance(value, Verdict):
         return value.value
+    if isinstance(value, np.generic):  # numpy's bool, int and float scalars
+        return value.item()
     if isinstance(value, tuple | list):
         return [_plain(v) for v in value]
     if isinstance(value, dict):
@@ -219,8 +221,10 @@ def _entry(data: dict[str, Any]) -> EntryError:
     return EntryError(**{**data, "index": tuple(data["index"])})
 
 
-def _array(data: dict[str, Any] | None) -> np.ndarray | None:
+def _array(data: dict[str, Any] | bool | float | None) -> Any:
     if data is None:
         return None
+    if not isinstance(data, dict):  # a numpy scalar where an array usually is (a scalar return's mask)
+        return np.asarray(data)[()]
     array: np.ndarray = np.array(data["__array__"], dtype=data["dtype"]).reshape(data["shape"])
     return array

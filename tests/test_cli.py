@@ -379,8 +379,10 @@ def test_run_marks_exercises_a_student_did_not_attempt(run_grader: Run, work: Pa
     copy_exercise(exercises / "reciprocal", source=EXERCISES / "reciprocal")
     students = work / "class_missing" / "submissions"
     write_source(students / "erin" / "hw.py", CORRECT_GRAPH2)  # graph2 only
+    (students / "finn").mkdir()
+    (students / "finn" / "reciprocal.py").write_bytes((EXERCISES / "reciprocal" / "solution.py").read_bytes())
     proc = run_grader("run", exercises, "--submissions", students, "--trials", "5", "--json")
-    graded = {line["exercise"]: line for line in json_lines(proc.stdout)}
+    graded = {line["exercise"]: line for line in json_lines(proc.stdout) if line["student"] == "erin"}
     assert graded["graph2"]["error"] is None and graded["graph2"]["score"] == 10
     assert graded["reciprocal"]["error"]["kind"] == "not-submitted"
     assert "reciprocal()" in graded["reciprocal"]["error"]["message"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sqlite3
 import threading
 from pathlib import Path
@@ -13,7 +14,7 @@ from conftest import CORRECT_GRAPH2, TRANSPOSED_GRAPH2, grade_source
 from grader import gradebook
 from grader.gradebook import Gradebook, Key
 from grader.report.exports import class_summary, gradescope_results
-from grader.results import SubmissionResult
+from grader.results import ErrorInfo, SubmissionResult
 from grader.spec import Exercise
 
 
@@ -106,3 +107,24 @@ def test_the_class_summary_counts_verdicts_and_failing_entries(
     assert summary["submissions"] == 2 and summary["passed"] == 1
     assert summary["returns"]["user_grad"]["verdicts"] == {"pass": 1, "logic": 1}
     assert summary["returns"]["user_grad"]["failing_entries"]
+
+
+def test_numpy_scalars_in_a_result_are_stored_as_plain_numbers(correct: SubmissionResult) -> None:
+    odd = dataclasses.replace(
+        correct,
+        seed=np.int64(3),
+        error=ErrorInfo("exception", "boom", trial=np.int64(2)),
+        seconds=np.float32(1.5),
+        only_trial=np.bool_(True),  # type: ignore[arg-type]
+    )
+    back = gradebook.decode(gradebook.encode(odd))
+    assert (back.seed, back.seconds, back.only_trial) == (3, 1.5, True)
+    assert back.error is not None and back.error.trial == 2
+
+
+def test_a_failing_scalar_return_round_trips(graph2: Exercise, tmp_path: Path) -> None:
+    doubled_f = CORRECT_GRAPH2.replace("return f, W.grad", "return 2 * f, W.grad")
+    result = grade_source(graph2, tmp_path, "doubled.py", doubled_f, trials=4)
+    assert result.returns[0].case is not None  # a failing case for the scalar f
+    back = gradebook.decode(gradebook.encode(result))
+    assert gradebook.encode(back) == gradebook.encode(result)

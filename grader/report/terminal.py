@@ -143,22 +143,24 @@ def render_class(
     console: Console, results: Sequence[SubmissionResult], exercises: Sequence[str], students: Sequence[str]
 ) -> None:
     by_key = {(r.student, r.exercise): r for r in results}
+    # Exercises nobody handed in would be columns of dashes: named once below the table instead.
+    attempted = [e for e in exercises if any(not _not_submitted(r) for r in results if r.exercise == e)]
     table = Table(title="grades", header_style="bold")
-    table.add_column("student")
-    for exercise in exercises:
+    table.add_column("student", no_wrap=True)
+    for exercise in attempted:
         table.add_column(exercise, justify="center")
-    table.add_column("total", justify="right")
+    table.add_column("total", justify="right", no_wrap=True)
     for student in students:
         cells = []
         total = maximum = 0.0
         for exercise in exercises:
             result = by_key.get((student, exercise))
-            if result is None:
-                cells.append("[dim]—[/]")
+            if result is not None:
+                total += result.score
+                maximum += result.max_score
+            if exercise not in attempted:
                 continue
-            total += result.score
-            maximum += result.max_score
-            if _not_submitted(result):
+            if result is None or _not_submitted(result):
                 cells.append("[dim]—[/]")
             else:
                 cells.append(f"{result.score:g}/{result.max_score:g} {verdict_text(result.worst)}")
@@ -166,8 +168,11 @@ def render_class(
     console.print(table)
     if any(_not_submitted(r) for r in results):
         console.print("[dim]— not handed in[/]")
+    nobody = [e for e in exercises if e not in attempted]
+    if nobody:
+        console.print(f"[dim]handed in by nobody (0 for everyone): {escape(', '.join(nobody))}[/]")
     problems = [r for r in results if not r.passed]
-    if problems:
+    if any(not _not_submitted(r) or r.exercise in attempted for r in problems):
         console.print("[bold]what failed[/]")
     missing: dict[str, list[str]] = {}
     for result in problems:
@@ -186,7 +191,9 @@ def render_class(
                 console.print(f"    {escape(ret.name)} {verdict_text(ret.verdict)}: {escape(ret.message)}")
         console.print(f"    [dim]{escape(result.repro(_focus_trial(result)))}[/]")
     for student, exercises_missing in missing.items():
-        console.print(f"  [bold]{escape(student)}[/] did not hand in: {escape(', '.join(exercises_missing))}")
+        shown = [e for e in exercises_missing if e in attempted]
+        if shown:
+            console.print(f"  [bold]{escape(student)}[/] did not hand in: {escape(', '.join(shown))}")
 
 
 def _not_submitted(result: SubmissionResult) -> bool:
