@@ -29,6 +29,7 @@ from grader.trials import make_trials
 TRIALS = 200  # as `grader validate` uses by default: enough for every declared mistake to show
 SEED = 0
 FLOAT32 = "solution on float32 inputs"
+DISCRIMINATION_TRIALS = 100  # `grader validate` uses 200; every standard mistake shows on far fewer
 
 
 def _raw_spec(folder: Path) -> Mapping[str, Any]:
@@ -187,6 +188,6 @@ def test_exercise_gradients_and_test_points(exercise_id: str) -> None:
     exercise = load_exercise(EXERCISES / exercise_id)
     for check in (
         validation.finite_differences(exercise, make_trials(exercise, SEED, validation.FD_TRIALS)),
-        validation.discrimination(exercise, make_trials(exercise, SEED, TRIALS)),
+        validation.discrimination(exercise, make_trials(exercise, SEED, DISCRIMINATION_TRIALS)),
     ):
         assert check.ok, f"{check.name}: {check.detail}"
