@@ -23,6 +23,7 @@ import numpy as np
 
 import grader
 from grader.compare import EntryError
+from grader.errors import UsageError
 from grader.results import ErrorInfo, FailingCase, ReturnResult, SubmissionResult
 from grader.sandbox import Submission
 from grader.spec import SPEC_FILE, Exercise, Verdict
@@ -66,12 +67,16 @@ class Gradebook:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=FULL")
-        self._db.executescript(_SCHEMA)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=FULL")
+            self._db.executescript(_SCHEMA)
+        except (OSError, sqlite3.Error) as exc:
+            why = f"cannot use this file as the gradebook ({exc})"
+            raise UsageError(f"{path}: {why}; pass --gradebook FILE to name another") from None
 
     def close(self) -> None:
         with self._lock:

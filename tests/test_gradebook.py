@@ -12,6 +12,7 @@ import pytest
 from conftest import CORRECT_GRAPH2, TRANSPOSED_GRAPH2, grade_source
 
 from grader import gradebook
+from grader.errors import UsageError
 from grader.gradebook import Gradebook, Key
 from grader.report.exports import class_summary, gradescope_results
 from grader.results import ErrorInfo, SubmissionResult
@@ -128,3 +129,10 @@ def test_a_failing_scalar_return_round_trips(graph2: Exercise, tmp_path: Path) -
     assert result.returns[0].case is not None  # a failing case for the scalar f
     back = gradebook.decode(gradebook.encode(result))
     assert gradebook.encode(back) == gradebook.encode(result)
+
+
+def test_a_file_that_is_not_a_gradebook_is_a_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "notes.txt"
+    path.write_text("not a database", encoding="utf-8")
+    with pytest.raises(UsageError, match=r"cannot use this file as the gradebook .*--gradebook FILE"):
+        Gradebook(path)
