@@ -43,7 +43,7 @@ class ClassRun:
     broken: list[GraderError] = field(default_factory=list)  # exercises whose references fail
 
 
-Progress = Callable[[SubmissionResult, bool], None]  # (result, taken from the gradebook)
+Progress = Callable[[SubmissionResult], None]  # told of each result, graded or from the gradebook
 
 
 def plan(
@@ -83,7 +83,7 @@ def run_class(
         outcome.results.append(stored)
         outcome.reused += 1
         if progress is not None:
-            progress(stored, True)
+            progress(stored)
 
     references: dict[str, References | None] = {}
 
@@ -124,7 +124,7 @@ def run_class(
                 outcome.results.append(result)
                 outcome.graded += 1
                 if progress is not None:
-                    progress(result, False)
+                    progress(result)
     except KeyboardInterrupt:
         # Nothing new starts; the gradings in flight finish (within their deadlines) and count as done.
         # A second Ctrl-C abandons them.

@@ -198,18 +198,18 @@ def _run(args: argparse.Namespace, console: Console, errors: Console) -> int:
     run_id = gradebook.start_run(" ".join(sys.argv))
     with _progress(errors, len(jobs), enabled=not args.json) as advance:
 
-        def progress(result: SubmissionResult, reused: bool) -> None:
+        def progress(result: SubmissionResult) -> None:
             if args.json:
                 print(to_json_line(result), flush=True)
-            advance(reused)
+            advance()
 
         outcome = run_class(jobs, gradebook, run_id, args.seed, args.trials, args.jobs, progress)
     gradebook.close()
     for exc in outcome.broken:
         errors.print(f"[bold red]spec error:[/] {escape(str(exc))} — this exercise is skipped")
     broken += outcome.broken
-    graded = {r.exercise for r in outcome.results}
-    shown = [e.id for e in exercises if e.id in graded or not outcome.broken]
+    graded = {r.exercise for r in outcome.results}  # not those whose graph failed on its own inputs
+    shown = [e.id for e in exercises if e.id in graded]
     _finish(args, console, outcome.results, shown, [name for name, _ in students])
     errors.print(
         f"[dim]{outcome.graded} graded, {outcome.reused} unchanged since the last run (from the gradebook "
@@ -301,17 +301,17 @@ def _gradebook_path(args: argparse.Namespace, submissions: Path) -> Path:
 
 
 @contextlib.contextmanager
-def _progress(errors: Console, total: int, enabled: bool) -> Iterator[Callable[[bool], None]]:
+def _progress(errors: Console, total: int, enabled: bool) -> Iterator[Callable[[], None]]:
     """A progress bar with counts and ETA on a terminal's stderr; nothing elsewhere."""
     if not (enabled and errors.is_terminal):
-        yield lambda reused: None
+        yield lambda: None
         return
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
     columns = (TextColumn("grading"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
     with Progress(*columns, console=errors, transient=True) as bar:
         task = bar.add_task("grading", total=total)
-        yield lambda reused: bar.advance(task)
+        yield lambda: bar.advance(task)
 
 
 def _validate(args: argparse.Namespace, console: Console, errors: Console) -> int:

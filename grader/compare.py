@@ -123,23 +123,19 @@ def ulp(values: np.ndarray, precision: Precision) -> np.ndarray:
 def envelope(expected: np.ndarray, spread: np.ndarray | None, precision: Precision) -> np.ndarray:
     """The rounding envelope of one trial's return at `precision` (see the module's docstring)."""
     stacked_spread = None if spread is None else spread[np.newaxis]
-    eps, tiny = np.array([precision.eps]), np.array([precision.tiny])
-    allowed: np.ndarray = _envelopes(expected[np.newaxis], stacked_spread, eps, tiny)[0]
+    allowed: np.ndarray = _envelopes(expected[np.newaxis], stacked_spread, precision)[0]
     return allowed
 
 
-def _envelopes(
-    expected: np.ndarray, spread: np.ndarray | None, eps: np.ndarray, tiny: np.ndarray
-) -> np.ndarray:
-    """Envelopes of a stack of trials (axis 0), each with its own precision's eps and tiny."""
+def _envelopes(expected: np.ndarray, spread: np.ndarray | None, precision: Precision) -> np.ndarray:
+    """Envelopes of a stack of trials (axis 0) judged at one precision."""
     axes = tuple(range(1, expected.ndim))
     scale = np.max(np.abs(expected), axis=axes, keepdims=True) if expected[0].size else np.zeros(1)
-    shape = (-1,) + (1,) * (expected.ndim - 1)
     if spread is None:
         magnitude = FALLBACK_MAGNITUDE_FACTOR * (np.abs(expected) + scale)
     else:
         magnitude = MAGNITUDE_FACTOR * (np.abs(expected) + scale) + SPREAD_FACTOR * spread
-    allowed: np.ndarray = eps.reshape(shape) * magnitude + MAGNITUDE_FACTOR * tiny.reshape(shape)
+    allowed: np.ndarray = precision.eps * magnitude + MAGNITUDE_FACTOR * precision.tiny
     return allowed
 
 
@@ -231,17 +227,13 @@ def _compare_stack(
     precision: Precision,
     reason: str,
 ) -> list[Comparison]:
-    batch = len(trials)
-    precisions, reasons = [precision] * batch, [reason] * batch
-    eps = np.full(batch, precision.eps)
-    tiny = np.full(batch, precision.tiny)
     # An infinity where the true value exceeds the format's range is the best that format can do.
     beyond_range = np.abs(expected) > precision.largest
     both_inf = np.isinf(got64) & (np.sign(got64) == np.sign(expected)) & (np.isinf(expected) | beyond_range)
     with np.errstate(invalid="ignore"):
         abs_error = np.where(both_inf, 0.0, np.abs(got64 - expected))
     abs_error = np.where(np.isnan(abs_error), np.inf, abs_error)
-    ratio = abs_error / _envelopes(expected, spread, eps, tiny)
+    ratio = abs_error / _envelopes(expected, spread, precision)
     within_envelope = ratio <= 1.0
     if spec.explicit_tolerance:
         within_tolerance = abs_error <= (spec.atol or 0.0) + (spec.rtol or 0.0) * np.abs(expected)
@@ -261,8 +253,8 @@ def _compare_stack(
                 Comparison(
                     trials[b],
                     Verdict.PASS,
-                    precisions[b].name,
-                    reasons[b],
+                    precision.name,
+                    reason,
                     float(max_ratio[b]),
                     entries=entries,
                 )
@@ -277,8 +269,8 @@ def _compare_stack(
                 ratio[b],
                 failing_mask[b],
                 bool(envelope_ok[b]),
-                precisions[b],
-                reasons[b],
+                precision,
+                reason,
             )
         )
     return results

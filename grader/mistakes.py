@@ -30,23 +30,35 @@ class Mistake:
 
 
 def standard_mistakes(
-    exercise: Exercise, ret: ReturnSpec, trials: list[Trial], expected: Expected
-) -> Iterator[Mistake]:
-    """Every standard mistake that applies to return `ret`, with its outputs on `trials`."""
-    for name, change in _output_changes(exercise):
-        outputs = {}
-        for trial in trials:
-            changed = change(trial, expected[trial.index][ret.name])
-            if changed is not None:
-                outputs[trial.index] = changed
-        if outputs:
-            yield Mistake(name, outputs)
-    for name, variant in _graph_variants(exercise, ret):
-        try:
-            computed = reference_returns(variant, trials)
-        except Exception:  # a variant the graph cannot evaluate is no mistake to test
-            continue
-        yield Mistake(name, {t.index: computed[t.index][ret.name] for t in trials})
+    exercise: Exercise, trials: list[Trial], expected: Expected
+) -> Iterator[tuple[ReturnSpec, Mistake]]:
+    """Every standard mistake with the return it changes and its outputs on `trials`; a changed graph
+    is evaluated once for all the returns it changes."""
+    for ret in exercise.spec.returns:
+        for name, change in _output_changes(exercise):
+            outputs = {}
+            for trial in trials:
+                changed = change(trial, expected[trial.index][ret.name])
+                if changed is not None:
+                    outputs[trial.index] = changed
+            if outputs:
+                yield ret, Mistake(name, outputs)
+        for name, variant in _wrong_inputs(exercise, ret):
+            computed = _evaluated(variant, trials)
+            if computed is not None:
+                yield ret, Mistake(name, {t.index: computed[t.index][ret.name] for t in trials})
+    for name, variant in _changed_terms(exercise):
+        computed = _evaluated(variant, trials)
+        if computed is not None:
+            for ret in exercise.spec.returns:
+                yield ret, Mistake(name, {t.index: computed[t.index][ret.name] for t in trials})
+
+
+def _evaluated(variant: Exercise, trials: list[Trial]) -> dict[int, Mapping[str, np.ndarray]] | None:
+    try:
+        return reference_returns(variant, trials)
+    except Exception:  # a variant the graph cannot evaluate is no mistake to test
+        return None
 
 
 Change = Callable[[Trial, np.ndarray], np.ndarray | None]
@@ -72,21 +84,25 @@ def _scaled_by(size: str, power: int) -> Change:
     return change
 
 
-def _graph_variants(exercise: Exercise, ret: ReturnSpec) -> Iterator[tuple[str, Exercise]]:
+def _wrong_inputs(exercise: Exercise, ret: ReturnSpec) -> Iterator[tuple[str, Exercise]]:
+    """The exercise reduced to `ret`, taken with respect to each other input of the same shape."""
     target = ret.grad or ret.vjp
-    if target is not None:
-        shape = exercise.spec.inputs[target.wrt].shape
-        upstream = ret.vjp.upstream if ret.vjp is not None else None
-        for name, spec in exercise.spec.inputs.items():
-            if name in (target.wrt, upstream) or spec.is_integer or spec.shape != shape:
-                continue
-            moved: GradSpec | VjpSpec = target.model_copy(update={"wrt": name})
-            kind = "grad" if ret.grad is not None else "vjp"
-            returns = tuple(
-                r.model_copy(update={kind: moved}) if r.name == ret.name else r for r in exercise.spec.returns
-            )
-            variant = replace(exercise, spec=exercise.spec.model_copy(update={"returns": returns}))
-            yield f"the gradient with respect to {name} instead of {target.wrt}", variant
+    if target is None:
+        return
+    shape = exercise.spec.inputs[target.wrt].shape
+    upstream = ret.vjp.upstream if ret.vjp is not None else None
+    kind = "grad" if ret.grad is not None else "vjp"
+    for name, spec in exercise.spec.inputs.items():
+        if name in (target.wrt, upstream) or spec.is_integer or spec.shape != shape:
+            continue
+        moved: GradSpec | VjpSpec = target.model_copy(update={"wrt": name})
+        returns = (ret.model_copy(update={kind: moved}),)
+        variant = replace(exercise, spec=exercise.spec.model_copy(update={"returns": returns}))
+        yield f"the gradient with respect to {name} instead of {target.wrt}", variant
+
+
+def _changed_terms(exercise: Exercise) -> Iterator[tuple[str, Exercise]]:
+    """The exercise with one term of a sum in its graph dropped, halved or doubled."""
     for position, assignment in enumerate(exercise.program.assignments):
         terms = _terms(assignment.expr)
         if len(terms) < 2:

@@ -126,10 +126,9 @@ class _RoundingNoise(TorchDispatchMode):  # type: ignore[no-untyped-call]
         # which imports torch._dynamo on first use: 1.2 s, on the path of every `grader check`.
         return False
 
-    def __init__(self, noise: float, sample: int) -> None:
+    def __init__(self, noise: float) -> None:
         super().__init__()  # type: ignore[no-untyped-call]
         self.noise = noise
-        self.sample = sample
 
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         kwargs = kwargs or {}
@@ -142,7 +141,8 @@ class _RoundingNoise(TorchDispatchMode):  # type: ignore[no-untyped-call]
             magnitude = func(*absolute, **kwargs)
         else:
             magnitude = result.abs()
-        return _perturbed(result, magnitude, self.noise, self.sample)
+        # One sample number for every copy: the copies' values already differ (see _evaluate_group).
+        return _perturbed(result, magnitude, self.noise, 0)
 
 
 def _perturbed(
@@ -196,7 +196,7 @@ def _evaluate_group(
     if noise:  # inputs are rounded too, when the student converts them to a lower precision
         copies = torch.arange(samples).repeat_interleave(len(group))
         args = [_perturbed_copies(a, noise, copies) if a.is_floating_point() else a for a in args]
-    with _RoundingNoise(noise, 0) if noise else contextlib.nullcontext():
+    with _RoundingNoise(noise) if noise else contextlib.nullcontext():
         try:
             batched = torch.func.vmap(forward)(*args)
         except Exception:  # an operation without a batching rule: evaluate trial by trial instead
@@ -247,7 +247,7 @@ def _all_returns(
         elif ret.vjp is not None:
             by_objective[(ret.vjp.of, ret.vjp.upstream)].append(ret)
     for (of_name, upstream_name), members in by_objective.items():
-        objective = _objective(members[0], values[of_name], inputs, upstream_name)
+        objective = _objective(members[0].name, of_name, values[of_name], inputs, upstream_name)
         wrts = [inputs[_wrt(ret)] for ret in members]
         if not objective.requires_grad:
             grads: tuple[torch.Tensor | None, ...] = (None,) * len(wrts)
@@ -265,23 +265,25 @@ def _wrt(ret: ReturnSpec) -> str:
 
 
 def _objective(
-    ret: ReturnSpec, of: torch.Tensor, inputs: Mapping[str, torch.Tensor], upstream_name: str | None
+    return_name: str,
+    of_name: str,
+    of: torch.Tensor,
+    inputs: Mapping[str, torch.Tensor],
+    upstream_name: str | None,
 ) -> torch.Tensor:
     # Each trial's output depends only on its own inputs, so one backward of the batch sum gives every
     # trial's gradient at once.
     if upstream_name is None:
         if of[0].numel() != 1:  # a one-element output counts as a scalar
-            of_name = ret.grad.of if ret.grad is not None else ""
             raise ReferenceError(
-                f"return '{ret.name}': grad of '{of_name}' needs a scalar, but it has shape "
+                f"return '{return_name}': grad of '{of_name}' needs a scalar, but it has shape "
                 f"{tuple(of.shape[1:])}; use vjp with an upstream input instead"
             )
         return of.sum()
     upstream = inputs[upstream_name].detach()
     if upstream.shape != of.shape:
-        of_name = ret.vjp.of if ret.vjp is not None else ""
         raise ReferenceError(
-            f"return '{ret.name}': upstream '{upstream_name}' has shape {tuple(upstream.shape[1:])}, "
+            f"return '{return_name}': upstream '{upstream_name}' has shape {tuple(upstream.shape[1:])}, "
             f"but '{of_name}' has shape {tuple(of.shape[1:])}"
         )
     return (of * upstream).sum()

@@ -51,28 +51,33 @@ def may_define(submission: Submission, name: str) -> bool:
     """Whether any of the files could define `name`: it binds it, star-imports, or does not even parse
     (then running it says what is wrong). False means the exercise was not handed in."""
     for relative in submission.files:
-        path = submission.root / relative
-        try:
-            text = notebooks.convert(path).source if path.suffix == notebooks.SUFFIX else path.read_text()
-            tree = ast.parse(text)
-        except (SyntaxError, ValueError, OSError, notebooks.NotebookError):
-            return True
-        star = any(isinstance(n, ast.ImportFrom) and any(a.name == "*" for a in n.names) for n in tree.body)
-        if star or defines(path, name):
+        tree = _parsed(submission.root / relative)
+        if tree is None or _star_imports(tree) or _binds(tree, name):
             return True
     return False
 
 
 def defines(path: Path, name: str) -> bool:
     """Whether the file binds `name` at its top level (def, assignment or import), read without running it."""
+    tree = _parsed(path)
+    return tree is not None and _binds(tree, name)
+
+
+def _parsed(path: Path) -> ast.Module | None:
+    """The file's syntax tree (a notebook's code cells), or None when it cannot be read or parsed."""
     try:
         if path.suffix == notebooks.SUFFIX:
-            text = notebooks.convert(path).source
-        else:
-            text = path.read_text(encoding="utf-8", errors="replace")
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError, notebooks.NotebookError):
-        return False
+            return ast.parse(notebooks.convert(path).source)
+        return ast.parse(path.read_text(encoding="utf-8", errors="replace"))
+    except (SyntaxError, ValueError, OSError, notebooks.NotebookError):
+        return None
+
+
+def _star_imports(tree: ast.Module) -> bool:
+    return any(isinstance(n, ast.ImportFrom) and any(a.name == "*" for a in n.names) for n in tree.body)
+
+
+def _binds(tree: ast.Module, name: str) -> bool:
     for node in tree.body:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == name:
             return True

@@ -41,9 +41,11 @@ def validate(
 
     checks = [finite_differences(exercise, make_trials(exercise, seed, FD_TRIALS))]
     trials = trial_count or min(exercise.spec.trials, 200)
+    # One set of references for every file graded on the exercise's own trials, and the discrimination check.
+    references = compute_references(exercise, make_trials(exercise, seed, trials))
     if exercise.spec.solution is not None:
         note(f"{exercise.id}: grading the reference solution")
-        result = _grade_file(exercise, exercise.spec.solution, seed, trials)
+        result = _grade_file(exercise, exercise.spec.solution, seed, references)
         bad = [r for r in result.returns if r.verdict is not Verdict.PASS]
         detail = "passes every return" if not bad and result.error is None else _summary(result)
         checks.append(
@@ -63,10 +65,10 @@ def validate(
     if exercise.spec.starter is not None:
         checks.append(_starter(exercise, exercise.spec.starter))
     note(f"{exercise.id}: checking that the test points tell standard mistakes from rounding")
-    checks.append(discrimination(exercise, make_trials(exercise, seed, trials)))
+    checks.append(discrimination(exercise, references))
     for wrong in exercise.spec.wrong:
         note(f"{exercise.id}: grading {wrong.file}")
-        result = _grade_file(exercise, wrong.file, seed, trials)
+        result = _grade_file(exercise, wrong.file, seed, references)
         verdicts = {r.name: r.verdict for r in result.returns}
         mismatched = {n: (v, verdicts[n]) for n, v in wrong.expect.items() if verdicts[n] is not v}
         if mismatched:
@@ -80,9 +82,9 @@ def validate(
     return checks
 
 
-def _grade_file(exercise: Exercise, relative: str, seed: int, trials: int) -> SubmissionResult:
+def _grade_file(exercise: Exercise, relative: str, seed: int, references: References) -> SubmissionResult:
     submission = submission_from_path(exercise.path_of(relative), exercise.spec.entry)
-    return grade(exercise, submission, seed, trials)
+    return grade(exercise, submission, seed, references=references)
 
 
 def grade_float32_variant(exercise: Exercise, relative: str, seed: int, trial_count: int) -> SubmissionResult:
@@ -108,28 +110,27 @@ def _float32_rounded(array: np.ndarray) -> np.ndarray:
     return rounded
 
 
-def discrimination(exercise: Exercise, trials: list[Trial]) -> Check:
+def discrimination(exercise: Exercise, references: References) -> Check:
     """Each standard mistake that changes a return must land beyond float32 rounding on some trial.
 
     Judged at float32, the precision students most often compute in: a mistake hidden inside float32's
     envelope would be graded pass for float32 code.
     """
-    references = compute_references(exercise, trials)
+    trials = list(references.trials)
     hidden: list[str] = []
     weakest: tuple[float, str] | None = None
     tested = 0
-    for ret in exercise.spec.returns:
-        for mistake in standard_mistakes(exercise, ret, trials, references.expected):
-            if _beyond_rounding(ret, mistake, references, "float64") == 0:
-                continue  # the same result as the correct one: no mistake for this return
-            tested += 1
-            caught = _beyond_rounding(ret, mistake, references, "float32")
-            label = f"{ret.name}: {mistake.name}"
-            if caught == 0:
-                hidden.append(label)
-            share = caught / len(trials)
-            if weakest is None or share < weakest[0]:
-                weakest = (share, label)
+    for ret, mistake in standard_mistakes(exercise, trials, references.expected):
+        if _beyond_rounding(ret, mistake, references, "float64") == 0:
+            continue  # the same result as the correct one: no mistake for this return
+        tested += 1
+        caught = _beyond_rounding(ret, mistake, references, "float32")
+        label = f"{ret.name}: {mistake.name}"
+        if caught == 0:
+            hidden.append(label)
+        share = caught / len(trials)
+        if weakest is None or share < weakest[0]:
+            weakest = (share, label)
     if hidden:
         detail = (
             f"{len(hidden)} of {tested} standard mistakes stay within float32 rounding on every trial: "

@@ -21,6 +21,7 @@ from conftest import EXERCISES
 
 from grader import validation
 from grader.grading import grade
+from grader.reference import compute_references
 from grader.results import SubmissionResult
 from grader.spec import Exercise, Verdict, load_exercise
 from grader.submissions import submission_from_path
@@ -188,6 +189,8 @@ def test_exercise_gradients_and_test_points(exercise_id: str) -> None:
     exercise = load_exercise(EXERCISES / exercise_id)
     for check in (
         validation.finite_differences(exercise, make_trials(exercise, SEED, validation.FD_TRIALS)),
-        validation.discrimination(exercise, make_trials(exercise, SEED, DISCRIMINATION_TRIALS)),
+        validation.discrimination(
+            exercise, compute_references(exercise, make_trials(exercise, SEED, DISCRIMINATION_TRIALS))
+        ),
     ):
         assert check.ok, f"{check.name}: {check.detail}"

@@ -63,17 +63,9 @@ def test_a_rerun_with_nothing_changed_grades_nothing(tmp_path: Path) -> None:
 def test_a_run_killed_halfway_resumes_without_regrading(tmp_path: Path) -> None:
     exercises, _ = _class(tmp_path)
     book = tmp_path / DEFAULT_NAME
-    command = [*grader_command(), "run", str(exercises), "--trials", "200", "-j", "1"]
-    process = subprocess.Popen(
-        command, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
-    )
-    deadline = time.monotonic() + 240
-    while time.monotonic() < deadline:
-        if book.exists() and len(_safe_rows(book)) >= 2:
-            break
-        time.sleep(0.05)
+    process = _run_until_recorded(exercises, tmp_path, rows=2)
     os.killpg(process.pid, signal.SIGKILL)
-    process.wait()
+    process.communicate()
     finished = _safe_rows(book)
     assert 2 <= len(finished) < STUDENTS, "the run was not killed halfway"
     resumed = _run(exercises, "--trials", "200", cwd=tmp_path)
@@ -81,6 +73,23 @@ def test_a_run_killed_halfway_resumes_without_regrading(tmp_path: Path) -> None:
     rows = _rows(book)
     assert sorted(r[0] for r in rows) == [f"s{i}" for i in range(STUDENTS)]  # each exactly once
     assert set(finished) <= set(rows)  # the finished ones were not regraded
+
+
+def _run_until_recorded(exercises: Path, cwd: Path, rows: int) -> subprocess.Popen[str]:
+    """`grader run -j 1` in its own session, returned once the gradebook holds `rows` results."""
+    command = [*grader_command(), "run", str(exercises), "--trials", "200", "-j", "1"]
+    process = subprocess.Popen(
+        command,
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline and len(_safe_rows(cwd / DEFAULT_NAME)) < rows:
+        time.sleep(0.05)
+    return process
 
 
 def _safe_rows(book: Path) -> list[tuple[str, str, int, str]]:
@@ -164,18 +173,7 @@ def test_gradescope_writes_results_even_when_the_autograder_is_broken(tmp_path: 
 def test_ctrl_c_stops_cleanly_and_keeps_what_is_done(tmp_path: Path) -> None:
     exercises, _ = _class(tmp_path)
     book = tmp_path / DEFAULT_NAME
-    command = [*grader_command(), "run", str(exercises), "--trials", "200", "-j", "1"]
-    process = subprocess.Popen(
-        command,
-        cwd=tmp_path,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
-    deadline = time.monotonic() + 240
-    while time.monotonic() < deadline and len(_safe_rows(book)) < 1:
-        time.sleep(0.05)
+    process = _run_until_recorded(exercises, tmp_path, rows=1)
     process.send_signal(signal.SIGINT)
     _, stderr = process.communicate(timeout=120)
     assert process.returncode == 130, stderr
