@@ -3,14 +3,17 @@
 Usage: .venv/bin/python bench/class_throughput.py [--students 100] [--trials 1000] [--jobs 1 2]
 
 A class of graph2 submissions (the correct solution, each file slightly different so that none is taken
-from the gradebook) is graded by the real `grader run` once per `-j` value, each with a fresh gradebook;
-then `grader run` is repeated with nothing changed (every result from the gradebook). Printed: wall
-time, submissions per second, seconds per submission, and the speed-up of each -j over -j 1.
+from the gradebook) is graded by the real `grader run` once per `-j` value and worker kind, each with a
+fresh gradebook: warm workers (the default: forked from a zygote that imported torch once) and a fresh
+Python process per submission (GRADER_FRESH_WORKERS=1). Then `grader run` is repeated with nothing
+changed (every result from the gradebook). Printed: wall time, submissions per second, seconds per
+submission, the speed-up of warm over fresh at the same -j, and of each -j over -j 1 of the same kind.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import subprocess
 import sys
@@ -32,11 +35,12 @@ def make_class(folder: Path, students: int) -> Path:
     return exercises
 
 
-def timed_run(exercises: Path, gradebook: Path, trials: int, jobs: int) -> float:
+def timed_run(exercises: Path, gradebook: Path, trials: int, jobs: int, fresh: bool = False) -> float:
     command = [sys.executable, "-m", "grader", "run", str(exercises), "--trials", str(trials)]
     command += ["-j", str(jobs), "--gradebook", str(gradebook), "--json"]
+    env = dict(os.environ, GRADER_FRESH_WORKERS="1" if fresh else "0")
     started = time.perf_counter()
-    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    done = subprocess.run(command, capture_output=True, text=True, check=False, env=env)
     seconds = time.perf_counter() - started
     if done.returncode not in (0, 1):
         raise SystemExit(f"grader run failed ({done.returncode}):\n{done.stderr}")
@@ -52,19 +56,22 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as scratch:
         folder = Path(scratch)
         exercises = make_class(folder, args.students)
-        rows = []
-        for jobs in args.jobs:
-            seconds = timed_run(exercises, folder / f"gradebook-j{jobs}.sqlite", args.trials, jobs)
-            rows.append((f"-j {jobs}", seconds))
+        seconds: dict[tuple[str, int], float] = {}
+        for kind in ("fresh", "warm"):
+            for jobs in args.jobs:
+                gradebook = folder / f"gradebook-{kind}-j{jobs}.sqlite"
+                seconds[kind, jobs] = timed_run(exercises, gradebook, args.trials, jobs, kind == "fresh")
         last = args.jobs[-1]
-        unchanged = timed_run(exercises, folder / f"gradebook-j{last}.sqlite", args.trials, last)
-        rows.append(("re-run, nothing changed", unchanged))
-    print(f"{args.students} graph2 submissions x {args.trials} trials, one fresh worker process each")
-    print(f"{'':26} {'wall s':>8} {'subm/s':>8} {'s/subm':>8} {'speed-up':>9}")
-    first = rows[0][1]
-    for label, seconds in rows:
-        rate, each, speed_up = args.students / seconds, seconds / args.students, first / seconds
-        print(f"{label:26} {seconds:8.1f} {rate:8.2f} {each:8.3f} {speed_up:8.2f}x")
+        unchanged = timed_run(exercises, folder / f"gradebook-warm-j{last}.sqlite", args.trials, last)
+    print(f"{args.students} graph2 submissions x {args.trials} trials, {os.cpu_count()} cores")
+    print(f"{'':24} {'wall s':>8} {'subm/s':>8} {'s/subm':>8} {'vs fresh':>9} {'vs -j 1':>8}")
+    for (kind, jobs), wall in seconds.items():
+        rate, each = args.students / wall, wall / args.students
+        versus_fresh = f"{seconds['fresh', jobs] / wall:8.2f}x"
+        versus_one = f"{seconds[kind, args.jobs[0]] / wall:7.2f}x"
+        label = f"{kind} -j {jobs}"
+        print(f"{label:24} {wall:8.1f} {rate:8.2f} {each:8.3f} {versus_fresh} {versus_one}")
+    print(f"{'re-run, nothing changed':24} {unchanged:8.1f}")
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ from grader.sandbox import Submission
 from grader.spec import Exercise
 from grader.submissions import may_define, submission_from_path
 from grader.trials import make_trials
+from grader.warm import shared_pool
 
 
 @dataclass(frozen=True)
@@ -85,6 +86,8 @@ def run_class(
         if progress is not None:
             progress(stored)
 
+    if pending:  # their torch imports overlap the references' computation
+        shared_pool().prestart(min(workers, len(pending)))
     references: dict[str, References | None] = {}
 
     def references_for(exercise: Exercise) -> References | None:

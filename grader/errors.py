@@ -24,6 +24,17 @@ class UsageError(GraderError):
     """The command line names something that is not there or not usable."""
 
 
+class WorkerStartError(GraderError):
+    """The sandboxed worker process could not even start: the grader's installation, not the student."""
+
+    exit_code = ExitCode.INTERNAL
+
+    def __init__(self, log: str) -> None:
+        last = log.strip().splitlines()[-1:] or ["it printed nothing"]
+        super().__init__(f"the sandboxed worker could not start: {last[0]}")
+        self.log = log
+
+
 @dataclass
 class SpecError(GraderError):
     """An exercise author's mistake, located in the exercise's YAML file."""

@@ -24,6 +24,7 @@ from grader.sandbox import (
 )
 from grader.spec import Exercise, ReturnSpec, Verdict
 from grader.trials import make_trials
+from grader.warm import WorkerPool
 
 RERUN_LIMIT = 200  # trials rerun at float64 per submission; the rest follow them (see below)
 
@@ -39,12 +40,14 @@ def grade(
     only_trial: int | None = None,
     references: References | None = None,
     inputs_as: str | None = None,
+    pool: WorkerPool | None = None,
 ) -> SubmissionResult:
     """Grade; pass `references` (from compute_references) to share them across submissions.
 
     `inputs_as="float32"` hands the code float32 inputs: how validation checks a solution's float32 variant.
+    The worker comes from `pool`, by default the process's shared pool of warm workers.
     """
-    worker = RunningWorker(exercise, submission, inputs_as)  # first: its start-up overlaps ours
+    worker = RunningWorker(exercise, submission, inputs_as, pool)  # first: its start-up overlaps ours
     try:
         if references is None:
             trials = make_trials(exercise, seed, trial_count or exercise.spec.trials, only_trial)

@@ -128,42 +128,42 @@ def package_parent() -> str:
     return str(Path(grader.__file__).resolve().parent.parent)
 
 
-def launch(job_dir: Path, python_args: list[str], env: Mapping[str, str], scratch_mb: int) -> Launch:
-    """The command that starts the worker, for the current isolation.
+def launch(slot: Path, python_args: list[str], env: Mapping[str, str], scratch_mb: int) -> Launch:
+    """The command that starts a zygote on the slot folder, for the current isolation.
 
-    `python_args` follow the interpreter; the token "{job}" in them stands for the job folder's path as
-    the worker sees it.
+    The slot holds the job's `submission` and `support` folders and its `scratch` folder; the zygote
+    sees the slot at `Launch.job_dir`, read-only under bubblewrap but for a size-capped scratch tmpfs.
+    `python_args` follow the interpreter; the token "{job}" in them and in `env` stands for that path.
     """
     isolation = current()
     if isolation.level != "bubblewrap":
-        args = [a.replace("{job}", str(job_dir)) for a in python_args]
-        return Launch([sys.executable, *args], dict(env), job_dir / "scratch", str(job_dir))
+        args = [a.replace("{job}", str(slot)) for a in python_args]
+        outer_env = {k: v.replace("{job}", str(slot)) for k, v in env.items()}
+        return Launch([sys.executable, *args], outer_env, slot / "scratch", str(slot))
     bwrap = shutil.which("bwrap")
     assert bwrap is not None
-    inner_env = {k: v.replace("{job}", INSIDE_JOB) for k, v in env.items()}
     command = _bwrap_prefix(bwrap, scratch_mb)
-    command += ["--ro-bind", str(job_dir / "submission"), f"{INSIDE_JOB}/submission"]
-    command += ["--ro-bind", str(job_dir / "support"), f"{INSIDE_JOB}/support"]
+    command += ["--ro-bind", str(slot), INSIDE_JOB]
+    command += ["--size", str(scratch_mb << 20), "--tmpfs", f"{INSIDE_JOB}/scratch"]
     command += ["--remount-ro", "/"]  # the rest of the tree: nothing to fill, nothing to plant
-    command += ["--chdir", f"{INSIDE_JOB}/scratch"]
-    for key, value in inner_env.items():
-        command += ["--setenv", key, value]
+    # PID 1 of the sandbox: the processes it forks can neither signal it nor outlive it.
+    command += ["--as-pid-1", "--chdir", f"{INSIDE_JOB}/scratch"]
+    for key, value in env.items():
+        command += ["--setenv", key, value.replace("{job}", INSIDE_JOB)]
     args = [a.replace("{job}", INSIDE_JOB) for a in python_args]
     command += ["--", sys.executable, *args]
-    return Launch(command, {"PATH": "/usr/bin:/bin"}, job_dir, INSIDE_JOB)
+    return Launch(command, {"PATH": "/usr/bin:/bin"}, slot, INSIDE_JOB)
 
 
 def _bwrap_prefix(bwrap: str, scratch_mb: int) -> list[str]:
     command = [
         bwrap,
         "--unshare-all",  # user, PID, network, IPC, UTS and cgroup namespaces: no network at all
-        "--die-with-parent",  # killing bwrap ends everything inside, daemons included
         "--cap-drop", "ALL",
         "--clearenv",
         "--proc", "/proc",
         "--dev", "/dev",
         "--size", str(scratch_mb << 20), "--tmpfs", "/tmp",
-        "--size", str(scratch_mb << 20), "--tmpfs", f"{INSIDE_JOB}/scratch",
     ]  # fmt: skip
     for directory in _SYSTEM_DIRS:
         command += _mirror(directory)

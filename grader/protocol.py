@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 MAGIC = b"GRD1"
+CLOSED_CHANNEL_EXIT = 120  # a worker whose result channel the submission closed (as Python's own exit status)
 _PREFIX = struct.Struct("<4sII")
 NUMERIC_DTYPES = frozenset(
     [

@@ -1,4 +1,4 @@
-"""The only grader code that runs beside student code, inside the sandboxed subprocess.
+"""The only grader code that runs beside student code, in a process forked for it by the sandboxed zygote.
 
 It reads its job (entry name, files, trial inputs) from a pipe, sets its resource limits, imports the
 submission, calls the entry once per trial on fresh copies of the inputs, and sends back what each call
@@ -54,18 +54,24 @@ class Channel:
             data = data[written:]
 
 
-def main(argv: list[str] | None = None) -> None:
-    job_dir_text, jobs_fd, results_fd = argv if argv is not None else sys.argv[1:4]
-    job_dir = Path(job_dir_text)
-    channel = Channel(int(results_fd))
-    _import_torch_quietly()  # before reading the job: the grader prepares it meanwhile
-    frames = iter_frames(int(jobs_fd))
+def prepare() -> None:
+    """What every worker needs before its job, done once in the zygote that forks them."""
+    try:
+        import torch
+    except ImportError:
+        return
+    torch.set_num_threads(1)  # before any work: torch's OpenMP runtime does not survive a fork otherwise
+
+
+def main(job_dir: Path, jobs_fd: int, results_fd: int, cgroup_fd: int | None) -> None:
+    channel = Channel(results_fd)
+    frames = iter_frames(jobs_fd)
     job = next(frames).header
     inputs_by_trial = {}
     for _ in range(job["trial_count"]):
         frame = next(frames)
         inputs_by_trial[frame.header["trial"]] = dict(zip(frame.header["names"], frame.arrays, strict=True))
-    _apply_limits(job["limits"])
+    _apply_limits(job["limits"], cgroup_fd)
     submission_dir = job_dir / "submission"
     os.chdir(job_dir / "scratch")
     sys.path.insert(0, str(submission_dir))
@@ -152,27 +158,19 @@ def _on_alarm(signum: int, frame: FrameType | None) -> None:
     raise TrialTimeout()
 
 
-def _import_torch_quietly() -> None:
-    try:
-        import torch
-    except ImportError:
-        return
-    torch.set_num_threads(1)
-
-
-def _apply_limits(limits: dict[str, Any]) -> None:
+def _apply_limits(limits: dict[str, Any], cgroup_fd: int | None) -> None:
     def cap(which: int, value: int) -> None:
         # A limit the platform does not support is skipped: the parent's deadlines still hold.
         with contextlib.suppress(ValueError, OSError):
             resource.setrlimit(which, (value, value))
 
-    if limits["cgroup_fd"] is not None:
+    if cgroup_fd is not None:
         # Joining its own cgroup bounds the processes of the worker and what it starts, and lets the
         # grader end them all. Not joined (an unusual kernel), the deadlines still end the run.
         with contextlib.suppress(OSError):
-            os.write(int(limits["cgroup_fd"]), b"0")
+            os.write(cgroup_fd, b"0")
         with contextlib.suppress(OSError):
-            os.close(int(limits["cgroup_fd"]))
+            os.close(cgroup_fd)
     cap(resource.RLIMIT_CORE, 0)
     cap(resource.RLIMIT_AS, int(limits["memory_mb"]) << 20)
     cap(resource.RLIMIT_FSIZE, int(limits["file_mb"]) << 20)
@@ -381,7 +379,3 @@ def _student_traceback(exc: BaseException, submission_dir: Path) -> str:
         else "TrialTimeout: deadline reached"
     )
     return _clip("\n".join(lines).replace(prefix, ""), 16000)
-
-
-if __name__ == "__main__":
-    main()

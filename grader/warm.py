@@ -1,0 +1,248 @@
+"""Warm workers: sandboxed zygotes with torch already imported, each forking one worker per submission.
+
+`import torch` costs well over a second; a submission's trials a fraction of that. A zygote (grader/zygote.py)
+pays the import once, then serves submissions one at a time: each gets a freshly forked process in the
+same sandbox, and nothing of it (no process, no file) is left when the next one starts. A zygote that
+cannot say so, misbehaves or dies is discarded and the next submission gets a fresh one.
+
+A pool keeps idle zygotes for reuse; it grows to as many as are in use at once (one per `-j` slot).
+With `fresh=True` every zygote serves one submission only: a fresh interpreter per submission, as
+before warm workers, kept for comparison (bench/) and for debugging.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import json
+import os
+import select
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from grader import isolation
+
+SCRATCH_MB = 64  # the scratch tmpfs under bubblewrap
+CLEAN_SECONDS = 10.0  # how long a zygote may take to end a submission's processes and remove its files
+_BOOT = "import sys; sys.path.insert(0, sys.argv[2]); from grader.zygote import main; main(sys.argv[1])"
+_PASSED_ENVIRONMENT = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "LANG", "LC_ALL")
+_ENVIRONMENT = {
+    "PATH": "/usr/bin:/bin",
+    "HOME": "{job}/scratch",
+    "TMPDIR": "{job}/scratch",
+    "OMP_NUM_THREADS": "1",
+    "MKL_NUM_THREADS": "1",
+    "OPENBLAS_NUM_THREADS": "1",
+}
+
+
+class Zygote:
+    """One started zygote and its slot folder (where the grader stages each job's files)."""
+
+    def __init__(self) -> None:
+        self.slot = Path(tempfile.mkdtemp(prefix="grader-slot-"))
+        self.jobs_served = 0
+        self._control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self._log = tempfile.TemporaryFile(prefix="grader-zygote-")  # noqa: SIM115 - lives as long as the zygote
+        try:
+            for folder in ("scratch", "submission", "support"):
+                (self.slot / folder).mkdir()
+            self.sandboxed = isolation.current().level == "bubblewrap"
+            env = dict(_ENVIRONMENT)
+            env.update({k: os.environ[k] for k in _PASSED_ENVIRONMENT if k in os.environ})
+            config = {
+                "control_fd": theirs.fileno(),
+                "job_dir": "{job}",
+                "pid1": self.sandboxed,
+                # Inside the sandbox /tmp and /dev/shm are its own tmpfs; outside they are the machine's.
+                "clear": ["{job}/scratch", "/tmp", "/dev/shm"] if self.sandboxed else ["{job}/scratch"],
+            }
+            args = ["-I", "-B", "-c", _BOOT, json.dumps(config), isolation.package_parent()]
+            start = isolation.launch(self.slot, args, env, SCRATCH_MB)
+            command = [a.replace("{job}", start.job_dir) for a in start.command]
+            self.process = subprocess.Popen(
+                command,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=self._log,
+                cwd=start.cwd,
+                env=start.env,
+                pass_fds=[theirs.fileno()],
+                start_new_session=True,
+            )
+        except BaseException:
+            self._control.close()
+            self._log.close()
+            shutil.rmtree(self.slot, ignore_errors=True)
+            raise
+        finally:
+            theirs.close()
+
+    def start(self, fds: list[int]) -> Job:
+        """Hand the zygote a job: it forks the worker as soon as it is warm (the import may still run)."""
+        self.jobs_served += 1
+        job = Job(self, self.jobs_served)
+        with contextlib.suppress(OSError):  # a zygote gone: the job reads as ended, the zygote is not reused
+            socket.send_fds(self._control, [json.dumps({"type": "job", "id": job.id}).encode()], fds)
+        return job
+
+    def receive(self, timeout: float) -> dict[str, Any] | None:
+        """The zygote's next message; {"type": "gone"} once it has ended, None at the timeout."""
+        readable, _, _ = select.select([self._control], [], [], max(timeout, 0.0))
+        if not readable:
+            return None
+        try:
+            data = self._control.recv(1 << 12)
+        except OSError:
+            data = b""
+        if not data:
+            return {"type": "gone"}
+        message: dict[str, Any] = json.loads(data)
+        return message
+
+    def tell(self, message: dict[str, Any]) -> None:
+        with contextlib.suppress(OSError):
+            self._control.send(json.dumps(message).encode())
+
+    def failure_log(self) -> str:
+        """What the zygote itself printed (only a failure of the grader's own code prints anything)."""
+        self._log.seek(0)
+        return self._log.read().decode("utf-8", errors="replace")[-4000:]
+
+    def stop(self) -> None:
+        """End the zygote and everything in its sandbox."""
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.wait(timeout=5)
+        self._control.close()
+        self._log.close()
+        shutil.rmtree(self.slot, ignore_errors=True)
+
+
+class Job:
+    """The forked worker of one submission, as the collection sees a process: wait for it, kill it."""
+
+    def __init__(self, zygote: Zygote, number: int) -> None:
+        self._zygote = zygote
+        self.id = number
+        self.zygote_gone = False
+        self.pid: int | None = None  # as the zygote sees it (inside the sandbox's PID namespace)
+        self.returncode: int | None = None
+        self.clean = False
+        self._ended = False  # the exit status is known, or cannot be any more
+
+    def wait(self, timeout: float) -> int | None:
+        """The worker's exit status (negative: the signal that ended it), or None if still running."""
+        deadline = time.monotonic() + timeout
+        while not self._ended:
+            message = self._zygote.receive(deadline - time.monotonic())
+            if message is None:
+                return None
+            self._take(message)
+        return self.returncode
+
+    def kill(self) -> None:
+        """End the worker and every process it started."""
+        if self._ended:
+            return
+        self._zygote.tell({"type": "kill", "id": self.id})
+        if not self._zygote.sandboxed and self.pid is not None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.pid, signal.SIGKILL)  # even if the zygote does not answer any more
+
+    def finish(self) -> bool:
+        """Wait for the zygote to have removed every trace of the job; whether it may serve another."""
+        deadline = time.monotonic() + CLEAN_SECONDS
+        while not self.clean:
+            message = self._zygote.receive(deadline - time.monotonic())
+            if message is None or message["type"] == "gone":
+                return False
+            self._take(message)
+            if message["type"] == "clean" and not message["ok"]:
+                return False
+        return True
+
+    def _take(self, message: dict[str, Any]) -> None:
+        kind = message["type"]
+        if kind == "started":
+            self.pid = int(message["pid"])
+        elif kind == "exit":
+            self.returncode, self._ended = int(message["returncode"]), True
+        elif kind == "clean":
+            self.clean = bool(message["ok"])
+        elif kind == "gone":
+            # The sandbox ended with the zygote; its worker was killed with it.
+            self.returncode, self._ended, self.zygote_gone = -signal.SIGKILL, True, True
+
+
+class WorkerPool:
+    """Idle zygotes, reused one submission at a time; thread-safe."""
+
+    def __init__(self, fresh: bool = False) -> None:
+        self.fresh = fresh
+        self._idle: list[Zygote] = []
+        self._lock = threading.Lock()
+        self._closed = False
+
+    @property
+    def idle(self) -> tuple[Zygote, ...]:
+        with self._lock:
+            return tuple(self._idle)
+
+    def acquire(self) -> Zygote:
+        with self._lock:
+            if self._idle:
+                return self._idle.pop()
+        return Zygote()
+
+    def prestart(self, count: int) -> None:
+        """Start zygotes now, up to `count` idle ones, so that their imports overlap the caller's work."""
+        with self._lock:
+            missing = 0 if self._closed else count - len(self._idle)
+        for _ in range(missing):
+            zygote = Zygote()
+            with self._lock:
+                self._idle.append(zygote)
+
+    def release(self, zygote: Zygote, job: Job) -> None:
+        """Take the zygote back once the job is over and its traces removed; discard it otherwise."""
+        reusable = not self.fresh and job.finish() and zygote.process.poll() is None
+        for folder in ("submission", "support"):
+            _empty(zygote.slot / folder)
+        with self._lock:
+            if reusable and not self._closed:
+                self._idle.append(zygote)
+                return
+        zygote.stop()
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            idle, self._idle = self._idle, []
+        for zygote in idle:
+            zygote.stop()
+
+
+@cache
+def shared_pool() -> WorkerPool:
+    """The pool of this process, closed at its exit."""
+    pool = WorkerPool(fresh=os.environ.get("GRADER_FRESH_WORKERS") == "1")
+    atexit.register(pool.close)
+    return pool
+
+
+def _empty(folder: Path) -> None:
+    for entry in folder.iterdir():
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry, ignore_errors=True)
+        else:
+            entry.unlink(missing_ok=True)

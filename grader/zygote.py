@@ -1,0 +1,264 @@
+"""The warm worker: torch imported once, then one fresh forked worker per submission, inside the sandbox.
+
+The grader (grader/warm.py) starts it under the same isolation a worker gets. It waits on its control
+socket for a job (the descriptors of the job's pipes and, where there is one, its cgroup), forks, and the
+child runs grader.worker on them. Then it reports the child's exit status and removes every trace of the
+submission before it takes the next one: every process it left (under bubblewrap the zygote is PID 1 of
+the sandbox, which its children can neither signal nor outlive), the files in the scratch folders, in
+/dev and in /dev/shm, and its System V IPC objects. What it cannot restore, it reports, and exits: the
+grader then starts a fresh one.
+
+Grader → zygote, one datagram each: {"type": "job", "id": n} with the job's descriptors, and
+{"type": "kill", "id": n}.
+Zygote → grader: "warm", then per job "started" (the child's pid), "exit" (its status), "clean".
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import errno
+import json
+import os
+import select
+import signal
+import socket
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+from grader import worker
+from grader.protocol import CLOSED_CHANNEL_EXIT
+
+_PR_SET_DUMPABLE = 4
+_IPC_RMID = 0
+_CLEAN_SECONDS = 5.0
+_Identity = tuple[int, int, int]  # inode, mode, device: what tells a replaced /dev entry
+_SYSV_OBJECTS = {"shm": "shmctl", "msg": "msgctl", "sem": "semctl"}
+
+
+def main(config_text: str) -> None:
+    config = json.loads(config_text)
+    control = socket.socket(fileno=int(config["control_fd"]))
+    # kill(-1) ends every process of the sandbox only where the zygote is its PID 1; elsewhere it would
+    # reach every process of the user.
+    sandboxed = bool(config["pid1"]) and os.getpid() == 1
+    # No process of a submission may read or change the zygote's memory (it would reach every later
+    # submission): not dumpable, only a process with CAP_SYS_PTRACE may attach, and the sandbox has none.
+    _set_dumpable(False)
+    signal.signal(signal.SIGINT, signal.SIG_DFL)  # as PID 1, only signals it handles reach it
+    worker.prepare()
+    dev_before = _dev_entries() if sandboxed else {}
+    _send(control, {"type": "warm"})
+    while True:
+        try:
+            data, fds, _flags, _address = socket.recv_fds(control, 1 << 12, 8)
+        except OSError:
+            return
+        if not data:
+            _end_job(None, sandboxed)
+            return  # the grader is gone
+        message = json.loads(data)
+        if message.get("type") != "job" or len(fds) < 4:
+            for fd in fds:
+                os.close(fd)
+            continue
+        child = _start(control, fds, Path(config["job_dir"]), sandboxed)
+        for fd in fds:
+            os.close(fd)
+        _send(control, {"type": "started", "pid": child})
+        returncode = _watch(control, child, message.get("id"), sandboxed)
+        if returncode is None:
+            return
+        _send(control, {"type": "exit", "returncode": returncode})
+        problem = _clean(child, sandboxed, [Path(p) for p in config["clear"]], dev_before)
+        _send(control, {"type": "clean", "ok": not problem, "problem": problem})
+        if problem:
+            return
+
+
+def _start(control: socket.socket, fds: list[int], job_dir: Path, sandboxed: bool) -> int:
+    pid = os.fork()
+    if pid:
+        return pid
+    code = 1
+    try:  # the child never returns into the zygote's loop
+        control.close()
+        jobs, results, stdout, stderr, *cgroup = fds
+        os.dup2(stdout, 1)
+        os.dup2(stderr, 2)
+        os.close(stdout)
+        os.close(stderr)
+        if not sandboxed:
+            os.setsid()  # outside a PID namespace its process group is what the grader kills
+        _set_dumpable(True)
+        worker.main(job_dir, jobs, results, cgroup[0] if cgroup else None)
+        code = 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+    except OSError as exc:
+        code = CLOSED_CHANNEL_EXIT if exc.errno == errno.EBADF else 1
+    except BaseException:
+        with contextlib.suppress(Exception):
+            traceback.print_exc()
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except Exception:
+                code = code or CLOSED_CHANNEL_EXIT
+        os._exit(code)
+
+
+def _watch(control: socket.socket, child: int, job: Any, sandboxed: bool) -> int | None:
+    """The child's exit status (negative: the signal that ended it); None when the grader is gone."""
+    pidfd = os.pidfd_open(child)
+    try:
+        while True:
+            readable, _, _ = select.select([control.fileno(), pidfd], [], [])
+            if pidfd in readable:
+                _, status = os.waitpid(child, 0)
+                return os.waitstatus_to_exitcode(status)
+            data = control.recv(1 << 12)
+            if not data:
+                _end_job(child, sandboxed)
+                return None
+            request = json.loads(data)
+            if request.get("type") == "kill" and request.get("id") == job:  # not a late one for another job
+                _end_job(child, sandboxed)
+    finally:
+        os.close(pidfd)
+
+
+def _end_job(child: int | None, sandboxed: bool) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        if sandboxed:
+            os.kill(-1, signal.SIGKILL)  # every process in the sandbox but this one
+        elif child is not None:
+            os.killpg(child, signal.SIGKILL)
+
+
+def _clean(child: int, sandboxed: bool, folders: list[Path], dev_before: dict[str, _Identity]) -> str:
+    """Remove what the submission left; the problem in words when something could not be."""
+    problem = _end_processes(child, sandboxed)
+    for folder in folders:
+        problem = problem or _empty(folder)
+    if sandboxed:
+        problem = problem or _restore_dev(dev_before) or _remove_ipc_objects()
+    return problem
+
+
+def _end_processes(child: int, sandboxed: bool) -> str:
+    deadline = time.monotonic() + _CLEAN_SECONDS
+    while True:
+        _end_job(child, sandboxed)
+        if not _reap() and not (sandboxed and _others_alive()):
+            return ""
+        if time.monotonic() > deadline:
+            return "a process of the submission could not be ended"
+        time.sleep(0.002)
+
+
+def _others_alive() -> bool:
+    try:
+        os.kill(-1, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def _reap() -> bool:
+    """Reap every finished child; whether any child is left."""
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return False
+        if pid == 0:
+            return True
+
+
+def _empty(folder: Path) -> str:
+    try:
+        entries = list(os.scandir(folder))
+    except FileNotFoundError:
+        return ""
+    except OSError as exc:
+        return f"cannot list {folder}: {exc.strerror}"
+    for entry in entries:
+        problem = _remove(Path(entry.path))
+        if problem:
+            return problem
+    return ""
+
+
+def _remove(path: Path) -> str:
+    try:
+        if path.is_dir() and not path.is_symlink():
+            path.chmod(0o700)  # a folder the submission made unreadable is still its owner's
+            problem = _empty(path)
+            if problem:
+                return problem
+            path.rmdir()
+        else:
+            path.unlink()
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        return f"cannot remove {path}: {exc.strerror}"
+    return ""
+
+
+def _dev_entries() -> dict[str, _Identity]:
+    return {e.name: _identity(Path(e.path)) for e in os.scandir("/dev")}
+
+
+def _identity(path: Path) -> _Identity:
+    status = path.lstat()
+    return status.st_ino, status.st_mode, status.st_rdev
+
+
+def _restore_dev(before: dict[str, _Identity]) -> str:
+    """/dev is a writable tmpfs in the sandbox: what a submission added goes; what it replaced cannot."""
+    for entry in os.scandir("/dev"):
+        path = Path(entry.path)
+        if entry.name not in before:
+            problem = _remove(path)
+            if problem:
+                return problem
+        elif _identity(path) != before[entry.name]:
+            return f"{path} was replaced"
+    missing = sorted(set(before) - {e.name for e in os.scandir("/dev")})
+    return f"/dev/{missing[0]} was removed" if missing else ""
+
+
+def _remove_ipc_objects() -> str:
+    """System V IPC objects live in the sandbox's IPC namespace, so they would outlive the submission."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    for kind, control_call in _SYSV_OBJECTS.items():
+        call = getattr(libc, control_call)
+        for ident in _ipc_ids(kind):
+            arguments = (ident, 0, _IPC_RMID, None) if kind == "sem" else (ident, _IPC_RMID, None)
+            if call(*arguments) != 0 and ctypes.get_errno() not in (22, 43):  # EINVAL/EIDRM: gone already
+                return f"cannot remove System V {kind} object {ident}: {os.strerror(ctypes.get_errno())}"
+    return ""
+
+
+def _ipc_ids(kind: str) -> list[int]:
+    try:
+        lines = Path(f"/proc/sysvipc/{kind}").read_text().splitlines()[1:]
+    except OSError:
+        return []
+    return [int(line.split()[1]) for line in lines if line.split()]
+
+
+def _set_dumpable(dumpable: bool) -> None:
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_DUMPABLE, int(dumpable), 0, 0, 0)
+
+
+def _send(control: socket.socket, message: dict[str, Any]) -> None:
+    with contextlib.suppress(OSError):  # the grader is gone: the next receive ends the loop
+        control.send(json.dumps(message).encode())
