@@ -29,6 +29,11 @@ class PidsGroup:
         """A file descriptor the worker writes "0" to, joining the group (with all its threads)."""
         return os.open(self.path / "cgroup.procs", os.O_WRONLY | os.O_CLOEXEC)
 
+    def allow(self, more: int) -> None:
+        """Let the group hold `more` processes and threads beyond those in it now (the zygote's own)."""
+        current = int((self.path / "pids.current").read_text())
+        (self.path / "pids.max").write_text(str(current + more))
+
     def remove(self) -> None:
         """Kill everything still in the group, then remove it."""
         deadline = time.monotonic() + 5

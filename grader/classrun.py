@@ -8,21 +8,25 @@ Ctrl-C cancels what has not started and lets what is in flight finish; everythin
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from grader.errors import GraderError
 from grader.gradebook import Gradebook, Key, exercise_hash, settings, submission_hash
 from grader.grading import grade, not_runnable
-from grader.reference import References, compute_references
 from grader.results import SubmissionResult
 from grader.sandbox import Submission
 from grader.spec import Exercise
 from grader.submissions import may_define, submission_from_path
 from grader.trials import make_trials
-from grader.warm import shared_pool
+from grader.warm import WorkerPool
+
+if TYPE_CHECKING:
+    from grader.reference import References
 
 
 @dataclass(frozen=True)
@@ -86,15 +90,23 @@ def run_class(
         if progress is not None:
             progress(stored)
 
+    # One thread more than workers: a submission's results are judged while the next one runs.
+    workers_pool = WorkerPool(limit=workers)
     if pending:  # their torch imports overlap the references' computation
-        shared_pool().prestart(min(workers, len(pending)))
+        workers_pool.prestart(min(workers, len(pending)))
     references: dict[str, References | None] = {}
 
     def references_for(exercise: Exercise) -> References | None:
+        # Imported only now: torch is the grader's slowest import, and the warm workers import it meanwhile.
+        from grader.reference import compute_references
+
         if exercise.id not in references:
             try:
                 made = make_trials(exercise, seed, trials or exercise.spec.trials)
                 references[exercise.id] = compute_references(exercise, made)
+                # They and torch's modules live as long as the run: out of the collector's sight, the
+                # collections that grading thousands of trials triggers stay cheap.
+                gc.freeze()
             except GraderError as exc:  # its graph fails on its own inputs: grade the other exercises
                 outcome.broken.append(exc)
                 references[exercise.id] = None
@@ -102,19 +114,19 @@ def run_class(
 
     def one(job: Job, refs: References) -> SubmissionResult:
         try:
-            result = _grade(job, seed, refs)
+            result = _grade(job, seed, refs, workers_pool)
         except Exception as exc:  # the grader's own failure on this one: report it, grade the others
             message = f"the grader failed on this submission (not the student's fault): {exc!r}"
             return not_runnable(job.exercise, job.student, job.path, seed, refs, message, kind="internal")
         gradebook.record(run_id, job.key, result)  # at once: a run killed later keeps it
         return result
 
-    pool = ThreadPoolExecutor(max_workers=workers)
+    pool = ThreadPoolExecutor(max_workers=workers + 1)
     running: set[Future[SubmissionResult]] = set()
     queue = list(pending)
     try:
         while queue or running:
-            while queue and len(running) < workers:
+            while queue and len(running) < workers + 1:
                 job = queue.pop(0)
                 refs = references_for(job.exercise)
                 if refs is not None:
@@ -139,14 +151,15 @@ def run_class(
                 outcome.graded += 1
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
+        workers_pool.close()
     return outcome
 
 
-def _grade(job: Job, seed: int, references: References) -> SubmissionResult:
+def _grade(job: Job, seed: int, references: References, pool: WorkerPool) -> SubmissionResult:
     exercise, entry = job.exercise, job.exercise.spec.entry
     if job.submission is None:
         return not_runnable(exercise, job.student, job.path, seed, references, job.problem)
     if not may_define(job.submission, entry):  # no need to start a worker to learn that
         message = f"not handed in: none of the files defines {entry}()"
         return not_runnable(exercise, job.student, job.path, seed, references, message, kind="not-submitted")
-    return grade(exercise, job.submission, seed, references=references)
+    return grade(exercise, job.submission, seed, references=references, pool=pool)

@@ -1,13 +1,14 @@
 """How a worker process is walled in: bubblewrap where it works, the base layer where it does not.
 
-With bubblewrap the worker gets its own user, PID, network, IPC and UTS namespaces, no capabilities (bwrap
-run as root keeps them otherwise, and a submission could unmount what hides the exercises), a cleared
-environment, and a root file system holding only the interpreter and its libraries, the grader package,
-the submission (read-only) and a size-capped scratch tmpfs: exercises, references and other students'
-files do not exist in there. The base layer (rlimits, own session, clean environment, deadlines, a fresh
-temporary directory) applies in both cases. The worker's processes are bounded by a cgroup where the grader
-may create one (root), else by RLIMIT_NPROC where the kernel counts it per sandbox (bubblewrap as an
-ordinary user: root is exempt from it).
+Workers are forked by a warm zygote (grader/warm.py), started with the command built here. With
+bubblewrap the zygote and its workers get their own user, PID, network, IPC and UTS namespaces, no
+capabilities (bwrap run as root keeps them otherwise, and a submission could unmount what hides the
+exercises), a cleared environment, and a root file system holding only the interpreter and its
+libraries, the grader package, the current submission (read-only) and a size-capped scratch tmpfs:
+exercises, references and other students' files do not exist in there; the zygote is its PID 1. The base
+layer (rlimits, own session, clean environment, deadlines, a fresh temporary directory) applies in both
+cases. The worker's processes are bounded by a cgroup where the grader may create one (root), else by
+RLIMIT_NPROC where the kernel counts it per sandbox (bubblewrap as an ordinary user: root is exempt).
 """
 
 from __future__ import annotations

@@ -74,7 +74,12 @@ class TrialFailed(_Message):
     traceback: str = Field(default="", max_length=_TEXT)
 
 
-WorkerMessage = Annotated[
-    Ready | PassDone | Done | Fatal | TrialReturned | TrialFailed, Field(discriminator="type")
-]
+class Trials(_Message):
+    """Trial results sent together; their arrays follow in the items' order."""
+
+    type: Literal["trials"]
+    items: list[TrialReturned] = Field(min_length=1)
+
+
+WorkerMessage = Annotated[Ready | PassDone | Done | Fatal | Trials | TrialFailed, Field(discriminator="type")]
 MESSAGE = TypeAdapter(WorkerMessage)

@@ -8,6 +8,7 @@ the payload byte for byte. This module is imported by the worker, so it uses onl
 from __future__ import annotations
 
 import json
+import math
 import os
 import struct
 from collections.abc import Iterator, Sequence
@@ -19,6 +20,7 @@ import numpy as np
 MAGIC = b"GRD1"
 CLOSED_CHANNEL_EXIT = 120  # a worker whose result channel the submission closed (as Python's own exit status)
 _PREFIX = struct.Struct("<4sII")
+PROGRESS = struct.Struct("<q")  # the shared page where the worker notes the trial it is running
 NUMERIC_DTYPES = frozenset(
     [
         "bool",
@@ -36,6 +38,7 @@ NUMERIC_DTYPES = frozenset(
     ]
 )
 _NAME_OF = {np.dtype(name): name for name in NUMERIC_DTYPES}  # dtype.name is slow on the per-trial path
+_WIRE_DTYPES = {name: np.dtype(name).newbyteorder("<") for name in NUMERIC_DTYPES}
 MAX_HEADER_BYTES = 1 << 20
 MAX_PAYLOAD_BYTES = 256 << 20
 MAX_DIMS = 8
@@ -67,7 +70,7 @@ def encode(header: dict[str, Any], arrays: Sequence[np.ndarray] = ()) -> bytes:
     return _PREFIX.pack(MAGIC, len(head), len(payload)) + head + payload
 
 
-def _decode_body(head: bytes, payload: bytes) -> Frame:
+def _decode_body(head: bytes, payload: bytes | bytearray) -> Frame:
     try:
         header = json.loads(head)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -76,18 +79,24 @@ def _decode_body(head: bytes, payload: bytes) -> Frame:
         raise ProtocolError("header must be an object with an 'arrays' list")
     arrays = []
     offset = 0
+    # One writable copy of the payload, which the arrays then view: a copy per array costs more.
+    buffer = payload if isinstance(payload, bytearray) else bytearray(payload)
     for spec in header.pop("arrays"):
         dtype_name, shape = _array_spec(spec)
-        dtype = np.dtype(dtype_name).newbyteorder("<")
-        count = int(np.prod(shape, dtype=np.int64)) if shape else 1
+        dtype = _WIRE_DTYPES[dtype_name]
+        count = math.prod(shape)
         nbytes = count * dtype.itemsize
-        if offset + nbytes > len(payload):
+        if offset + nbytes > len(buffer):
             raise ProtocolError(f"array of {dtype_name}{list(shape)} needs {nbytes} bytes; payload is short")
-        array = np.frombuffer(payload, dtype=dtype, count=count, offset=offset).reshape(shape)
-        arrays.append(array.astype(array.dtype.newbyteorder("="), copy=True))
+        array = np.frombuffer(buffer, dtype=dtype, count=count, offset=offset).reshape(shape)
+        if not dtype.isnative:
+            array = array.astype(dtype.newbyteorder("="))
+        elif not array.flags.aligned:  # numpy copes, but slowly, and torch.from_numpy not at all
+            array = array.copy()
+        arrays.append(array)
         offset += nbytes
-    if offset != len(payload):
-        raise ProtocolError(f"payload holds {len(payload) - offset} bytes no array declares")
+    if offset != len(buffer):
+        raise ProtocolError(f"payload holds {len(buffer) - offset} bytes no array declares")
     return Frame(header, tuple(arrays))
 
 
@@ -131,7 +140,7 @@ class FrameDecoder:
             if len(self._buffer) < end:
                 break
             head = bytes(self._buffer[_PREFIX.size : _PREFIX.size + head_len])
-            payload = bytes(self._buffer[_PREFIX.size + head_len : end])
+            payload = self._buffer[_PREFIX.size + head_len : end]  # a copy: the arrays will view it
             del self._buffer[:end]
             frames.append(_decode_body(head, payload))
         return frames

@@ -1,14 +1,16 @@
 """Run one submission's trials in an isolated worker process and collect what it returned.
 
-Isolation, first layer: a fresh `python -I -B` per (submission, exercise), stdin from /dev/null, a clean
-environment, a fresh temporary directory as cwd holding a copy of the submission, resource limits set
-before student code runs, its own session so the whole process group can be killed, deadlines enforced
-from outside, results over a dedicated pipe (never stdout), and student output captured with a cap.
+The worker is forked for this submission alone by a warm zygote (grader/warm.py) under the current
+isolation: stdin from /dev/null, a clean environment, a scratch folder as cwd, the submission's files
+read-only beside it, resource limits set before student code runs, deadlines enforced from outside,
+results over a dedicated pipe (never stdout), and student output captured with a cap.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
+import mmap
 import os
 import select
 import shutil
@@ -22,7 +24,7 @@ from pathlib import Path
 import numpy as np
 from pydantic import ValidationError
 
-from grader import cgroups, isolation, notebooks, warm
+from grader import isolation, notebooks, warm
 from grader.errors import WorkerStartError
 from grader.isolation import ProcessLimit
 from grader.payload import (
@@ -35,14 +37,16 @@ from grader.payload import (
     ReturnProblem,
     TrialFailed,
     TrialReturned,
+    Trials,
 )
-from grader.protocol import CLOSED_CHANNEL_EXIT, Frame, FrameDecoder, ProtocolError, encode
+from grader.protocol import CLOSED_CHANNEL_EXIT, PROGRESS, Frame, FrameDecoder, ProtocolError, encode
 from grader.spec import Exercise
 from grader.trials import Trial
 
 OUTPUT_HARD_LIMIT = 32 << 20  # beyond this much printing the run is stopped, not just truncated
 KILL_GRACE_SECONDS = 1.0
 PACE_SECONDS = 0.005
+PIPE_BYTES = 1 << 20  # Linux lets any user make a pipe this large (fs/pipe-max-size)
 
 
 @dataclass(frozen=True)
@@ -151,7 +155,6 @@ class RunningWorker:
         self._started = time.monotonic()
         self._limit = isolation.current().process_limit
         self._pool = pool or warm.shared_pool()
-        self._group = cgroups.create(self._limits.processes) if self._limit is ProcessLimit.CGROUP else None
         self._zygote = self._pool.acquire()
         self._results = self._jobs = self._stdout = self._stderr = -1
         try:
@@ -159,9 +162,7 @@ class RunningWorker:
             _copy_support(exercise, self._zygote.slot / "support")
             self._process = self._start()
         except BaseException:
-            self._zygote.stop()
-            if self._group is not None:
-                self._group.remove()
+            self._pool.release(self._zygote, None)
             raise
 
     def send(self, trials: Sequence[Trial]) -> None:
@@ -204,13 +205,18 @@ class RunningWorker:
 
     def _start(self) -> warm.Job:
         pipes = [os.pipe() for _ in range(4)]
+        for _, write_end in pipes[:2]:  # the job and the results in few large reads, not many small ones
+            with contextlib.suppress(OSError):
+                fcntl.fcntl(write_end, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
         (jobs_read, self._jobs), (self._results, results_write) = pipes[0], pipes[1]
         (self._stdout, stdout_write), (self._stderr, stderr_write) = pipes[2], pipes[3]
-        passed = [jobs_read, results_write, stdout_write, stderr_write]
-        if self._group is not None:
-            passed.append(self._group.open_join_fd())
+        progress = os.memfd_create("grader-progress")
+        os.ftruncate(progress, PROGRESS.size)
+        self._progress = mmap.mmap(progress, PROGRESS.size)
+        PROGRESS.pack_into(self._progress, 0, -1)
+        passed = [jobs_read, results_write, progress, stdout_write, stderr_write]
         try:
-            return self._zygote.start(passed)
+            return self._zygote.start(passed, self._limits.processes)
         finally:
             for fd in passed:
                 os.close(fd)
@@ -252,9 +258,8 @@ class RunningWorker:
         if self._writer is not None:
             self._writer.join(timeout=5)
         self._close_jobs()
-        self._pool.release(self._zygote, self._process)  # once its processes are gone...
-        if self._group is not None:
-            self._group.remove()  # ...the group is removed at once (it kills what is left, if anything)
+        self._progress.close()
+        self._pool.release(self._zygote, self._process)
 
     def _request_reruns(self, trials: list[int]) -> None:
         if self._writer is not None:
@@ -262,6 +267,11 @@ class RunningWorker:
         with contextlib.suppress(OSError):  # a worker that died meanwhile is reported by the collection
             os.write(self._jobs, encode({"type": "rerun", "trials": trials}))
         self._close_jobs()
+
+    def _noted_trial(self) -> int:
+        """The trial the worker noted last in the shared progress page (-1: none yet)."""
+        noted: int = PROGRESS.unpack_from(self._progress)[0]
+        return noted
 
     def _close_jobs(self) -> None:
         # Closed once only: other threads' pipes may reuse the number as soon as it is free.
@@ -320,6 +330,7 @@ class RunningWorker:
 RerunSelector = Callable[[Mapping[int, "TrialOutput"]], list[int]]
 
 _ENCODED_KEPT = 8
+_TRIALS_PER_FRAME = 200
 _encoded: dict[int, tuple[Sequence[Trial], bytes]] = {}
 _encoded_lock = threading.Lock()
 
@@ -331,10 +342,10 @@ def _encoded_trials(trials: Sequence[Trial]) -> bytes:
     if kept is not None and kept[0] is trials:  # the entry holds the trials, so their id is not reused
         return kept[1]
     parts = []
-    for trial in trials:
-        names = list(trial.inputs)
-        header = {"type": "inputs", "trial": trial.index, "names": names}
-        parts.append(encode(header, [trial.inputs[n] for n in names]))
+    for start in range(0, len(trials), _TRIALS_PER_FRAME):  # a frame per trial would cost more to read
+        batch = trials[start : start + _TRIALS_PER_FRAME]
+        header = {"type": "inputs", "trials": [[t.index, list(t.inputs)] for t in batch]}
+        parts.append(encode(header, [array for t in batch for array in t.inputs.values()]))
     data = b"".join(parts)
     with _encoded_lock:
         if len(_encoded) >= _ENCODED_KEPT:
@@ -376,7 +387,7 @@ class _Collection:
             now = time.monotonic()
             deadline = self.deadline()
             if now >= deadline:
-                self.stop(worker._timeout_failure(self.ready_at, self.current()))
+                self.stop(worker._timeout_failure(self.ready_at, self.running()))
                 break
             readable, _, _ = select.select(list(open_fds), [], [], deadline - now)
             if readable == [worker._results] and trickling:
@@ -394,7 +405,7 @@ class _Collection:
                     if sum(c.total for c in captures.values()) > OUTPUT_HARD_LIMIT:
                         limit = OUTPUT_HARD_LIMIT >> 20
                         message = f"printed more than {limit} MiB; remove the prints from your function"
-                        self.stop(Failure("output-limit", message, index=self.current()))
+                        self.stop(Failure("output-limit", message, index=self.running()))
                 else:
                     try:
                         for frame in decoder.feed(chunk):
@@ -405,13 +416,13 @@ class _Collection:
                     except ProtocolError as exc:
                         self.stop(
                             Failure(
-                                "protocol", f"the result channel was corrupted: {exc}", index=self.current()
+                                "protocol", f"the result channel was corrupted: {exc}", index=self.running()
                             )
                         )
                 if self.fatal is not None:
                     break
         if self.fatal is None and not self.finished:
-            self.stop(worker._ended_early(self.current()))
+            self.stop(worker._ended_early(self.running()))
         return WorkerReport(
             outputs=self.outputs,
             failures=self.failures,
@@ -454,26 +465,46 @@ class _Collection:
             self.start_reruns()
         elif isinstance(message, Done):
             self.finished = True
-        elif message.trial != self.current() or message.rerun != self.rerunning:
-            self.stop(
-                Failure(
-                    "protocol", f"answer for trial {message.trial} while trial {self.current()} was running"
-                )
-            )
         elif isinstance(message, TrialFailed):
-            failure = Failure(message.kind, message.message, message.traceback, message.trial)
-            (self.rerun_failures if self.rerunning else self.failures)[message.trial] = failure
-            self.pending.pop(0)
-            if message.kind == "timeout":  # it would loop again on every trial: stop here
-                self.stop(failure)
+            if self.in_order(message.trial, message.rerun):
+                failure = Failure(message.kind, message.message, message.traceback, message.trial)
+                (self.rerun_failures if self.rerunning else self.failures)[message.trial] = failure
+                self.pending.pop(0)
+                if message.kind == "timeout":  # it would loop again on every trial: stop here
+                    self.stop(failure)
         else:
-            try:
-                output = _trial_output(message, frame.arrays)
-            except ProtocolError as exc:
-                self.stop(Failure("protocol", str(exc), index=message.trial))
+            self.receive_trials(message, frame.arrays)
+
+    def receive_trials(self, message: Trials, arrays: tuple[np.ndarray, ...]) -> None:
+        start = 0
+        for item in message.items:
+            if not self.in_order(item.trial, item.rerun):
                 return
-            (self.reruns if self.rerunning else self.outputs)[message.trial] = output
+            count = sum(1 for r in item.returns if isinstance(r, ReturnedArray))
+            try:
+                output = _trial_output(item, arrays[start : start + count])
+            except ProtocolError as exc:
+                self.stop(Failure("protocol", str(exc), index=item.trial))
+                return
+            start += count
+            (self.reruns if self.rerunning else self.outputs)[item.trial] = output
             self.pending.pop(0)
+        if start != len(arrays):
+            self.stop(Failure("protocol", f"{len(arrays) - start} arrays beyond the trials' returns"))
+
+    def in_order(self, trial: int, rerun: bool) -> bool:
+        """Whether this is the answer the grader waits for; the run ends as corrupted otherwise."""
+        if trial == self.current() and rerun == self.rerunning:
+            return True
+        message = f"answer for trial {trial} while trial {self.current()} was running"
+        self.stop(Failure("protocol", message))
+        return False
+
+    def running(self) -> int | None:
+        """The trial the worker is in: the one it last noted, if still unanswered (results travel a few
+        at a time, so the first unanswered one may be done already)."""
+        noted = self.worker._noted_trial()
+        return noted if noted in self.pending else self.current()
 
     def start_reruns(self) -> None:
         if self.pending:

@@ -28,10 +28,12 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from grader import isolation
+from grader import cgroups, isolation
+from grader.isolation import ProcessLimit
 
 SCRATCH_MB = 64  # the scratch tmpfs under bubblewrap
 CLEAN_SECONDS = 10.0  # how long a zygote may take to end a submission's processes and remove its files
+_ZYGOTE_TASKS = 64  # the group's limit until the first job sets it: the zygote alone, and its start-up
 _BOOT = "import sys; sys.path.insert(0, sys.argv[2]); from grader.zygote import main; main(sys.argv[1])"
 _PASSED_ENVIRONMENT = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "LANG", "LC_ALL")
 _ENVIRONMENT = {
@@ -52,6 +54,9 @@ class Zygote:
         self.jobs_served = 0
         self._control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self._log = tempfile.TemporaryFile(prefix="grader-zygote-")  # noqa: SIM115 - lives as long as the zygote
+        cgroup = isolation.current().process_limit is ProcessLimit.CGROUP
+        self.group = cgroups.create(_ZYGOTE_TASKS) if cgroup else None
+        join_fd = self.group.open_join_fd() if self.group is not None else None
         try:
             for folder in ("scratch", "submission", "support"):
                 (self.slot / folder).mkdir()
@@ -60,6 +65,9 @@ class Zygote:
             env.update({k: os.environ[k] for k in _PASSED_ENVIRONMENT if k in os.environ})
             config = {
                 "control_fd": theirs.fileno(),
+                "cgroup_fd": join_fd,
+                # Outside a PID namespace, its member list is how a daemon that left the session is found.
+                "cgroup": str(self.group.path) if self.group is not None and not self.sandboxed else None,
                 "job_dir": "{job}",
                 "pid1": self.sandboxed,
                 # Inside the sandbox /tmp and /dev/shm are its own tmpfs; outside they are the machine's.
@@ -75,19 +83,30 @@ class Zygote:
                 stderr=self._log,
                 cwd=start.cwd,
                 env=start.env,
-                pass_fds=[theirs.fileno()],
+                pass_fds=[theirs.fileno()] + ([join_fd] if join_fd is not None else []),
                 start_new_session=True,
             )
         except BaseException:
             self._control.close()
             self._log.close()
+            if self.group is not None:
+                self.group.remove()
             shutil.rmtree(self.slot, ignore_errors=True)
             raise
         finally:
             theirs.close()
+            if join_fd is not None:
+                os.close(join_fd)
 
-    def start(self, fds: list[int]) -> Job:
-        """Hand the zygote a job: it forks the worker as soon as it is warm (the import may still run)."""
+    def start(self, fds: list[int], processes: int) -> Job:
+        """Hand the zygote a job: it forks the worker as soon as it is warm (the import may still run).
+
+        The worker may have `processes` processes and threads at once, itself included, where a cgroup
+        can bound them.
+        """
+        if self.group is not None:
+            with contextlib.suppress(OSError):  # a zygote that is gone: the job reads as ended
+                self.group.allow(processes)
         self.jobs_served += 1
         job = Job(self, self.jobs_served)
         with contextlib.suppress(OSError):  # a zygote gone: the job reads as ended, the zygote is not reused
@@ -125,6 +144,8 @@ class Zygote:
             self.process.wait(timeout=5)
         self._control.close()
         self._log.close()
+        if self.group is not None:
+            self.group.remove()
         shutil.rmtree(self.slot, ignore_errors=True)
 
 
@@ -185,24 +206,23 @@ class Job:
 
 
 class WorkerPool:
-    """Idle zygotes, reused one submission at a time; thread-safe."""
+    """Idle zygotes, reused one submission at a time; thread-safe.
 
-    def __init__(self, fresh: bool = False) -> None:
-        self.fresh = fresh
+    With `limit`, at most that many are in use at once: `acquire` waits for one to be released. Without
+    `fresh`, GRADER_FRESH_WORKERS=1 asks for a fresh interpreter per submission.
+    """
+
+    def __init__(self, limit: int | None = None, fresh: bool | None = None) -> None:
+        self.fresh = os.environ.get("GRADER_FRESH_WORKERS") == "1" if fresh is None else fresh
         self._idle: list[Zygote] = []
         self._lock = threading.Lock()
+        self._slots = threading.BoundedSemaphore(limit) if limit is not None else None
         self._closed = False
 
     @property
     def idle(self) -> tuple[Zygote, ...]:
         with self._lock:
             return tuple(self._idle)
-
-    def acquire(self) -> Zygote:
-        with self._lock:
-            if self._idle:
-                return self._idle.pop()
-        return Zygote()
 
     def prestart(self, count: int) -> None:
         """Start zygotes now, up to `count` idle ones, so that their imports overlap the caller's work."""
@@ -213,16 +233,33 @@ class WorkerPool:
             with self._lock:
                 self._idle.append(zygote)
 
-    def release(self, zygote: Zygote, job: Job) -> None:
-        """Take the zygote back once the job is over and its traces removed; discard it otherwise."""
-        reusable = not self.fresh and job.finish() and zygote.process.poll() is None
-        for folder in ("submission", "support"):
-            _empty(zygote.slot / folder)
-        with self._lock:
-            if reusable and not self._closed:
-                self._idle.append(zygote)
-                return
-        zygote.stop()
+    def acquire(self) -> Zygote:
+        if self._slots is not None:
+            self._slots.acquire()
+        try:
+            with self._lock:
+                if self._idle:
+                    return self._idle.pop()
+            return Zygote()
+        except BaseException:
+            if self._slots is not None:
+                self._slots.release()
+            raise
+
+    def release(self, zygote: Zygote, job: Job | None) -> None:
+        """Take the zygote back once its job is over and its traces removed; discard it otherwise."""
+        try:
+            reusable = job is not None and not self.fresh and job.finish() and zygote.process.poll() is None
+            for folder in ("submission", "support"):
+                _empty(zygote.slot / folder)
+            with self._lock:
+                if reusable and not self._closed:
+                    self._idle.append(zygote)
+                    return
+            zygote.stop()
+        finally:
+            if self._slots is not None:
+                self._slots.release()
 
     def close(self) -> None:
         with self._lock:
@@ -235,7 +272,7 @@ class WorkerPool:
 @cache
 def shared_pool() -> WorkerPool:
     """The pool of this process, closed at its exit."""
-    pool = WorkerPool(fresh=os.environ.get("GRADER_FRESH_WORKERS") == "1")
+    pool = WorkerPool()
     atexit.register(pool.close)
     return pool
 

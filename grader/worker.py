@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
+import mmap
 import os
 import re
 import resource
@@ -24,9 +25,11 @@ from typing import Any
 
 import numpy as np
 
-from grader.protocol import encode, iter_frames, numeric_dtype_name
+from grader.protocol import PROGRESS, encode, iter_frames, numeric_dtype_name
 
 MAX_RETURN_BYTES = 64 << 20
+_BATCH_SECONDS = 0.01  # trial results gathered at most this long before they are sent
+_BATCH_BYTES = 1 << 20
 _TRACEBACK_FRAMES = 8
 
 
@@ -35,20 +38,57 @@ class TrialTimeout(BaseException):
 
 
 class Channel:
-    def __init__(self, fd: int) -> None:
+    """The result pipe. Trial results travel a few at a time (one frame, one write for the lot); before
+    each trial, the worker notes its number in the shared progress page, so that a process that dies
+    mid-trial is still known to have died in that trial."""
+
+    def __init__(self, fd: int, progress_fd: int) -> None:
         self._fd = fd
         self._owner = os.getpid()
+        self._progress = mmap.mmap(progress_fd, PROGRESS.size)
+        os.close(progress_fd)
+        self._items: list[dict[str, Any]] = []
+        self._arrays: list[np.ndarray] = []
+        self._queued_bytes = 0
+        self._since = 0.0
+
+    def starting(self, trial: int) -> None:
+        PROGRESS.pack_into(self._progress, 0, trial)
 
     def send(self, header: dict[str, Any], arrays: list[np.ndarray] | None = None) -> None:
+        self._guard()
+        self.flush()
+        self._write(encode(header, arrays or []))
+
+    def queue(self, item: dict[str, Any], arrays: list[np.ndarray]) -> None:
+        """A trial's result, sent with the next ones unless enough time or data has gathered."""
+        self._guard()
+        if not self._items:
+            self._since = time.monotonic()
+        self._items.append(item)
+        self._arrays.extend(arrays)
+        self._queued_bytes += sum(a.nbytes for a in arrays)
+        if self._queued_bytes >= _BATCH_BYTES or time.monotonic() - self._since >= _BATCH_SECONDS:
+            self.flush()
+
+    def flush(self) -> None:
+        if self._items:
+            frame = encode({"type": "trials", "items": self._items}, self._arrays)
+            self._items, self._arrays, self._queued_bytes = [], [], 0
+            self._write(frame)
+
+    def _guard(self) -> None:
         if os.getpid() != self._owner:
             # A child the student forked has come back through the worker's loop: it must not answer
             # for the worker, and it has nothing else to do.
             os._exit(0)
+
+    def _write(self, frame: bytes) -> None:
         # What the student printed so far reaches the grader before it may end this process.
         for stream in (sys.stdout, sys.stderr):
             with contextlib.suppress(Exception):
                 stream.flush()
-        data = memoryview(encode(header, arrays or []))
+        data = memoryview(frame)
         while data:
             written = os.write(self._fd, data)
             data = data[written:]
@@ -63,15 +103,17 @@ def prepare() -> None:
     torch.set_num_threads(1)  # before any work: torch's OpenMP runtime does not survive a fork otherwise
 
 
-def main(job_dir: Path, jobs_fd: int, results_fd: int, cgroup_fd: int | None) -> None:
-    channel = Channel(results_fd)
+def main(job_dir: Path, jobs_fd: int, results_fd: int, progress_fd: int) -> None:
+    channel = Channel(results_fd, progress_fd)
     frames = iter_frames(jobs_fd)
     job = next(frames).header
-    inputs_by_trial = {}
-    for _ in range(job["trial_count"]):
+    inputs_by_trial: dict[int, dict[str, np.ndarray]] = {}
+    while len(inputs_by_trial) < job["trial_count"]:
         frame = next(frames)
-        inputs_by_trial[frame.header["trial"]] = dict(zip(frame.header["names"], frame.arrays, strict=True))
-    _apply_limits(job["limits"], cgroup_fd)
+        arrays = iter(frame.arrays)
+        for index, names in frame.header["trials"]:
+            inputs_by_trial[index] = {name: next(arrays) for name in names}
+    _apply_limits(job["limits"])
     submission_dir = job_dir / "submission"
     os.chdir(job_dir / "scratch")
     sys.path.insert(0, str(submission_dir))
@@ -83,6 +125,7 @@ def main(job_dir: Path, jobs_fd: int, results_fd: int, cgroup_fd: int | None) ->
     signal.signal(signal.SIGALRM, _on_alarm)
     channel.send({"type": "ready"})
     for index, inputs in inputs_by_trial.items():
+        channel.starting(index)
         _run_trial(channel, entry, index, inputs, job, submission_dir, rerun=False)
     # Second pass, on the grader's request: the trials it found wrong beyond rounding, run again at
     # float64, to tell an unstable formula (right at higher precision) from a mistake (wrong at any).
@@ -91,6 +134,7 @@ def main(job_dir: Path, jobs_fd: int, results_fd: int, cgroup_fd: int | None) ->
     if request is not None and request.header["trials"]:
         with _float64_everywhere():
             for index in request.header["trials"]:
+                channel.starting(index)
                 _run_trial(channel, entry, index, inputs_by_trial[index], job, submission_dir, rerun=True)
     channel.send({"type": "done"})
 
@@ -158,19 +202,12 @@ def _on_alarm(signum: int, frame: FrameType | None) -> None:
     raise TrialTimeout()
 
 
-def _apply_limits(limits: dict[str, Any], cgroup_fd: int | None) -> None:
+def _apply_limits(limits: dict[str, Any]) -> None:
     def cap(which: int, value: int) -> None:
         # A limit the platform does not support is skipped: the parent's deadlines still hold.
         with contextlib.suppress(ValueError, OSError):
             resource.setrlimit(which, (value, value))
 
-    if cgroup_fd is not None:
-        # Joining its own cgroup bounds the processes of the worker and what it starts, and lets the
-        # grader end them all. Not joined (an unusual kernel), the deadlines still end the run.
-        with contextlib.suppress(OSError):
-            os.write(cgroup_fd, b"0")
-        with contextlib.suppress(OSError):
-            os.close(cgroup_fd)
     cap(resource.RLIMIT_CORE, 0)
     cap(resource.RLIMIT_AS, int(limits["memory_mb"]) << 20)
     cap(resource.RLIMIT_FSIZE, int(limits["file_mb"]) << 20)
@@ -299,8 +336,8 @@ def _run_trial(
             array, dtype_label, source = converted
             described.append({"name": name, "ok": True, "dtype": dtype_label, "source": source})
             arrays.append(array)
-    header = {"type": "trial", "trial": index, "rerun": rerun, "seconds": seconds, "returns": described}
-    channel.send(header, arrays)
+    result = {"type": "trial", "trial": index, "rerun": rerun, "seconds": seconds, "returns": described}
+    channel.queue(result, arrays)
 
 
 def _type_name(value: Any) -> str:

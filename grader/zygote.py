@@ -1,8 +1,8 @@
 """The warm worker: torch imported once, then one fresh forked worker per submission, inside the sandbox.
 
-The grader (grader/warm.py) starts it under the same isolation a worker gets. It waits on its control
-socket for a job (the descriptors of the job's pipes and, where there is one, its cgroup), forks, and the
-child runs grader.worker on them. Then it reports the child's exit status and removes every trace of the
+The grader (grader/warm.py) starts it under the same isolation a worker gets, in its own cgroup where
+there is one. It waits on its control socket for a job (the descriptors of the job's pipes), forks, and
+the child runs grader.worker on them. Then it reports the child's exit status and removes every trace of the
 submission before it takes the next one: every process it left (under bubblewrap the zygote is PID 1 of
 the sandbox, which its children can neither signal nor outlive), the files in the scratch folders, in
 /dev and in /dev/shm, and its System V IPC objects. What it cannot restore, it reports, and exits: the
@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import errno
+import gc
 import json
 import os
 import select
@@ -42,6 +43,11 @@ _SYSV_OBJECTS = {"shm": "shmctl", "msg": "msgctl", "sem": "semctl"}
 def main(config_text: str) -> None:
     config = json.loads(config_text)
     control = socket.socket(fileno=int(config["control_fd"]))
+    if config["cgroup_fd"] is not None:
+        # Joined once, by the zygote: the workers it forks are born in the group, which bounds their
+        # processes and lets what they leave be found and ended.
+        os.write(config["cgroup_fd"], b"0")
+        os.close(config["cgroup_fd"])
     # kill(-1) ends every process of the sandbox only where the zygote is its PID 1; elsewhere it would
     # reach every process of the user.
     sandboxed = bool(config["pid1"]) and os.getpid() == 1
@@ -50,6 +56,9 @@ def main(config_text: str) -> None:
     _set_dumpable(False)
     signal.signal(signal.SIGINT, signal.SIG_DFL)  # as PID 1, only signals it handles reach it
     worker.prepare()
+    # What the zygote holds (torch's many objects) is never garbage: out of the collector's sight, the
+    # children's collections neither walk it nor copy the memory pages it lies in.
+    gc.freeze()
     dev_before = _dev_entries() if sandboxed else {}
     _send(control, {"type": "warm"})
     while True:
@@ -61,7 +70,7 @@ def main(config_text: str) -> None:
             _end_job(None, sandboxed)
             return  # the grader is gone
         message = json.loads(data)
-        if message.get("type") != "job" or len(fds) < 4:
+        if message.get("type") != "job" or len(fds) != 5:
             for fd in fds:
                 os.close(fd)
             continue
@@ -73,7 +82,7 @@ def main(config_text: str) -> None:
         if returncode is None:
             return
         _send(control, {"type": "exit", "returncode": returncode})
-        problem = _clean(child, sandboxed, [Path(p) for p in config["clear"]], dev_before)
+        problem = _clean(child, sandboxed, [Path(p) for p in config["clear"]], dev_before, config["cgroup"])
         _send(control, {"type": "clean", "ok": not problem, "problem": problem})
         if problem:
             return
@@ -86,7 +95,7 @@ def _start(control: socket.socket, fds: list[int], job_dir: Path, sandboxed: boo
     code = 1
     try:  # the child never returns into the zygote's loop
         control.close()
-        jobs, results, stdout, stderr, *cgroup = fds
+        jobs, results, progress, stdout, stderr = fds
         os.dup2(stdout, 1)
         os.dup2(stderr, 2)
         os.close(stdout)
@@ -94,7 +103,7 @@ def _start(control: socket.socket, fds: list[int], job_dir: Path, sandboxed: boo
         if not sandboxed:
             os.setsid()  # outside a PID namespace its process group is what the grader kills
         _set_dumpable(True)
-        worker.main(job_dir, jobs, results, cgroup[0] if cgroup else None)
+        worker.main(job_dir, jobs, results, progress)
         code = 0
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else 1
@@ -140,9 +149,11 @@ def _end_job(child: int | None, sandboxed: bool) -> None:
             os.killpg(child, signal.SIGKILL)
 
 
-def _clean(child: int, sandboxed: bool, folders: list[Path], dev_before: dict[str, _Identity]) -> str:
+def _clean(
+    child: int, sandboxed: bool, folders: list[Path], dev_before: dict[str, _Identity], cgroup: str | None
+) -> str:
     """Remove what the submission left; the problem in words when something could not be."""
-    problem = _end_processes(child, sandboxed)
+    problem = _end_processes(child, sandboxed, None if cgroup is None else Path(cgroup) / "cgroup.procs")
     for folder in folders:
         problem = problem or _empty(folder)
     if sandboxed:
@@ -150,15 +161,30 @@ def _clean(child: int, sandboxed: bool, folders: list[Path], dev_before: dict[st
     return problem
 
 
-def _end_processes(child: int, sandboxed: bool) -> str:
+def _end_processes(child: int, sandboxed: bool, members: Path | None) -> str:
+    """Under bubblewrap every process but this one; elsewhere the child's process group and, with a
+    cgroup, the group's other members (a daemon that left the session)."""
     deadline = time.monotonic() + _CLEAN_SECONDS
     while True:
         _end_job(child, sandboxed)
-        if not _reap() and not (sandboxed and _others_alive()):
+        left = _end_members(members) if members is not None and not sandboxed else False
+        if not _reap() and not left and not (sandboxed and _others_alive()):
             return ""
         if time.monotonic() > deadline:
             return "a process of the submission could not be ended"
         time.sleep(0.002)
+
+
+def _end_members(members: Path) -> bool:
+    """Kill the cgroup's members but this process; whether there were any."""
+    try:
+        pids = [int(p) for p in members.read_text().split() if int(p) != os.getpid()]
+    except OSError:
+        return False
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    return bool(pids)
 
 
 def _others_alive() -> bool:
