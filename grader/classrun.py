@@ -90,7 +90,6 @@ def run_class(
         if progress is not None:
             progress(stored)
 
-    # One thread more than workers: a submission's results are judged while the next one runs.
     workers_pool = WorkerPool(limit=workers)
     if pending:  # their torch imports overlap the references' computation
         workers_pool.prestart(min(workers, len(pending)))
@@ -121,12 +120,12 @@ def run_class(
         gradebook.record(run_id, job.key, result)  # at once: a run killed later keeps it
         return result
 
-    pool = ThreadPoolExecutor(max_workers=workers + 1)
+    pool = ThreadPoolExecutor(max_workers=workers)
     running: set[Future[SubmissionResult]] = set()
     queue = list(pending)
     try:
         while queue or running:
-            while queue and len(running) < workers + 1:
+            while queue and len(running) < workers:
                 job = queue.pop(0)
                 refs = references_for(job.exercise)
                 if refs is not None:

@@ -162,7 +162,7 @@ def _judge_return(
 
 
 def _item(output: TrialOutput, name: str) -> Returned | Problem:
-    return next(r for r in output.returns if r.name == name)
+    return output.by_name[name]
 
 
 def _returned(outputs: Mapping[int, TrialOutput], name: str) -> dict[int, Returned]:

@@ -101,19 +101,17 @@ def _decode_body(head: bytes, payload: bytes | bytearray) -> Frame:
 
 
 def _array_spec(spec: Any) -> tuple[str, tuple[int, ...]]:
-    if not isinstance(spec, dict) or set(spec) != {"dtype", "shape"}:
+    # On the path of every array received: plain type checks, no sets or generators.
+    if type(spec) is not dict or len(spec) != 2 or "dtype" not in spec or "shape" not in spec:
         raise ProtocolError(f"array description must be {{dtype, shape}}, got {spec!r:.80}")
     dtype, shape = spec["dtype"], spec["shape"]
-    if dtype not in NUMERIC_DTYPES:
+    if type(dtype) is not str or dtype not in _WIRE_DTYPES:
         raise ProtocolError(f"dtype {dtype!r:.40} is not an allowed numeric dtype")
-    if (
-        not isinstance(shape, list)
-        or len(shape) > MAX_DIMS
-        or not all(
-            isinstance(d, int) and not isinstance(d, bool) and 0 <= d <= MAX_PAYLOAD_BYTES for d in shape
-        )
-    ):
+    if type(shape) is not list or len(shape) > MAX_DIMS:
         raise ProtocolError(f"shape {shape!r:.80} is not a list of at most {MAX_DIMS} sizes")
+    for size in shape:
+        if type(size) is not int or not 0 <= size <= MAX_PAYLOAD_BYTES:  # bool is no int here
+            raise ProtocolError(f"shape {shape!r:.80} is not a list of at most {MAX_DIMS} sizes")
     return dtype, tuple(shape)
 
 

@@ -19,6 +19,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -68,6 +69,10 @@ class TrialOutput:
     index: int
     returns: tuple[Returned | Problem, ...]
     seconds: float
+
+    @cached_property
+    def by_name(self) -> dict[str, Returned | Problem]:
+        return {r.name: r for r in self.returns}
 
 
 @dataclass(frozen=True)
