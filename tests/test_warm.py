@@ -9,6 +9,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -231,3 +232,20 @@ def _alive(pid: int) -> bool:
     except OSError:
         return False
     return "\nState:\tZ" not in status
+
+
+def test_a_pool_with_a_limit_lends_no_more_workers_than_that() -> None:
+    """`-j N` keeps at most N submissions running: the next one waits for a worker to come back."""
+    pool = WorkerPool(limit=1)
+    try:
+        first = pool.acquire()
+        waiter = ThreadPoolExecutor(max_workers=1)
+        second = waiter.submit(pool.acquire)
+        time.sleep(0.5)
+        assert not second.done(), "a second worker was lent while the first was out"
+        pool.release(first, None)  # not reusable without a finished job: discarded, and the slot is free
+        assert second.result(timeout=30) is not first
+        pool.release(second.result(), None)
+        waiter.shutdown()
+    finally:
+        pool.close()
