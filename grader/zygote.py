@@ -37,6 +37,7 @@ _PR_SET_DUMPABLE = 4
 _IPC_RMID = 0
 _CLEAN_SECONDS = 5.0
 _Identity = tuple[int, int, int]  # inode, mode, device: what tells a replaced /dev entry
+_mounts: frozenset[str] = frozenset()  # the sandbox's mount points, read once at start
 _SYSV_OBJECTS = {"shm": "shmctl", "msg": "msgctl", "sem": "semctl"}
 
 
@@ -59,6 +60,8 @@ def main(config_text: str) -> None:
     # What the zygote holds (torch's many objects) is never garbage: out of the collector's sight, the
     # children's collections neither walk it nor copy the memory pages it lies in.
     gc.freeze()
+    global _mounts
+    _mounts = _mount_points()
     dev_before = _dev_entries() if sandboxed else {}
     _send(control, {"type": "warm"})
     while True:
@@ -221,7 +224,12 @@ def _empty(folder: Path) -> str:
 
 
 def _remove(path: Path) -> str:
+    text = str(path)
+    if text in _mounts:
+        return ""  # what the sandbox binds there (the grader's virtual environment under /tmp, say)
     try:
+        if any(m.startswith(text + "/") for m in _mounts):
+            return _empty(path)  # a folder the sandbox made to hold a binding: emptied, not removed
         if path.is_dir() and not path.is_symlink():
             path.chmod(0o700)  # a folder the submission made unreadable is still its owner's
             problem = _empty(path)
@@ -235,6 +243,14 @@ def _remove(path: Path) -> str:
     except OSError as exc:
         return f"cannot remove {path}: {exc.strerror}"
     return ""
+
+
+def _mount_points() -> frozenset[str]:
+    try:
+        lines = Path("/proc/self/mountinfo").read_text().splitlines()
+    except OSError:
+        return frozenset()
+    return frozenset(line.split()[4] for line in lines if len(line.split()) > 4)
 
 
 def _dev_entries() -> dict[str, _Identity]:
