@@ -73,7 +73,9 @@ INSPECTOR = """
         places = ("left.txt", "locked", os.environ["TMPDIR"] + "/left-tmpdir.txt")
         found = [p for p in places if os.path.exists(p)]
         if os.getppid() == 1:  # in a sandbox: everything in it is the submission's
-            found += ["/tmp/" + n for n in os.listdir("/tmp")]
+            mounts = [line.split()[4] for line in open("/proc/self/mountinfo").read().splitlines()]
+            held = {m.split("/")[2] for m in mounts if m.startswith("/tmp/")}  # where the sandbox binds
+            found += ["/tmp/" + n for n in os.listdir("/tmp") if n not in held]
             found += ["/dev/shm/" + n for n in os.listdir("/dev/shm")]
             found += ["/dev/left"] if os.path.exists("/dev/left") else []
             found += ["shm " + line for line in open("/proc/sysvipc/shm").read().splitlines()[1:]]
