@@ -53,6 +53,14 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("--json", action="store_true", help="print one JSON object instead of the report")
     check.add_argument("--show-output", action="store_true", help="show what your code printed")
 
+    repro = commands.add_parser("repro", help="replay one trial and show it whole: inputs, expected, got")
+    repro.add_argument("exercise", type=Path, help="exercise folder (holding exercise.yaml)")
+    repro.add_argument("file", type=Path, help="your .py file (or a folder of .py files)")
+    repro.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"trial seed (default {DEFAULT_SEED})")
+    repro.add_argument("--trial", type=_non_negative, required=True, help="the trial to replay")
+    repro.add_argument("--json", action="store_true", help="print one JSON object instead of the report")
+    repro.add_argument("--show-output", action="store_true", help="show what your code printed")
+
     run = commands.add_parser("run", help="grade a class: every student on every exercise (instructors)")
     run.add_argument("exercises", type=Path, help="folder of exercise folders")
     run.add_argument(
@@ -121,7 +129,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     console, errors = make_console(), make_console(stderr=True)
     try:
-        if args.command == "check":
+        if args.command in ("check", "repro"):
             return _check(args, console, errors)
         if args.command == "run":
             return _run(args, console, errors)
@@ -154,17 +162,21 @@ def _warn_if_reduced(errors: Console) -> None:
 def _check(args: argparse.Namespace, console: Console, errors: Console) -> int:
     from grader.grading import grade
     from grader.report.json_report import to_json_line
-    from grader.report.terminal import render_result
+    from grader.report.terminal import render_case, render_result
     from grader.submissions import submission_from_path
+    from grader.trials import make_trial
 
     exercise = load_exercise(args.exercise)
     _warn_if_reduced(errors)
     submission = submission_from_path(args.file, exercise.spec.entry)
-    result = grade(exercise, submission, args.seed, args.trials, only_trial=args.trial)
+    replay = args.command == "repro"
+    result = grade(exercise, submission, args.seed, None if replay else args.trials, only_trial=args.trial)
     if args.json:
         print(to_json_line(result))
     else:
         render_result(console, result, args.show_output)
+        if replay:
+            render_case(console, result, make_trial(exercise, args.seed, args.trial))
     return int(ExitCode.ALL_PASS if result.passed else ExitCode.SOME_FAILED)
 
 

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from grader import diagnosis
 from grader.classify import Rerun, classify_return, resolve_with_rerun
 from grader.compare import PRECISIONS, Comparison, compare_many
 from grader.results import ErrorInfo, ReturnResult, SubmissionResult, display_path, student_location
@@ -108,7 +109,10 @@ def judge(
         comparisons, got = _judge_return(
             spec, references, report, error, first_pass.get(spec.name) if first_pass else None
         )
-        returns.append(classify_return(exercise, spec.name, comparisons, by_index, expected, got))
+        judged = classify_return(exercise, spec.name, comparisons, by_index, expected, got)
+        if judged.verdict is Verdict.LOGIC:
+            judged = _diagnosed(exercise, references, spec, report, judged, comparisons)
+        returns.append(judged)
     first_failure = next((report.failures[t.index] for t in trials if t.index in report.failures), None)
     if error is None and report.failures and len(report.failures) == len(trials):
         error = _error_info(first_failure)  # type: ignore[arg-type]
@@ -128,6 +132,21 @@ def judge(
         seconds=report.seconds,
         only_trial=only_trial,
     )
+
+
+def _diagnosed(
+    exercise: Exercise,
+    references: References,
+    spec: ReturnSpec,
+    report: WorkerReport,
+    judged: ReturnResult,
+    comparisons: list[Comparison],
+) -> ReturnResult:
+    returned = _returned(report.outputs, spec.name)
+    found = diagnosis.diagnose(exercise, references, spec, returned, {c.trial: c for c in comparisons})
+    if found is None:
+        return judged
+    return replace(judged, misconception=found.name, feedback=found.feedback)
 
 
 def _judge_return(

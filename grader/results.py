@@ -48,7 +48,8 @@ class ReturnResult:
     max_ratio: float
     failing_entries: tuple[EntryError, ...] = ()
     case: FailingCase | None = None
-    misconception: str | None = None
+    misconception: str | None = None  # the mistake the values show, when they match one
+    feedback: str = ""  # what that mistake means and how to fix it
 
 
 @dataclass(frozen=True)
@@ -87,10 +88,11 @@ class SubmissionResult:
         return max((r.verdict for r in self.returns), key=SEVERITY.__getitem__, default=Verdict.PASS)
 
     def repro(self, trial: int | None = None) -> str:
-        command = f"grader check {self.exercise_dir} {self.submission} --seed {self.seed}"
+        """The command that replays one trial (shown whole), or the whole run."""
+        where = f"{self.exercise_dir} {self.submission} --seed {self.seed}"
         if trial is not None:
-            return f"{command} --trial {trial}"
-        return f"{command} --trials {self.trials}"
+            return f"grader repro {where} --trial {trial}"
+        return f"grader check {where} --trials {self.trials}"
 
 
 def student_location(traceback: str) -> str:

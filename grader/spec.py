@@ -20,6 +20,7 @@ from grader.errors import SpecError
 from grader.graph import GraphError, Program, evaluate_size_expression, parse, size_expression_names
 
 SPEC_FILE = "exercise.yaml"
+MISCONCEPTION = "__misconception"  # the name a declared misconception's expression is assigned to
 
 SizeExpr = int | str
 
@@ -119,6 +120,21 @@ class WrongSolution(_Model):
     file: str
     mistake: str
     expect: dict[str, Verdict]
+    misconceptions: dict[str, str] = {}  # return -> the start of the name its diagnosis must have
+
+
+class Misconception(_Model):
+    """A mistake the author expects, as what it makes a return be: one or more graph expressions."""
+
+    name: str = Field(min_length=1, max_length=200)
+    return_: str = Field(alias="return")
+    expr: tuple[str, ...] = Field(min_length=1)  # any of these forms (a YAML string or list of strings)
+    feedback: str = ""
+
+    @field_validator("expr", mode="before")
+    @classmethod
+    def _one_or_many(cls, value: object) -> object:
+        return (value,) if isinstance(value, str) else value
 
 
 class ExerciseSpec(_Model):
@@ -138,6 +154,7 @@ class ExerciseSpec(_Model):
     solution: str | None = "solution.py"
     starter: str | None = "starter.py"
     wrong: tuple[WrongSolution, ...] = ()
+    misconceptions: tuple[Misconception, ...] = ()
     support: tuple[str, ...] = ()  # files or folders beside exercise.yaml that submissions may import
     limits: Limits = Limits()
 
@@ -294,9 +311,23 @@ def _cross_check(spec: ExerciseSpec, path: Path, lines: Mapping[tuple[Any, ...],
         if name not in names_seen:
             raise fail(("points", name), f"'{name}' is not a return ({_listing(names_seen)})")
     for i, wrong in enumerate(spec.wrong):
-        for name in wrong.expect:
-            if name not in names_seen:
-                raise fail(("wrong", i, "expect", name), f"'{name}' is not a return ({_listing(names_seen)})")
+        for field in ("expect", "misconceptions"):
+            for name in getattr(wrong, field):
+                if name not in names_seen:
+                    message = f"'{name}' is not a return ({_listing(names_seen)})"
+                    raise fail(("wrong", i, field, name), message)
+    for i, misconception in enumerate(spec.misconceptions):
+        if misconception.return_ not in names_seen:
+            message = f"'{misconception.return_}' is not a return ({_listing(names_seen)})"
+            raise fail(("misconceptions", i, "return"), message)
+        for k, expr in enumerate(misconception.expr):
+            try:
+                parse(f"{MISCONCEPTION} = {expr}", [*spec.inputs, *sizes, *defined])
+            except GraphError as exc:
+                where: tuple[str | int, ...] = ("misconceptions", i, "expr")
+                if len(misconception.expr) > 1:
+                    where = (*where, k)
+                raise fail(where, f"{exc.message} (an expression over the graph's names)") from None
     for field in ("solution", "starter"):
         relative = getattr(spec, field)
         if relative is not None and not (path.parent / relative).is_file():
@@ -379,7 +410,8 @@ def _describe(error: Any, location: tuple[Any, ...]) -> str:
     clean = _clean_location(location)
     if kind == "extra_forbidden":
         known = _model_at(clean[:-1])
-        listing = f"; known fields: {', '.join(known.model_fields)}" if known is not None else ""
+        fields = [info.alias or name for name, info in (known.model_fields if known else {}).items()]
+        listing = f"; known fields: {', '.join(fields)}" if fields else ""
         return f"unknown field '{clean[-1]}'{listing}"
     if kind == "missing":
         return f"required field '{clean[-1]}' is missing"
@@ -398,6 +430,7 @@ def _model_at(location: tuple[Any, ...]) -> type[BaseModel] | None:
         ("returns", "#", "grad"): GradSpec,
         ("returns", "#", "vjp"): VjpSpec,
         ("wrong", "#"): WrongSolution,
+        ("misconceptions", "#"): Misconception,
     }
     if len(shape) == 2 and shape[0] in ("inputs", "sizes"):
         return InputSpec if shape[0] == "inputs" else SizeRange

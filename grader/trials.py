@@ -40,7 +40,9 @@ def make_trial(exercise: Exercise, seed: int, index: int) -> Trial:
     sizes: dict[str, int] = {}
     for name in sorted(exercise.spec.sizes):
         low, high = exercise.size_range(name)
-        sizes[name] = int(rng.integers(low, high + 1))
+        drawn = int(rng.integers(low, high + 1))
+        # Trial 0 has every size at its smallest: a mistake that shows at any size is shown at the smallest.
+        sizes[name] = low if index == 0 else drawn
     inputs = {
         name: _draw(spec, exercise.shape(name, sizes), sizes, rng)
         for name, spec in exercise.spec.inputs.items()

@@ -70,14 +70,25 @@ def validate(
         note(f"{exercise.id}: grading {wrong.file}")
         result = _grade_file(exercise, wrong.file, seed, references)
         verdicts = {r.name: r.verdict for r in result.returns}
-        mismatched = {n: (v, verdicts[n]) for n, v in wrong.expect.items() if verdicts[n] is not v}
+        named = {r.name: r.misconception for r in result.returns}
+        mismatched = [
+            f"{n}: expected {v.value}, got {verdicts[n].value}"
+            for n, v in wrong.expect.items()
+            if verdicts[n] is not v
+        ]
+        mismatched += [
+            f"{n}: expected the misconception '{m}...', got {named[n]!r}"
+            for n, m in wrong.misconceptions.items()
+            if not (named[n] or "").startswith(m)
+        ]
         if mismatched:
-            detail = "; ".join(f"{n}: expected {e.value}, got {g.value}" for n, (e, g) in mismatched.items())
+            detail = "; ".join(mismatched)
             error = result.error or result.first_trial_error
             if error is not None:
                 detail += f" (error {error.kind}: {error.message})"
         else:
             detail = ", ".join(f"{n}={v.value}" for n, v in wrong.expect.items())
+            detail += "".join(f"; {n}: {named[n]}" for n in wrong.misconceptions)
         checks.append(Check(f"known-wrong {wrong.file} ({wrong.mistake})", not mismatched, detail))
     return checks
 

@@ -144,6 +144,9 @@ def test_case(gradings: Gradings, exercise_id: str, file: str) -> None:
         f"{file} ({wrong.mistake}):\n{describe(result)}"
     )
     assert any(v is not Verdict.PASS for v in got.values()), f"known-wrong {file} passes everything"
+    named = {r.name: r.misconception for r in result.returns}
+    for name, start in wrong.misconceptions.items():
+        assert (named[name] or "").startswith(start), f"{file}: {name} named {named[name]!r}, not {start}..."
     for ret in result.returns:
         if ret.verdict in (Verdict.LOGIC, Verdict.PRECISION):
             assert ret.failing_entries, f"{ret.name}: a {ret.verdict.value} verdict names no failing entries"
@@ -169,10 +172,15 @@ def test_seed_answer_passes_over_1000_trials(graph2: Exercise) -> None:
     assert verdict_values(result) == {"f": "pass", "auto_grad": "pass", "user_grad": "pass"}, describe(result)
 
 
-def test_seed_question_with_a_sigmoid_helper_is_logic_on_user_grad(graph2: Exercise) -> None:
+def test_seed_question_with_a_sigmoid_helper_is_an_elementwise_product_for_a_matrix_product(
+    graph2: Exercise,
+) -> None:
     result = grade_bundled(graph2, "dmitri/graph2.py", 200)
     expected = {"f": "pass", "auto_grad": "pass", "user_grad": "logic"}
     assert verdict_values(result) == expected, describe(result)
+    user_grad = next(r for r in result.returns if r.name == "user_grad")
+    assert user_grad.misconception == "elementwise product where a matrix product belongs"
+    assert "W_np @ x_np" in user_grad.feedback
 
 
 def test_seed_question_as_posted_is_an_error_naming_sigmoid(graph2: Exercise) -> None:

@@ -101,7 +101,7 @@ def test_the_repro_command_replays_the_failing_trial(
     if case is None:
         pytest.skip("this JSON output does not carry a repro command")
     command = case["repro"].split()
-    assert command[:2] == ["grader", "check"]
+    assert command[:2] == ["grader", "repro"]
     replay = run_grader(*command[1:], "--json")
     assert replay.returncode == 1, replay.stderr
     (again,) = json_lines(replay.stdout)
@@ -176,7 +176,24 @@ def test_check_terminal_report_names_the_verdicts(run_grader: Run, work: Path) -
     proc = run_grader("check", GRAPH2, path, "--trials", "10")
     assert proc.returncode == 1, proc.stderr
     assert "user_grad" in proc.stdout and "logic" in proc.stdout and "pass" in proc.stdout
-    assert "grader check" in proc.stdout  # a reproduction command
+    assert "likely mistake: transposed" in proc.stdout
+    assert "grader repro" in proc.stdout  # the command that replays the smallest failing case
+
+
+def test_repro_shows_the_whole_case(run_grader: Run, work: Path) -> None:
+    """The smallest case of a mistake that shows at every size is at the smallest size (trial 0), and
+    `grader repro` shows its inputs, what was expected and what came back."""
+    path = write_source(work / "repro" / "transposed.py", TRANSPOSED_GRAPH2)
+    proc = run_grader("check", GRAPH2, path, "--trials", "10", "--json")
+    (result,) = json_lines(proc.stdout)
+    user_grad = next(r for r in result["returns"] if r["name"] == "user_grad")
+    assert user_grad["misconception"] == "transposed" and user_grad["feedback"]
+    case = user_grad["smallest_failing_case"]
+    assert case["trial"] == 0 and case["sizes"] == {"d": 2}  # graph2's smallest size
+    replay = run_grader(*case["repro"].split()[1:])
+    assert replay.returncode == 1, replay.stderr
+    for shown in ("trial 0 (d=2), inputs:", "W_np (shape (2, 2)", "user_grad expected", "user_grad got"):
+        assert shown in replay.stdout
 
 
 def test_broken_spec_exits_2_with_file_line_and_field(run_grader: Run, work: Path) -> None:

@@ -197,6 +197,7 @@ def test_ulps_are_counted_in_float32_spacing(
     # one value that float16 also holds (1 + 2**-10, say) reads as float16 work: not this test's case
     with np.errstate(over="ignore"):  # beyond float16's range it is not float16, as wanted
         assume(float(np.float16(further)) != float(further))
+    assume(np.float32(further).view(np.uint32) & 0xFFFF != 0)  # nor bfloat16 (8 significant bits)
     expected = np.array([float(value)])
     result = compare(0, EXACT, expected, np.array([further], dtype=np.float32), "float32")
     assert result.precision == "float32"

@@ -7,7 +7,9 @@
 - `unstable`: a formula that is right in float64 but overflows or cancels at the precision it runs in; over
   1,000 trials each return in `returns` must be `instability`, and the others neither `logic` nor `error`.
 - `bug`: a real mistake (transpose, sign, factor 2, missing factor, wrong input, `*` for `@`); over 1,000
-  trials each return in `returns` must be `logic`, and the others neither `logic` nor `error`.
+  trials each return in `returns` must be `logic`, and the others neither `logic` nor `error`. Its
+  `misconception` is the start of the name the diagnosis must give those returns, or `none` for a
+  mistake no candidate describes (then none may be named). Correct and unstable code is never named one.
 
 Each exercise's references are computed once for all its variants, which are graded two at a time the
 first time one of them is asked for. `tests/corpus/report.py` prints the same gradings as a table.
@@ -54,6 +56,7 @@ class Variant:
     precision: str
     note: str
     returns: tuple[str, ...]  # for unstable and bug: the returns the defect affects
+    misconception: str | None = None  # for bug: the start of the name its returns get (None: no name)
 
     @property
     def path(self) -> Path:
@@ -91,7 +94,7 @@ def _variant(path: Path, exercise_id: str, k: int, entry: Any) -> Variant:
     where = f"{path}: variants[{k}]"
     if not isinstance(entry, dict):
         raise ManifestError(f"{where}: expected a mapping")
-    unknown = set(entry) - {"file", "kind", "precision", "note", "returns"}
+    unknown = set(entry) - {"file", "kind", "precision", "note", "returns", "misconception"}
     if unknown:
         raise ManifestError(f"{where}: unknown fields {sorted(unknown)}")
     file, kind, precision = entry.get("file"), entry.get("kind"), entry.get("precision")
@@ -110,7 +113,12 @@ def _variant(path: Path, exercise_id: str, k: int, entry: Any) -> Variant:
         raise ManifestError(f"{where} ({file}): a {kind} variant must list the returns it affects")
     if kind == "correct" and returns:
         raise ManifestError(f"{where} ({file}): a correct variant lists no affected returns")
-    return Variant(exercise_id, file, kind, precision, str(entry.get("note", "")), tuple(returns))
+    misconception = entry.get("misconception")
+    if (kind == "bug") != isinstance(misconception, str):
+        raise ManifestError(f"{where} ({file}): a bug, and only a bug, says its misconception (or none)")
+    named = None if misconception in (None, "none") else str(misconception)
+    note = str(entry.get("note", ""))
+    return Variant(exercise_id, file, kind, precision, note, tuple(returns), named)
 
 
 @dataclass(frozen=True)
@@ -173,6 +181,10 @@ def problems(variant: Variant, result: SubmissionResult | Exception) -> list[str
         ):
             # Correct code is never called a mistake, nor told that its formula is unstable.
             found.append(f"{ret.name}: {ret.verdict.value} — {ret.message}")
+        wanted = variant.misconception if ret.name in variant.returns and variant.kind == "bug" else None
+        named = ret.misconception
+        if not (named is None if wanted is None else (named or "").startswith(wanted)):
+            found.append(f"{ret.name}: named the misconception {named!r}, expected {wanted or 'none'!r}")
     return found
 
 

@@ -98,7 +98,7 @@ def test_gradescope_results_have_the_required_fields(
         assert test["status"] in ("passed", "failed")
     failed = [t for t in results["tests"] if t["status"] == "failed"]
     assert [t["name"] for t in failed] == ["graph2: user_grad"]
-    assert "replay: grader check" in failed[0]["output"]
+    assert "replay: grader repro" in failed[0]["output"]
 
 
 def test_the_class_summary_counts_verdicts_and_failing_entries(

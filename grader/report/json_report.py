@@ -46,6 +46,7 @@ class ReturnOut(_Out):
     failed_trials: int
     message: str
     misconception: str | None
+    feedback: str
     failing_entries: list[EntryOut]
     points: float
     score: float
@@ -109,6 +110,7 @@ def result_model(result: SubmissionResult) -> ResultOut:
                 failed_trials=r.failed_trials,
                 message=r.message,
                 misconception=r.misconception,
+                feedback=r.feedback,
                 failing_entries=[_entry(e) for e in r.failing_entries],
                 points=r.points,
                 score=r.score,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Sequence
 
 import numpy as np
@@ -11,6 +12,7 @@ from rich.table import Table
 
 from grader.results import ReturnResult, SubmissionResult, student_location
 from grader.spec import Verdict
+from grader.trials import Trial
 
 STYLE = {
     Verdict.PASS: "green",
@@ -99,6 +101,11 @@ def _render_output(console: Console, result: SubmissionResult, show_output: bool
 
 
 def _render_failure(console: Console, result: SubmissionResult, ret: ReturnResult) -> None:
+    if ret.misconception is not None:
+        name = escape(ret.misconception)
+        console.print(f"  [bold]{escape(ret.name)}[/]: [yellow]likely mistake:[/] {name}")
+        if ret.feedback:
+            console.print(escape(_wrapped(ret.feedback, console.width)))
     case = ret.case
     if case is None:
         return
@@ -132,6 +139,32 @@ def _focus_trial(result: SubmissionResult) -> int | None:
     if result.error is not None and result.error.trial is not None:
         return result.error.trial
     return next((r.case.trial for r in result.returns if r.case is not None), None)
+
+
+def render_case(console: Console, result: SubmissionResult, trial: Trial) -> None:
+    """One trial whole: its inputs, and for each return that fails it, expected and got side by side."""
+    console.print(f"  [bold]trial {trial.index}[/] ({escape(trial.describe_sizes())}), inputs:")
+    with np.printoptions(precision=6, suppress=False, linewidth=max(60, console.width - 8), threshold=400):
+        for name, array in trial.inputs.items():
+            console.print(f"    [bold]{escape(name)}[/] {_shape(array)}")
+            console.print(_indent(escape(str(array)), 6))
+        for ret in result.returns:
+            case = ret.case
+            if ret.verdict is Verdict.PASS or case is None:
+                continue
+            for label, value in (("expected", case.expected), ("got", case.got)):
+                if value is not None:
+                    console.print(f"    [bold]{escape(ret.name)}[/] {label} {_shape(np.asarray(value))}")
+                    console.print(_indent(escape(str(np.asarray(value))), 6))
+
+
+def _shape(array: np.ndarray) -> str:
+    return f"(shape {tuple(array.shape)}, {array.dtype})"
+
+
+def _wrapped(text: str, width: int) -> str:
+    indent = "    "
+    return textwrap.fill(text, max(40, width - 6), initial_indent=indent, subsequent_indent=indent)
 
 
 def _indent(text: str, spaces: int) -> str:
