@@ -46,7 +46,7 @@ from grader.trials import Trial
 
 OUTPUT_HARD_LIMIT = 32 << 20  # beyond this much printing the run is stopped, not just truncated
 KILL_GRACE_SECONDS = 1.0
-PACE_SECONDS = 0.005
+PACE_SECONDS = 0.005  # how long small results may gather in the pipe before the grader reads them
 PIPE_BYTES = 1 << 20  # Linux lets any user make a pipe this large (fs/pipe-max-size)
 
 
