@@ -99,6 +99,8 @@ def test_gradescope_results_have_the_required_fields(
     failed = [t for t in results["tests"] if t["status"] == "failed"]
     assert [t["name"] for t in failed] == ["graph2: user_grad"]
     assert "replay: grader repro" in failed[0]["output"]
+    assert "likely mistake: transposed — " in failed[0]["output"]
+    assert "transposed" in failed[0]["tags"]
 
 
 def test_the_class_summary_counts_verdicts_and_failing_entries(

@@ -96,6 +96,8 @@ def _summary_line(result: SubmissionResult) -> str:
 
 def _test_output(result: SubmissionResult, ret: ReturnResult) -> str:
     lines = [f"{ret.verdict.value}: {ret.message}"]
+    if ret.misconception is not None:
+        lines.append(f"likely mistake: {ret.misconception}" + (f" — {ret.feedback}" if ret.feedback else ""))
     if result.error is not None:
         lines.append(f"error ({result.error.kind}): {result.error.message}")
         if result.error.traceback:

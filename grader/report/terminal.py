@@ -221,7 +221,9 @@ def render_class(
             continue
         for ret in result.returns:
             if ret.verdict is not Verdict.PASS:
-                console.print(f"    {escape(ret.name)} {verdict_text(ret.verdict)}: {escape(ret.message)}")
+                named = f" — likely mistake: {ret.misconception}" if ret.misconception else ""
+                line = f"{escape(ret.name)} {verdict_text(ret.verdict)}: {escape(ret.message + named)}"
+                console.print(f"    {line}")
         console.print(f"    [dim]{escape(result.repro(_focus_trial(result)))}[/]")
     for student, exercises_missing in missing.items():
         shown = [e for e in exercises_missing if e in attempted]
