@@ -3,19 +3,20 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from grader import diagnosis
+from grader import consistency, diagnosis
 from grader.classify import Rerun, classify_return, resolve_with_rerun
 from grader.compare import PRECISIONS, Comparison, compare_many
 from grader.results import ErrorInfo, ReturnResult, SubmissionResult, display_path, student_location
 from grader.sandbox import (
     Failure,
     Problem,
+    RerunRequest,
     RerunSelector,
     Returned,
     RunningWorker,
@@ -62,7 +63,7 @@ def grade(
     except BaseException:
         worker.close()
         raise
-    first_pass: dict[str, dict[int, Comparison]] = {}
+    first_pass = FirstPass()
     report = worker.collect(rerun_selector(exercise, references, first_pass))
     return judge(exercise, submission, seed, references, report, only_trial, first_pass)
 
@@ -99,7 +100,7 @@ def judge(
     references: References,
     report: WorkerReport,
     only_trial: int | None = None,
-    first_pass: Mapping[str, Mapping[int, Comparison]] | None = None,
+    first_pass: FirstPass | None = None,
 ) -> SubmissionResult:
     trials, expected = references.trials, references.expected
     by_index = {t.index: t for t in trials}
@@ -107,12 +108,14 @@ def judge(
     returns: list[ReturnResult] = []
     for spec in exercise.spec.returns:
         comparisons, got = _judge_return(
-            spec, references, report, error, first_pass.get(spec.name) if first_pass else None
+            spec, references, report, error, first_pass.comparisons.get(spec.name) if first_pass else None
         )
         judged = classify_return(exercise, spec.name, comparisons, by_index, expected, got)
         if judged.verdict is Verdict.LOGIC:
             judged = _diagnosed(exercise, references, spec, report, judged, comparisons)
         returns.append(judged)
+    for probe in first_pass.probes if first_pass is not None else []:
+        returns = _checked_for_consistency(returns, probe, report)
     first_failure = next((report.failures[t.index] for t in trials if t.index in report.failures), None)
     if error is None and report.failures and len(report.failures) == len(trials):
         error = _error_info(first_failure)  # type: ignore[arg-type]
@@ -132,6 +135,46 @@ def judge(
         seconds=report.seconds,
         only_trial=only_trial,
     )
+
+
+@dataclass
+class FirstPass:
+    """What the rerun selection learnt from the first pass, kept for judging (nothing compared twice)."""
+
+    comparisons: dict[str, dict[int, Comparison]] = field(default_factory=dict)
+    probes: list[consistency.Probe] = field(default_factory=list)
+
+
+def _checked_for_consistency(
+    returns: list[ReturnResult], probe: consistency.Probe, report: WorkerReport
+) -> list[ReturnResult]:
+    """A wrong gradient that is the derivative of the student's own, wrong, value is named so: the
+    forward computation is what to fix first."""
+    by_name = {r.name: r for r in returns}
+    value, gradient = probe.pair.value.name, probe.pair.gradient.name
+    output = report.outputs.get(probe.trial)
+    if output is None or by_name[value].verdict is not Verdict.LOGIC:
+        return returns
+    item = _item(output, gradient)
+    values = {
+        index: found.array
+        for index in (probe.plus.index, probe.minus.index)
+        if index in report.reruns and isinstance(found := _item(report.reruns[index], value), Returned)
+    }
+    if not isinstance(item, Returned) or consistency.consistent(probe, item.array, values) is not True:
+        return returns
+    judged = by_name[gradient]
+    why = (
+        f"finite differences of the {value} you return agree with your {gradient}: it is the right "
+        f"derivative of the function you computed, but that function is not the exercise's. Fix the "
+        f"computation of {value} first."
+    )
+    if judged.misconception is None:
+        name = f"the derivative of your own {value}, which is wrong"
+        judged = replace(judged, misconception=name, feedback=why)
+    else:  # the name says how it is wrong; this says where the mistake is
+        judged = replace(judged, feedback=f"{judged.feedback}. Also, {why}" if judged.feedback else why)
+    return [judged if r.name == gradient else r for r in returns]
 
 
 def _diagnosed(
@@ -267,25 +310,37 @@ def _resolve_beyond_rounding(
     return resolved
 
 
-def rerun_selector(
-    exercise: Exercise, references: References, first_pass: dict[str, dict[int, Comparison]]
-) -> RerunSelector:
+def rerun_selector(exercise: Exercise, references: References, first_pass: FirstPass) -> RerunSelector:
     """Picks the trials to rerun at float64: those beyond rounding, worst first.
 
     Code that already returns float64 is rerun too: what it returned may have been computed in float32
     and overflowed (an infinity says nothing about its precision), and the rerun costs little.
 
-    The first pass's comparisons are kept in `first_pass` for judging, so nothing is compared twice.
+    The first pass's comparisons are kept in `first_pass` for judging, so nothing is compared twice; so are
+    the consistency probes asked for where a value and its gradient are both wrong.
     """
 
-    def select(outputs: Mapping[int, TrialOutput]) -> list[int]:
+    by_index = {t.index: t for t in references.trials}
+
+    def select(outputs: Mapping[int, TrialOutput]) -> RerunRequest:
         worst: dict[int, float] = {}
         for spec in exercise.spec.returns:
-            first_pass[spec.name] = _compare_outputs(spec, references, outputs)
-            for c in first_pass[spec.name].values():
+            first_pass.comparisons[spec.name] = _compare_outputs(spec, references, outputs)
+            for c in first_pass.comparisons[spec.name].values():
                 if c.verdict is Verdict.LOGIC:
                     worst[c.trial] = max(worst.get(c.trial, 0.0), c.max_ratio)
-        return sorted(sorted(worst, key=lambda t: -worst[t])[:RERUN_LIMIT])
+        # A value and its gradient both wrong: is the gradient at least that of the student's own value?
+        for number, pair in enumerate(consistency.pairs(exercise)):
+            values, gradients = (first_pass.comparisons[r.name] for r in (pair.value, pair.gradient))
+            both = [
+                t
+                for t, c in gradients.items()
+                if c.verdict is Verdict.LOGIC and t in values and values[t].verdict is Verdict.LOGIC
+            ]
+            if both:
+                first_pass.probes.append(consistency.make_probe(pair, by_index[min(both)], number))
+        trials = sorted(sorted(worst, key=lambda t: -worst[t])[:RERUN_LIMIT])
+        return RerunRequest(trials, [moved for p in first_pass.probes for moved in (p.plus, p.minus)])
 
     return select
 

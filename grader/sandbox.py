@@ -229,7 +229,7 @@ class RunningWorker:
     def collect(self, select_reruns: RerunSelector | None = None) -> WorkerReport:
         """Wait for the results under the deadlines; always kills the worker and cleans up.
 
-        After the first pass, `select_reruns` picks the trials to run again at float64.
+        After the first pass, `select_reruns` picks the trials to run again at float64, and probes.
         """
         try:
             report = _Collection(self, select_reruns).run()
@@ -266,11 +266,19 @@ class RunningWorker:
         self._progress.close()
         self._pool.release(self._zygote, self._process)
 
-    def _request_reruns(self, trials: list[int]) -> None:
+    def _request_reruns(self, request: RerunRequest) -> None:
         if self._writer is not None:
             self._writer.join()  # the worker has read every trial before it finished the first pass
+        header = {
+            "type": "rerun",
+            "trials": request.trials,
+            "probes": [[p.index, list(p.inputs)] for p in request.probes],
+        }
+        arrays = [array for p in request.probes for array in p.inputs.values()]
+        data = memoryview(encode(header, arrays))
         with contextlib.suppress(OSError):  # a worker that died meanwhile is reported by the collection
-            os.write(self._jobs, encode({"type": "rerun", "trials": trials}))
+            while data:
+                data = data[os.write(self._jobs, data) :]
         self._close_jobs()
 
     def _noted_trial(self) -> int:
@@ -332,7 +340,15 @@ class RunningWorker:
         )
 
 
-RerunSelector = Callable[[Mapping[int, "TrialOutput"]], list[int]]
+@dataclass(frozen=True)
+class RerunRequest:
+    """What the worker runs after its first pass, at float64: trials again, and probes (new inputs)."""
+
+    trials: list[int] = field(default_factory=list)
+    probes: Sequence[Trial] = ()
+
+
+RerunSelector = Callable[[Mapping[int, "TrialOutput"]], RerunRequest]
 
 _ENCODED_KEPT = 8
 _TRIALS_PER_FRAME = 200
@@ -515,10 +531,10 @@ class _Collection:
         if self.pending:
             self.stop(Failure("protocol", f"first pass ended before trial {self.current()}"))
             return
-        trials = self.select_reruns(self.outputs) if self.select_reruns is not None else []
+        request = self.select_reruns(self.outputs) if self.select_reruns is not None else RerunRequest()
         self.rerunning = True
-        self.pending = list(trials)
-        self.worker._request_reruns(trials)
+        self.pending = [*request.trials, *(p.index for p in request.probes)]
+        self.worker._request_reruns(request)
 
 
 def _trial_output(message: TrialReturned, arrays: tuple[np.ndarray, ...]) -> TrialOutput:

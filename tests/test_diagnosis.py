@@ -11,14 +11,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import GRAPH2, copy_exercise
+from conftest import GRAPH2, copy_exercise, grade_source
 
 from grader.compare import Comparison, compare_many
 from grader.diagnosis import Diagnosis, diagnose
 from grader.errors import SpecError
 from grader.reference import References, compute_references
 from grader.sandbox import Returned
-from grader.spec import Exercise, ReturnSpec, load_exercise
+from grader.spec import Exercise, ReturnSpec, Verdict, load_exercise
 from grader.trials import make_trials
 
 TRIALS = 40
@@ -158,3 +158,34 @@ def test_a_broken_misconception_is_a_spec_error_naming_its_field(
     assert caught.value.field == field
     assert message in caught.value.message
     assert caught.value.line is not None
+
+
+WRONG_FORWARD = """
+    import numpy as np
+    import torch
+
+
+    def graph2(W_np, x_np, b_np):
+        W = torch.tensor(W_np, requires_grad=True)
+        g = torch.sigmoid(W @ torch.tensor(x_np) + torch.tensor(b_np))
+        f = torch.sum(g * g)  # the forward is wrong: sum(g**2) instead of sum(g)
+        f.backward()
+        s = 1.0 / (1.0 + np.exp(-(W_np @ x_np + b_np)))
+        return f, SCALE * W.grad, (s * (1 - s)) @ x_np.T
+"""
+
+
+@pytest.mark.parametrize(("scale", "named"), [(1, True), (3, False)], ids=["own-derivative", "wrong-even-so"])
+def test_a_gradient_of_the_students_own_wrong_forward_is_told_apart(
+    graph2: Exercise, tmp_path: Path, scale: int, named: bool
+) -> None:
+    """The student's own f, run again on inputs moved along a random direction, has the finite difference
+    its gradient predicts: the gradient is right for that f, and the forward is what to fix."""
+    result = grade_source(graph2, tmp_path, "hw.py", WRONG_FORWARD.replace("SCALE", str(scale)), trials=20)
+    verdicts = {r.name: r.verdict for r in result.returns}
+    assert verdicts == {"f": Verdict.LOGIC, "auto_grad": Verdict.LOGIC, "user_grad": Verdict.PASS}
+    auto_grad = next(r for r in result.returns if r.name == "auto_grad")
+    own = auto_grad.misconception == "the derivative of your own f, which is wrong"
+    assert own is named, auto_grad.misconception
+    if named:
+        assert "Fix the computation of f first" in auto_grad.feedback
