@@ -20,11 +20,11 @@ import numpy as np
 
 from grader.compare import Comparison, compare_many
 from grader.graph import parse
-from grader.mistakes import Mistake, mutant_mistakes, standard_mistakes
 from grader.sandbox import Returned
 from grader.spec import MISCONCEPTION, Exercise, ReturnSpec, Verdict
 
 if TYPE_CHECKING:
+    from grader.mistakes import Mistake
     from grader.reference import References
 
 _MATCHING = (Verdict.PASS, Verdict.PRECISION)
@@ -133,6 +133,9 @@ def _candidates(exercise: Exercise, references: References) -> dict[str, list[Mi
 
 
 def _compute_candidates(exercise: Exercise, references: References) -> dict[str, list[Mistake]]:
+    # Imported only now: they import torch, which `grader check` imports while its worker starts.
+    from grader.mistakes import mutant_mistakes, standard_mistakes
+
     trials = list(references.trials)
     found: dict[str, list[Mistake]] = {ret.name: [] for ret in exercise.spec.returns}
     for ret, mistake in _declared(exercise, references):
@@ -146,7 +149,8 @@ def _compute_candidates(exercise: Exercise, references: References) -> dict[str,
 
 
 def _declared(exercise: Exercise, references: References) -> list[tuple[str, Mistake]]:
-    from grader.reference import reference_returns  # torch, imported only when a diagnosis is needed
+    from grader.mistakes import Mistake
+    from grader.reference import reference_returns
 
     known = [*exercise.spec.inputs, *exercise.spec.sizes, *exercise.program.defined]
     declared = []

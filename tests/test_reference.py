@@ -163,3 +163,13 @@ def test_rounding_spread_does_not_pull_in_the_compiler() -> None:
     root = Path(__file__).resolve().parent.parent
     out = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize("module", ["grader.cli", "grader.grading", "grader.classrun"])
+def test_the_grading_path_imports_torch_only_when_it_needs_it(module: str) -> None:
+    """`grader check` and `grader run` start their warm workers first: torch's import (over a second) then
+    runs in both at once instead of one after the other."""
+    code = f"import sys, {module}; print('torch' in sys.modules)"
+    root = Path(__file__).resolve().parent.parent
+    out = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
