@@ -80,7 +80,6 @@ class Launch:
     command: list[str]
     env: dict[str, str]
     cwd: Path
-    job_dir: str  # the job folder as the worker sees it
 
 
 @cache
@@ -132,15 +131,15 @@ def package_parent() -> str:
 def launch(slot: Path, python_args: list[str], env: Mapping[str, str], scratch_mb: int) -> Launch:
     """The command that starts a zygote on the slot folder, for the current isolation.
 
-    The slot holds the job's `submission` and `support` folders and its `scratch` folder; the zygote
-    sees the slot at `Launch.job_dir`, read-only under bubblewrap but for a size-capped scratch tmpfs.
-    `python_args` follow the interpreter; the token "{job}" in them and in `env` stands for that path.
+    The slot holds the job's `submission` and `support` folders and its `scratch` folder; under bubblewrap
+    the zygote sees it at /job, read-only but for a size-capped scratch tmpfs. `python_args` follow the
+    interpreter; the token "{job}" in them and in `env` stands for the slot's path as the zygote sees it.
     """
     isolation = current()
     if isolation.level != "bubblewrap":
         args = [a.replace("{job}", str(slot)) for a in python_args]
         outer_env = {k: v.replace("{job}", str(slot)) for k, v in env.items()}
-        return Launch([sys.executable, *args], outer_env, slot / "scratch", str(slot))
+        return Launch([sys.executable, *args], outer_env, slot / "scratch")
     bwrap = shutil.which("bwrap")
     assert bwrap is not None
     command = _bwrap_prefix(bwrap, scratch_mb)
@@ -153,7 +152,7 @@ def launch(slot: Path, python_args: list[str], env: Mapping[str, str], scratch_m
         command += ["--setenv", key, value.replace("{job}", INSIDE_JOB)]
     args = [a.replace("{job}", INSIDE_JOB) for a in python_args]
     command += ["--", sys.executable, *args]
-    return Launch(command, {"PATH": "/usr/bin:/bin"}, slot, INSIDE_JOB)
+    return Launch(command, {"PATH": "/usr/bin:/bin"}, slot)
 
 
 def _bwrap_prefix(bwrap: str, scratch_mb: int) -> list[str]:

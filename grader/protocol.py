@@ -70,7 +70,7 @@ def encode(header: dict[str, Any], arrays: Sequence[np.ndarray] = ()) -> bytes:
     return _PREFIX.pack(MAGIC, len(head), len(payload)) + head + payload
 
 
-def _decode_body(head: bytes, payload: bytes | bytearray) -> Frame:
+def _decode_body(head: bytes, payload: bytearray) -> Frame:
     try:
         header = json.loads(head)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -79,24 +79,24 @@ def _decode_body(head: bytes, payload: bytes | bytearray) -> Frame:
         raise ProtocolError("header must be an object with an 'arrays' list")
     arrays = []
     offset = 0
-    # One writable copy of the payload, which the arrays then view: a copy per array costs more.
-    buffer = payload if isinstance(payload, bytearray) else bytearray(payload)
+    # The payload is the frame's own copy (a bytearray slice): the arrays view it, writable, instead of
+    # each taking a copy of its own.
     for spec in header.pop("arrays"):
         dtype_name, shape = _array_spec(spec)
         dtype = _WIRE_DTYPES[dtype_name]
         count = math.prod(shape)
         nbytes = count * dtype.itemsize
-        if offset + nbytes > len(buffer):
+        if offset + nbytes > len(payload):
             raise ProtocolError(f"array of {dtype_name}{list(shape)} needs {nbytes} bytes; payload is short")
-        array = np.frombuffer(buffer, dtype=dtype, count=count, offset=offset).reshape(shape)
+        array = np.frombuffer(payload, dtype=dtype, count=count, offset=offset).reshape(shape)
         if not dtype.isnative:
             array = array.astype(dtype.newbyteorder("="))
         elif not array.flags.aligned:  # numpy copes, but slowly, and torch.from_numpy not at all
             array = array.copy()
         arrays.append(array)
         offset += nbytes
-    if offset != len(buffer):
-        raise ProtocolError(f"payload holds {len(buffer) - offset} bytes no array declares")
+    if offset != len(payload):
+        raise ProtocolError(f"payload holds {len(payload) - offset} bytes no array declares")
     return Frame(header, tuple(arrays))
 
 

@@ -75,9 +75,8 @@ class Zygote:
             }
             args = ["-I", "-B", "-c", _BOOT, json.dumps(config), isolation.package_parent()]
             start = isolation.launch(self.slot, args, env, SCRATCH_MB)
-            command = [a.replace("{job}", start.job_dir) for a in start.command]
             self.process = subprocess.Popen(
-                command,
+                start.command,
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=self._log,
