@@ -39,7 +39,7 @@ def bare(exercise: Exercise, submission: Submission) -> float:
     passed = all(
         np.allclose(item.array, expected[index][item.name])
         for index, output in report.outputs.items()
-        for item in output.returns
+        for item in output.by_name.values()
         if isinstance(item, Returned)
     )
     assert passed and len(report.outputs) == TRIALS

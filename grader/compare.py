@@ -120,21 +120,14 @@ def ulp(values: np.ndarray, precision: Precision) -> np.ndarray:
     return spacing
 
 
-def envelope(expected: np.ndarray, spread: np.ndarray | None, precision: Precision) -> np.ndarray:
-    """The rounding envelope of one trial's return at `precision` (see the module's docstring)."""
-    stacked_spread = None if spread is None else spread[np.newaxis]
-    allowed: np.ndarray = _envelopes(expected[np.newaxis], stacked_spread, precision)[0]
-    return allowed
-
-
-def _envelopes(expected: np.ndarray, spread: np.ndarray | None, precision: Precision) -> np.ndarray:
-    """Envelopes of a stack of trials (axis 0) judged at one precision."""
-    axes = tuple(range(1, expected.ndim))
-    scale = np.max(np.abs(expected), axis=axes, keepdims=True) if expected[0].size else np.zeros(1)
+def _allowed(
+    abs_expected: np.ndarray, scale: np.ndarray, spread: np.ndarray | None, precision: Precision
+) -> np.ndarray:
+    """Each entry's rounding envelope (see the module's docstring); `scale`: its trial's max|expected|."""
     if spread is None:
-        magnitude = FALLBACK_MAGNITUDE_FACTOR * (np.abs(expected) + scale)
+        magnitude = FALLBACK_MAGNITUDE_FACTOR * (abs_expected + scale)
     else:
-        magnitude = MAGNITUDE_FACTOR * (np.abs(expected) + scale) + SPREAD_FACTOR * spread
+        magnitude = MAGNITUDE_FACTOR * (abs_expected + scale) + SPREAD_FACTOR * spread
     allowed: np.ndarray = precision.eps * magnitude + MAGNITUDE_FACTOR * precision.tiny
     return allowed
 
@@ -181,93 +174,100 @@ def compare_many(
     spreads: Sequence[np.ndarray] | None = None,
     at: Precision | None = None,
 ) -> list[Comparison]:
-    """Judge many trials of one return; trials of the same shape and dtype are judged as one stack.
+    """Judge many trials of one return; all trials of one dtype are judged in one pass over their entries.
 
     `spreads` are the entries' rounding sensitivities from the reference's Monte Carlo run; without
     them the envelope falls back to its magnitude terms alone. `at` imposes the precision whose
     envelope applies (a rerun is judged by the precision of the run it checks), instead of inferring it.
     """
     results: dict[int, Comparison] = {}
-    groups: dict[tuple[tuple[int, ...], tuple[int, ...], str], list[int]] = defaultdict(list)
+    by_dtype: dict[str, list[int]] = defaultdict(list)
     for k, (e, g, d) in enumerate(zip(expected, got, dtypes, strict=True)):
-        problem = shape_problem(e.shape, g.shape)
+        problem = None if e.shape == g.shape else shape_problem(e.shape, g.shape)
         if problem is not None:
             results[k] = Comparison(trials[k], Verdict.ERROR, problem=problem, entries=int(e.size))
         else:
-            groups[(e.shape, g.shape, d)].append(k)
-    precision_of: dict[str, tuple[Precision, str]] = {}
-    for _, _, dtype in groups:
-        if at is not None:
-            precision_of[dtype] = (at, f"judged at {at.name}")
-        elif dtype not in precision_of:
-            same_dtype = [got[k] for key, ks in groups.items() if key[2] == dtype for k in ks]
-            precision_of[dtype] = infer_precision(same_dtype, dtype)
-    for (shape, _, dtype), members in groups.items():
-        stacked_expected = np.stack([expected[k] for k in members])
-        stacked_got = np.stack([got[k].astype(np.float64).reshape(shape) for k in members])
-        stacked_spread = None if spreads is None else np.stack([spreads[k] for k in members])
-        judged = _compare_stack(
+            by_dtype[d].append(k)
+    for dtype, members in by_dtype.items():
+        # Every trial's entries end to end: one numpy operation per step for all of them.
+        got64 = np.concatenate([got[k].ravel() for k in members]).astype(np.float64, copy=False)
+        precision, reason = (at, f"judged at {at.name}") if at is not None else infer_precision(got64, dtype)
+        judged = _compare_flat(
             spec,
             [trials[k] for k in members],
-            stacked_expected,
-            stacked_spread,
-            stacked_got,
-            *precision_of[dtype],
+            [expected[k] for k in members],
+            None if spreads is None else [spreads[k] for k in members],
+            got64,
+            precision,
+            reason,
         )
         results.update(zip(members, judged, strict=True))
     return [results[k] for k in range(len(expected))]
 
 
-def _compare_stack(
+def _compare_flat(
     spec: ReturnSpec,
     trials: Sequence[int],
-    expected: np.ndarray,
-    spread: np.ndarray | None,
+    expected: Sequence[np.ndarray],
+    spreads: Sequence[np.ndarray] | None,
     got64: np.ndarray,
     precision: Precision,
     reason: str,
 ) -> list[Comparison]:
+    """Trials judged at one precision; `got64` holds their returned entries end to end, in trial order."""
+    sizes = np.fromiter((e.size for e in expected), dtype=np.intp, count=len(expected))
+    ends = np.cumsum(sizes)
+    starts = ends - sizes
+    flat_expected = np.concatenate([e.ravel() for e in expected]) if expected else np.zeros(0)
+    flat_spread = None if spreads is None else np.concatenate([s.ravel() for s in spreads])
+    nonempty = sizes > 0
+    firsts = starts[nonempty]  # reduceat takes one segment per start; an empty trial has no entries to reduce
+    abs_expected = np.abs(flat_expected)
+    scale = np.zeros(len(sizes))
+    if len(firsts):
+        scale[nonempty] = np.maximum.reduceat(abs_expected, firsts)
     # An infinity where the true value exceeds the format's range is the best that format can do.
-    beyond_range = np.abs(expected) > precision.largest
-    both_inf = np.isinf(got64) & (np.sign(got64) == np.sign(expected)) & (np.isinf(expected) | beyond_range)
+    beyond_range = abs_expected > precision.largest
+    both_inf = (
+        np.isinf(got64)
+        & (np.sign(got64) == np.sign(flat_expected))
+        & (np.isinf(flat_expected) | beyond_range)
+    )
     with np.errstate(invalid="ignore"):
-        abs_error = np.where(both_inf, 0.0, np.abs(got64 - expected))
-    abs_error = np.where(np.isnan(abs_error), np.inf, abs_error)
-    ratio = abs_error / _envelopes(expected, spread, precision)
+        abs_error = np.where(both_inf, 0.0, np.abs(got64 - flat_expected))
+    abs_error[np.isnan(abs_error)] = np.inf
+    ratio = abs_error / _allowed(abs_expected, np.repeat(scale, sizes), flat_spread, precision)
     within_envelope = ratio <= 1.0
     if spec.explicit_tolerance:
-        within_tolerance = abs_error <= (spec.atol or 0.0) + (spec.rtol or 0.0) * np.abs(expected)
+        within_tolerance = abs_error <= (spec.atol or 0.0) + (spec.rtol or 0.0) * abs_expected
     else:
         within_tolerance = within_envelope
-    batch = expected.shape[0]
-    entries = int(expected[0].size)
-    flat_ratio = ratio.reshape(batch, -1)
-    max_ratio = flat_ratio.max(axis=1) if entries else np.zeros(batch)
-    failing_mask: np.ndarray = ~within_tolerance
-    failing_counts = failing_mask.reshape(batch, -1).sum(axis=1)
-    envelope_ok = within_envelope.reshape(batch, -1).all(axis=1)
+    failing_mask = ~within_tolerance
+    max_ratio = np.zeros(len(sizes))
+    failing_counts = np.zeros(len(sizes), dtype=np.intp)
+    envelope_ok = np.ones(len(sizes), dtype=bool)
+    if len(firsts):
+        max_ratio[nonempty] = np.maximum.reduceat(ratio, firsts)
+        failing_counts[nonempty] = np.add.reduceat(failing_mask, firsts)
+        envelope_ok[nonempty] = np.logical_and.reduceat(within_envelope, firsts)
     results = []
-    for b in range(batch):
+    for b, trial in enumerate(trials):
         if failing_counts[b] == 0:
             results.append(
                 Comparison(
-                    trials[b],
-                    Verdict.PASS,
-                    precision.name,
-                    reason,
-                    float(max_ratio[b]),
-                    entries=entries,
+                    trial, Verdict.PASS, precision.name, reason, float(max_ratio[b]), entries=int(sizes[b])
                 )
             )
             continue
+        entries, shape = slice(starts[b], ends[b]), expected[b].shape
         results.append(
             _failing(
-                trials[b],
+                trial,
                 expected[b],
-                got64[b],
-                abs_error[b],
-                ratio[b],
-                failing_mask[b],
+                got64[entries].reshape(shape),
+                abs_error[entries].reshape(shape),
+                ratio[entries].reshape(shape),
+                failing_mask[entries].reshape(shape),
                 bool(envelope_ok[b]),
                 precision,
                 reason,

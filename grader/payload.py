@@ -57,14 +57,6 @@ class ReturnProblem(_Message):
     problem: str = Field(max_length=_TEXT)
 
 
-class TrialReturned(_Message):
-    type: Literal["trial"]
-    trial: int = Field(ge=0)
-    rerun: bool
-    seconds: float = Field(ge=0)
-    returns: list[Annotated[ReturnedArray | ReturnProblem, Field(discriminator="ok")]]
-
-
 class TrialFailed(_Message):
     type: Literal["trial-error"]
     trial: int = Field(ge=0)
@@ -74,11 +66,19 @@ class TrialFailed(_Message):
     traceback: str = Field(default="", max_length=_TEXT)
 
 
+ReturnKind = Annotated[ReturnedArray | ReturnProblem, Field(discriminator="ok")]
+_Count = Annotated[int, Field(ge=0)]
+TrialItem = tuple[_Count, Annotated[float, Field(ge=0)], list[_Count]]  # trial, seconds, kind of each return
+
+
 class Trials(_Message):
-    """Trial results sent together; their arrays follow in the items' order."""
+    """Trial results sent together: each distinct description of a return once (`kinds`), then each
+    trial as (trial, seconds, the kind of each of its returns); their arrays follow in that order."""
 
     type: Literal["trials"]
-    items: list[TrialReturned] = Field(min_length=1)
+    rerun: bool
+    kinds: list[ReturnKind] = Field(min_length=1)
+    items: list[TrialItem] = Field(min_length=1)
 
 
 WorkerMessage = Annotated[Ready | PassDone | Done | Fatal | Trials | TrialFailed, Field(discriminator="type")]

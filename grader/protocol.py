@@ -11,6 +11,7 @@ import json
 import math
 import os
 import struct
+import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -39,6 +40,7 @@ NUMERIC_DTYPES = frozenset(
 )
 _NAME_OF = {np.dtype(name): name for name in NUMERIC_DTYPES}  # dtype.name is slow on the per-trial path
 _WIRE_DTYPES = {name: np.dtype(name).newbyteorder("<") for name in NUMERIC_DTYPES}
+_BIG_ENDIAN = sys.byteorder == "big"
 MAX_HEADER_BYTES = 1 << 20
 MAX_PAYLOAD_BYTES = 256 << 20
 MAX_DIMS = 8
@@ -54,19 +56,27 @@ class Frame:
     arrays: tuple[np.ndarray, ...]
 
 
+WireArray = tuple[str, list[int], bytes]  # allow-listed dtype name, shape, little-endian C-order bytes
+
+
+def to_wire(array: np.ndarray) -> WireArray:
+    """An array as it travels: its bytes taken now (a copy), so that later changes to it do not travel."""
+    name = numeric_dtype_name(array.dtype)
+    if name is None:
+        raise ProtocolError(f"dtype {array.dtype} cannot travel; numeric dtypes only")
+    if array.dtype.byteorder == ">" or (array.dtype.byteorder == "=" and _BIG_ENDIAN):
+        array = array.astype(array.dtype.newbyteorder("<"))
+    return name, list(array.shape), array.tobytes()  # tobytes() is C order whatever the array's layout
+
+
 def encode(header: dict[str, Any], arrays: Sequence[np.ndarray] = ()) -> bytes:
-    # Little-endian and C order on the wire (np.ascontiguousarray would turn 0-d arrays into 1-d ones).
-    arrays = [np.asarray(a).astype(a.dtype.newbyteorder("<"), order="C", copy=False) for a in arrays]
-    names = [numeric_dtype_name(a.dtype) for a in arrays]
-    for array, name in zip(arrays, names, strict=True):
-        if name is None:
-            raise ProtocolError(f"dtype {array.dtype} cannot travel; numeric dtypes only")
-    described = {
-        **header,
-        "arrays": [{"dtype": n, "shape": list(a.shape)} for a, n in zip(arrays, names, strict=True)],
-    }
+    return encode_wire(header, [to_wire(np.asarray(a)) for a in arrays])
+
+
+def encode_wire(header: dict[str, Any], arrays: Sequence[WireArray]) -> bytes:
+    described = {**header, "arrays": [{"dtype": name, "shape": shape} for name, shape, _ in arrays]}
     head = json.dumps(described, separators=(",", ":")).encode()
-    payload = b"".join(a.tobytes() for a in arrays)
+    payload = b"".join(data for _, _, data in arrays)
     return _PREFIX.pack(MAGIC, len(head), len(payload)) + head + payload
 
 
@@ -159,4 +169,5 @@ def iter_frames(fd: int) -> Iterator[Frame]:
 
 def numeric_dtype_name(dtype: np.dtype) -> str | None:
     """The allow-listed name of a dtype in any byte order, or None when it may not travel."""
-    return _NAME_OF.get(dtype.newbyteorder("="))
+    name = _NAME_OF.get(dtype)  # native byte order, nearly always: no new dtype made
+    return name if name is not None else _NAME_OF.get(dtype.newbyteorder("="))

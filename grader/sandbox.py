@@ -19,7 +19,6 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -37,7 +36,6 @@ from grader.payload import (
     ReturnedArray,
     ReturnProblem,
     TrialFailed,
-    TrialReturned,
     Trials,
 )
 from grader.protocol import CLOSED_CHANNEL_EXIT, PROGRESS, Frame, FrameDecoder, ProtocolError, encode
@@ -67,12 +65,8 @@ class Problem:
 @dataclass(frozen=True)
 class TrialOutput:
     index: int
-    returns: tuple[Returned | Problem, ...]
+    by_name: Mapping[str, Returned | Problem]  # every return of the exercise, in its order
     seconds: float
-
-    @cached_property
-    def by_name(self) -> dict[str, Returned | Problem]:
-        return {r.name: r for r in self.returns}
 
 
 @dataclass(frozen=True)
@@ -497,18 +491,30 @@ class _Collection:
             self.receive_trials(message, frame.arrays)
 
     def receive_trials(self, message: Trials, arrays: tuple[np.ndarray, ...]) -> None:
+        layouts: dict[tuple[int, ...], tuple[Problem | ReturnedArray, ...]] = {}
+        results = self.reruns if self.rerunning else self.outputs
         start = 0
-        for item in message.items:
-            if not self.in_order(item.trial, item.rerun):
+        for trial, seconds, kinds in message.items:
+            if not self.in_order(trial, message.rerun):
                 return
-            count = sum(1 for r in item.returns if isinstance(r, ReturnedArray))
+            key = tuple(kinds)
+            layout = layouts.get(key)
             try:
-                output = _trial_output(item, arrays[start : start + count])
+                if layout is None:
+                    layout = layouts[key] = _layout(message.kinds, key, self.worker._exercise.return_names)
+                by_name: dict[str, Returned | Problem] = {}
+                for kind in layout:
+                    if isinstance(kind, Problem):
+                        by_name[kind.name] = kind
+                    elif start < len(arrays):
+                        by_name[kind.name] = Returned(kind.name, arrays[start], kind.dtype, kind.source)
+                        start += 1
+                    else:
+                        raise ProtocolError(f"trial {trial} declares more arrays than its frame carries")
             except ProtocolError as exc:
-                self.stop(Failure("protocol", str(exc), index=item.trial))
+                self.stop(Failure("protocol", str(exc), index=trial))
                 return
-            start += count
-            (self.reruns if self.rerunning else self.outputs)[item.trial] = output
+            results[trial] = TrialOutput(trial, by_name, seconds)
             self.pending.pop(0)
         if start != len(arrays):
             self.stop(Failure("protocol", f"{len(arrays) - start} arrays beyond the trials' returns"))
@@ -537,20 +543,19 @@ class _Collection:
         self.worker._request_reruns(request)
 
 
-def _trial_output(message: TrialReturned, arrays: tuple[np.ndarray, ...]) -> TrialOutput:
-    returned_count = sum(1 for r in message.returns if isinstance(r, ReturnedArray))
-    if returned_count != len(arrays):
-        raise ProtocolError(
-            f"trial {message.trial} declares {returned_count} arrays but carries {len(arrays)}"
-        )
-    items: list[Returned | Problem] = []
-    remaining = iter(arrays)
-    for described in message.returns:
-        if isinstance(described, ReturnProblem):
-            items.append(Problem(described.name, described.problem))
-        else:
-            items.append(Returned(described.name, next(remaining), described.dtype, described.source))
-    return TrialOutput(message.trial, tuple(items), message.seconds)
+def _layout(
+    kinds: Sequence[ReturnedArray | ReturnProblem], chosen: tuple[int, ...], names: Sequence[str]
+) -> tuple[Problem | ReturnedArray, ...]:
+    """The returns of a trial, from its frame's kinds: one per return of the exercise, in its order."""
+    if any(k >= len(kinds) for k in chosen):
+        raise ProtocolError(f"a trial names return kind {max(chosen)}; the frame has {len(kinds)}")
+    found = [kinds[k].name for k in chosen]
+    if found != list(names):
+        raise ProtocolError(f"a trial's returns are named {found}; the exercise's are {list(names)}")
+    return tuple(
+        Problem(kind.name, kind.problem) if isinstance(kind, ReturnProblem) else kind
+        for kind in (kinds[k] for k in chosen)
+    )
 
 
 def _fatal_failure(message: Fatal) -> Failure:
@@ -584,4 +589,3 @@ def _copy_support(exercise: Exercise, target: Path) -> None:
             shutil.copytree(source, target / source.name, ignore=shutil.ignore_patterns("__pycache__"))
         else:
             shutil.copyfile(source, target / source.name)
-

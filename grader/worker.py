@@ -9,6 +9,7 @@ in the grader's process. Stdlib and numpy only (torch if present).
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib.util
 import mmap
 import os
@@ -25,12 +26,22 @@ from typing import Any
 
 import numpy as np
 
-from grader.protocol import PROGRESS, encode, iter_frames, numeric_dtype_name
+from grader.protocol import (
+    NUMERIC_DTYPES,
+    PROGRESS,
+    WireArray,
+    encode,
+    encode_wire,
+    iter_frames,
+    numeric_dtype_name,
+    to_wire,
+)
 
 MAX_RETURN_BYTES = 64 << 20
 _BATCH_SECONDS = 0.01  # trial results gathered at most this long before they are sent
 _BATCH_BYTES = 1 << 20
 _TRACEBACK_FRAMES = 8
+Converted = tuple[str, str | None, str, np.ndarray | None]  # name, dtype label or None, source or problem
 
 
 class TrialTimeout(BaseException):
@@ -40,15 +51,21 @@ class TrialTimeout(BaseException):
 class Channel:
     """The result pipe. Trial results travel a few at a time (one frame, one write for the lot); before
     each trial, the worker notes its number in the shared progress page, so that a process that dies
-    mid-trial is still known to have died in that trial."""
+    mid-trial is still known to have died in that trial.
+
+    A frame of trial results lists each distinct description of a return once (its `kinds`: name, dtype
+    and source, or the problem), and each trial as [trial, seconds, [kind of each return]].
+    """
 
     def __init__(self, fd: int, progress_fd: int) -> None:
         self._fd = fd
         self._owner = os.getpid()
         self._progress = mmap.mmap(progress_fd, PROGRESS.size)
         os.close(progress_fd)
-        self._items: list[dict[str, Any]] = []
-        self._arrays: list[np.ndarray] = []
+        self._rerun = False
+        self._kinds: dict[tuple[str, str | None, str], int] = {}
+        self._items: list[list[Any]] = []
+        self._arrays: list[WireArray] = []
         self._queued_bytes = 0
         self._since = 0.0
 
@@ -60,22 +77,41 @@ class Channel:
         self.flush()
         self._write(encode(header, arrays or []))
 
-    def queue(self, item: dict[str, Any], arrays: list[np.ndarray]) -> None:
-        """A trial's result, sent with the next ones unless enough time or data has gathered."""
+    def queue(self, trial: int, rerun: bool, seconds: float, returns: list[Converted]) -> None:
+        """A trial's result, sent with the next ones unless enough time or data has gathered.
+
+        `returns`: per return, (name, dtype label, source, array) or (name, None, problem, None).
+        """
         self._guard()
+        if self._items and rerun != self._rerun:
+            self.flush()
         if not self._items:
             self._since = time.monotonic()
-        self._items.append(item)
-        self._arrays.extend(arrays)
-        self._queued_bytes += sum(a.nbytes for a in arrays)
+            self._rerun = rerun
+        kinds = []
+        for name, label, source, array in returns:
+            kinds.append(self._kinds.setdefault((name, label, source), len(self._kinds)))
+            if array is not None:
+                wire = to_wire(array)  # a copy now: the student's code may change its array later
+                self._arrays.append(wire)
+                self._queued_bytes += len(wire[2])
+        self._items.append([trial, seconds, kinds])
         if self._queued_bytes >= _BATCH_BYTES or time.monotonic() - self._since >= _BATCH_SECONDS:
             self.flush()
 
     def flush(self) -> None:
-        if self._items:
-            frame = encode({"type": "trials", "items": self._items}, self._arrays)
-            self._items, self._arrays, self._queued_bytes = [], [], 0
-            self._write(frame)
+        if not self._items:
+            return
+        kinds = [
+            {"name": name, "ok": True, "dtype": label, "source": source}
+            if label is not None
+            else {"name": name, "ok": False, "problem": source}
+            for name, label, source in self._kinds
+        ]
+        header = {"type": "trials", "rerun": self._rerun, "kinds": kinds, "items": self._items}
+        frame = encode_wire(header, self._arrays)
+        self._kinds, self._items, self._arrays, self._queued_bytes = {}, [], [], 0
+        self._write(frame)
 
     def _guard(self) -> None:
         if os.getpid() != self._owner:
@@ -316,9 +352,9 @@ def _run_trial(
     seconds = time.perf_counter() - started
     names: list[str] = job["returns"]
     if len(names) == 1:
-        values: Any = [value]
+        values: Any = (value,)
     elif isinstance(value, tuple | list) and len(value) == len(names):
-        values = list(value)
+        values = value
     else:
         got = f"{len(value)} values" if isinstance(value, tuple | list) else f"a single {_type_name(value)}"
         channel.send(
@@ -332,18 +368,7 @@ def _run_trial(
             }
         )
         return
-    described = []
-    arrays = []
-    for name, item in zip(names, values, strict=True):
-        converted = _to_array(item)
-        if isinstance(converted, str):
-            described.append({"name": name, "ok": False, "problem": converted})
-        else:
-            array, dtype_label, source = converted
-            described.append({"name": name, "ok": True, "dtype": dtype_label, "source": source})
-            arrays.append(array)
-    result = {"type": "trial", "trial": index, "rerun": rerun, "seconds": seconds, "returns": described}
-    channel.queue(result, arrays)
+    channel.queue(index, rerun, seconds, [_converted(n, v) for n, v in zip(names, values, strict=True)])
 
 
 def _type_name(value: Any) -> str:
@@ -351,8 +376,19 @@ def _type_name(value: Any) -> str:
     return cls.__name__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__qualname__}"
 
 
+def _converted(name: str, value: Any) -> Converted:
+    converted = _to_array(value)
+    if isinstance(converted, str):
+        return name, None, converted, None
+    array, label, source = converted
+    return name, label, source, array
+
+
 def _to_array(value: Any) -> tuple[np.ndarray, str, str] | str:
-    """A returned value as (array, precision label, where it came from), or the problem in words."""
+    """A returned value as (array, precision label, where it came from), or the problem in words.
+
+    The array may share the value's memory: it travels as a copy made at once (Channel.queue).
+    """
     torch = sys.modules.get("torch")
     if value is None:
         return "returned None"
@@ -363,16 +399,17 @@ def _to_array(value: Any) -> tuple[np.ndarray, str, str] | str:
         tensor = value.detach()
         if tensor.is_sparse:
             tensor = tensor.to_dense()
-        tensor = tensor.cpu().resolve_conj().resolve_neg()
-        label = str(tensor.dtype).removeprefix("torch.")
+        if not tensor.is_cpu:
+            tensor = tensor.cpu()
+        label = _torch_labels().get(tensor.dtype) or str(tensor.dtype).removeprefix("torch.")
         if tensor.is_complex():
             return f"returned a complex tensor ({label})"
         if tensor.dtype == torch.bfloat16:
             tensor = tensor.float()
-        array = tensor.numpy().copy()
+        array = tensor.resolve_neg().numpy()
         source = "torch.Tensor"
     elif isinstance(value, np.ndarray | np.generic):
-        array = np.array(value, copy=True, subok=False)
+        array = np.asarray(value)
         label = numeric_dtype_name(array.dtype) or str(array.dtype)
         source = "numpy.ndarray" if isinstance(value, np.ndarray) else f"numpy.{type(value).__name__}"
     elif type(value) in (float, int, bool):
@@ -383,6 +420,13 @@ def _to_array(value: Any) -> tuple[np.ndarray, str, str] | str:
     if numeric_dtype_name(array.dtype) is None:
         return f"returned an array of dtype {array.dtype}; a numeric array is expected"
     return array, label, source
+
+
+@functools.cache
+def _torch_labels() -> dict[Any, str]:
+    import torch
+
+    return {getattr(torch, name): name for name in NUMERIC_DTYPES | {"bfloat16"} if hasattr(torch, name)}
 
 
 def _too_big(value: Any, torch: Any) -> str:
