@@ -8,7 +8,6 @@ the payload byte for byte. This module is imported by the worker, so it uses onl
 from __future__ import annotations
 
 import json
-import math
 import os
 import struct
 import sys
@@ -90,18 +89,17 @@ def _decode_body(head: bytes, payload: bytearray) -> Frame:
     arrays = []
     offset = 0
     # The payload is the frame's own copy (a bytearray slice): the arrays view it, writable, instead of
-    # each taking a copy of its own.
+    # each taking a copy of its own. Whether a view is aligned follows from the buffer's address.
+    base = np.frombuffer(payload, dtype=np.uint8).ctypes.data if payload else 0
     for spec in header.pop("arrays"):
-        dtype_name, shape = _array_spec(spec)
-        dtype = _WIRE_DTYPES[dtype_name]
-        count = math.prod(shape)
+        dtype, shape, count = _array_spec(spec)
         nbytes = count * dtype.itemsize
         if offset + nbytes > len(payload):
-            raise ProtocolError(f"array of {dtype_name}{list(shape)} needs {nbytes} bytes; payload is short")
-        array = np.frombuffer(payload, dtype=dtype, count=count, offset=offset).reshape(shape)
+            raise ProtocolError(f"array of {dtype.name}{list(shape)} needs {nbytes} bytes; payload is short")
+        array = np.ndarray(shape, dtype=dtype, buffer=payload, offset=offset)
         if not dtype.isnative:
             array = array.astype(dtype.newbyteorder("="))
-        elif not array.flags.aligned:  # numpy copes, but slowly, and torch.from_numpy not at all
+        elif (base + offset) % dtype.alignment:  # numpy copes, but slowly, and torch.from_numpy not at all
             array = array.copy()
         arrays.append(array)
         offset += nbytes
@@ -110,19 +108,25 @@ def _decode_body(head: bytes, payload: bytearray) -> Frame:
     return Frame(header, tuple(arrays))
 
 
-def _array_spec(spec: Any) -> tuple[str, tuple[int, ...]]:
-    # On the path of every array received: plain type checks, no sets or generators.
-    if type(spec) is not dict or len(spec) != 2 or "dtype" not in spec or "shape" not in spec:
+def _array_spec(spec: Any) -> tuple[np.dtype, tuple[int, ...], int]:
+    """The wire dtype, shape and number of entries an array description declares.
+
+    On the path of every array received: plain type checks, no sets or generators.
+    """
+    if type(spec) is not dict or len(spec) != 2:
         raise ProtocolError(f"array description must be {{dtype, shape}}, got {spec!r:.80}")
-    dtype, shape = spec["dtype"], spec["shape"]
-    if type(dtype) is not str or dtype not in _WIRE_DTYPES:
-        raise ProtocolError(f"dtype {dtype!r:.40} is not an allowed numeric dtype")
+    name, shape = spec.get("dtype"), spec.get("shape")
+    dtype = _WIRE_DTYPES.get(name) if type(name) is str else None
+    if dtype is None:
+        raise ProtocolError(f"dtype {name!r:.40} is not an allowed numeric dtype")
     if type(shape) is not list or len(shape) > MAX_DIMS:
         raise ProtocolError(f"shape {shape!r:.80} is not a list of at most {MAX_DIMS} sizes")
+    count = 1
     for size in shape:
         if type(size) is not int or not 0 <= size <= MAX_PAYLOAD_BYTES:  # bool is no int here
             raise ProtocolError(f"shape {shape!r:.80} is not a list of at most {MAX_DIMS} sizes")
-    return dtype, tuple(shape)
+        count *= size
+    return dtype, tuple(shape), count
 
 
 class FrameDecoder:

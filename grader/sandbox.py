@@ -156,6 +156,7 @@ class RunningWorker:
         self._pool = pool or warm.shared_pool()
         self._zygote = self._pool.acquire()
         self._results = self._jobs = self._stdout = self._stderr = -1
+        self._jobs_room = 0
         try:
             self._notebooks = _copy_submission(submission, self._zygote.slot / "submission")
             _copy_support(exercise, self._zygote.slot / "support")
@@ -177,6 +178,9 @@ class RunningWorker:
             except OSError:
                 pass  # the worker is gone; collect() reports why
 
+        if len(data) <= self._jobs_room:  # the empty pipe takes it all at once: no thread to start
+            write()
+            return
         self._writer = threading.Thread(target=write, name="grader-job-writer", daemon=True)
         self._writer.start()
 
@@ -208,6 +212,7 @@ class RunningWorker:
             with contextlib.suppress(OSError):
                 fcntl.fcntl(write_end, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
         (jobs_read, self._jobs), (self._results, results_write) = pipes[0], pipes[1]
+        self._jobs_room = fcntl.fcntl(self._jobs, fcntl.F_GETPIPE_SZ)
         (self._stdout, stdout_write), (self._stderr, stderr_write) = pipes[2], pipes[3]
         progress = os.memfd_create("grader-progress")
         os.ftruncate(progress, PROGRESS.size)
