@@ -185,6 +185,31 @@ def compare(
     return compare_many(spec, [trial], [expected], [got], [dtype], None if spread is None else [spread])[0]
 
 
+@dataclass(frozen=True)
+class Flattened:
+    """Many trials' expected values of one return, end to end, and what their envelopes need of them."""
+
+    sizes: np.ndarray  # entries per trial
+    expected: np.ndarray
+    abs_expected: np.ndarray
+    scale: np.ndarray  # per entry: the max|expected| of its trial
+    spread: np.ndarray | None
+
+
+def flatten(expected: Sequence[np.ndarray], spreads: Sequence[np.ndarray] | None) -> Flattened:
+    """What `compare_many` needs of the expected values; prepared once where many submissions are judged
+    on the same trials."""
+    sizes = np.fromiter((e.size for e in expected), dtype=np.intp, count=len(expected))
+    flat = np.concatenate([e.ravel() for e in expected] or [np.zeros(0)])
+    abs_expected = np.abs(flat)
+    nonempty = sizes > 0
+    scale = np.zeros(len(sizes))
+    if nonempty.any():  # reduceat takes one segment per start; an empty trial has no entries to reduce
+        scale[nonempty] = np.maximum.reduceat(abs_expected, (np.cumsum(sizes) - sizes)[nonempty])
+    spread = None if spreads is None else np.concatenate([s.ravel() for s in spreads] or [np.zeros(0)])
+    return Flattened(sizes, flat, abs_expected, np.repeat(scale, sizes), spread)
+
+
 def compare_many(
     spec: ReturnSpec,
     trials: Sequence[int],
@@ -193,12 +218,14 @@ def compare_many(
     dtypes: Sequence[str],
     spreads: Sequence[np.ndarray] | None = None,
     at: Precision | None = None,
+    flattened: Flattened | None = None,
 ) -> list[Comparison]:
     """Judge many trials of one return; all trials of one dtype are judged in one pass over their entries.
 
     `spreads` are the entries' rounding sensitivities from the reference's Monte Carlo run; without
     them the envelope falls back to its magnitude terms alone. `at` imposes the precision whose
     envelope applies (a rerun is judged by the precision of the run it checks), instead of inferring it.
+    `flattened`: `flatten(expected, spreads)`, from a caller that judges many submissions on them.
     """
     results: dict[int, Comparison] = {}
     by_dtype: dict[str, list[int]] = defaultdict(list)
@@ -212,14 +239,13 @@ def compare_many(
         # Every trial's entries end to end: one numpy operation per step for all of them.
         got64 = np.concatenate([got[k].ravel() for k in members]).astype(np.float64, copy=False)
         precision, reason = (at, f"judged at {at.name}") if at is not None else infer_precision(got64, dtype)
+        flat = flattened if flattened is not None and len(members) == len(expected) else None
+        if flat is None:  # these trials only, or nothing prepared
+            flat = flatten(
+                [expected[k] for k in members], None if spreads is None else [spreads[k] for k in members]
+            )
         judged = _compare_flat(
-            spec,
-            [trials[k] for k in members],
-            [expected[k] for k in members],
-            None if spreads is None else [spreads[k] for k in members],
-            got64,
-            precision,
-            reason,
+            spec, [trials[k] for k in members], [expected[k] for k in members], flat, got64, precision, reason
         )
         results.update(zip(members, judged, strict=True))
     return [results[k] for k in range(len(expected))]
@@ -229,37 +255,31 @@ def _compare_flat(
     spec: ReturnSpec,
     trials: Sequence[int],
     expected: Sequence[np.ndarray],
-    spreads: Sequence[np.ndarray] | None,
+    flat: Flattened,
     got64: np.ndarray,
     precision: Precision,
     reason: str,
 ) -> list[Comparison]:
     """Trials judged at one precision; `got64` holds their returned entries end to end, in trial order."""
-    sizes = np.fromiter((e.size for e in expected), dtype=np.intp, count=len(expected))
+    sizes = flat.sizes
     ends = np.cumsum(sizes)
     starts = ends - sizes
-    flat_expected = np.concatenate([e.ravel() for e in expected]) if expected else np.zeros(0)
-    flat_spread = None if spreads is None else np.concatenate([s.ravel() for s in spreads])
     nonempty = sizes > 0
     firsts = starts[nonempty]  # reduceat takes one segment per start; an empty trial has no entries to reduce
-    abs_expected = np.abs(flat_expected)
-    scale = np.zeros(len(sizes))
-    if len(firsts):
-        scale[nonempty] = np.maximum.reduceat(abs_expected, firsts)
     # An infinity where the true value exceeds the format's range is the best that format can do.
-    beyond_range = abs_expected > precision.largest
+    beyond_range = flat.abs_expected > precision.largest
     both_inf = (
         np.isinf(got64)
-        & (np.sign(got64) == np.sign(flat_expected))
-        & (np.isinf(flat_expected) | beyond_range)
+        & (np.sign(got64) == np.sign(flat.expected))
+        & (np.isinf(flat.expected) | beyond_range)
     )
     with np.errstate(invalid="ignore"):
-        abs_error = np.where(both_inf, 0.0, np.abs(got64 - flat_expected))
+        abs_error = np.where(both_inf, 0.0, np.abs(got64 - flat.expected))
     abs_error[np.isnan(abs_error)] = np.inf
-    ratio = abs_error / _allowed(abs_expected, np.repeat(scale, sizes), flat_spread, precision)
+    ratio = abs_error / _allowed(flat.abs_expected, flat.scale, flat.spread, precision)
     within_envelope = ratio <= 1.0
     if spec.explicit_tolerance:
-        within_tolerance = abs_error <= (spec.atol or 0.0) + (spec.rtol or 0.0) * abs_expected
+        within_tolerance = abs_error <= (spec.atol or 0.0) + (spec.rtol or 0.0) * flat.abs_expected
     else:
         within_tolerance = within_envelope
     failing_mask = ~within_tolerance

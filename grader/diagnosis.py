@@ -11,7 +11,6 @@ When nothing matches, failing entries confined to the diagonal, or to one row or
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
@@ -20,6 +19,7 @@ import numpy as np
 
 from grader.compare import Comparison, compare_many
 from grader.graph import parse
+from grader.memo import PerObject
 from grader.sandbox import Returned
 from grader.spec import MISCONCEPTION, Exercise, ReturnSpec, Verdict
 
@@ -116,20 +116,11 @@ def _spatial_pattern(failing: list[Comparison]) -> Diagnosis | None:
 
 
 # Candidates are computed once per set of references (a class shares them) and kept for the next ones.
-_cache: dict[int, tuple[References, dict[str, list[Mistake]]]] = {}
-_lock = threading.Lock()
+_candidates_of: PerObject[dict[str, list[Mistake]]] = PerObject(_KEPT)
 
 
 def _candidates(exercise: Exercise, references: References) -> dict[str, list[Mistake]]:
-    with _lock:
-        kept = _cache.get(id(references))
-        if kept is not None and kept[0] is references:
-            return kept[1]
-        found = _compute_candidates(exercise, references)
-        if len(_cache) >= _KEPT:
-            _cache.pop(next(iter(_cache)))
-        _cache[id(references)] = (references, found)
-        return found
+    return _candidates_of.get(references, exercise.id, lambda: _compute_candidates(exercise, references))
 
 
 def _compute_candidates(exercise: Exercise, references: References) -> dict[str, list[Mistake]]:

@@ -11,7 +11,8 @@ import numpy as np
 
 from grader import consistency, diagnosis
 from grader.classify import Rerun, classify_return, resolve_with_rerun
-from grader.compare import PRECISIONS, Comparison, compare_many
+from grader.compare import PRECISIONS, Comparison, Flattened, compare_many, flatten
+from grader.memo import PerObject
 from grader.results import ErrorInfo, ReturnResult, SubmissionResult, display_path, student_location
 from grader.sandbox import (
     Failure,
@@ -29,6 +30,8 @@ from grader.trials import make_trials
 from grader.warm import WorkerPool
 
 RERUN_LIMIT = 200  # trials rerun at float64 per submission; the rest follow them (see below)
+# The expected values end to end, per return and trials compared: a class shares them.
+_flattened: PerObject[Flattened] = PerObject(kept=32)
 
 if TYPE_CHECKING:
     from grader.reference import References
@@ -237,15 +240,19 @@ def _compare_outputs(
 ) -> dict[int, Comparison]:
     returned = _returned(outputs, spec.name)
     compared = list(returned)
+    expected = [references.expected[i][spec.name] for i in compared]
+    spreads = [references.spread[i][spec.name] for i in compared]
+    flat = _flattened.get(references, (spec.name, tuple(compared)), lambda: flatten(expected, spreads))
     comparisons = {
         c.trial: c
         for c in compare_many(
             spec,
             compared,
-            [references.expected[i][spec.name] for i in compared],
+            expected,
             [returned[i].array for i in compared],
             [returned[i].dtype for i in compared],
-            [references.spread[i][spec.name] for i in compared],
+            spreads,
+            flattened=flat,
         )
     }
     # float64 values beyond float64 rounding but within float32's: float32 work widened before returning

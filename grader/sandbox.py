@@ -27,6 +27,7 @@ from pydantic import ValidationError
 from grader import isolation, notebooks, warm
 from grader.errors import WorkerStartError
 from grader.isolation import ProcessLimit
+from grader.memo import PerObject
 from grader.payload import (
     MESSAGE,
     Done,
@@ -349,29 +350,22 @@ class RerunRequest:
 
 RerunSelector = Callable[[Mapping[int, "TrialOutput"]], RerunRequest]
 
-_ENCODED_KEPT = 8
 _TRIALS_PER_FRAME = 200
-_encoded: dict[int, tuple[Sequence[Trial], bytes]] = {}
-_encoded_lock = threading.Lock()
+_encoded: PerObject[bytes] = PerObject(kept=8)
 
 
 def _encoded_trials(trials: Sequence[Trial]) -> bytes:
     """The trials' frames, encoded once for every submission graded on the same trials (a class)."""
-    with _encoded_lock:
-        kept = _encoded.get(id(trials))
-    if kept is not None and kept[0] is trials:  # the entry holds the trials, so their id is not reused
-        return kept[1]
+    return _encoded.get(trials, None, lambda: _encode_trials(trials))
+
+
+def _encode_trials(trials: Sequence[Trial]) -> bytes:
     parts = []
     for start in range(0, len(trials), _TRIALS_PER_FRAME):  # a frame per trial would cost more to read
         batch = trials[start : start + _TRIALS_PER_FRAME]
         header = {"type": "inputs", "trials": [[t.index, list(t.inputs)] for t in batch]}
         parts.append(encode(header, [array for t in batch for array in t.inputs.values()]))
-    data = b"".join(parts)
-    with _encoded_lock:
-        if len(_encoded) >= _ENCODED_KEPT:
-            _encoded.pop(next(iter(_encoded)))
-        _encoded[id(trials)] = (trials, data)
-    return data
+    return b"".join(parts)
 
 
 class _Collection:

@@ -271,3 +271,28 @@ def test_judging_many_trials_at_once_equals_one_by_one() -> None:
             assert batched.problem == alone.problem
             assert [e.index for e in batched.failing] == [e.index for e in alone.failing]
             assert batched.max_ratio == pytest.approx(alone.max_ratio, rel=1e-12, nan_ok=True)
+
+
+@pytest.mark.parametrize("sizes", [[], [0], [3, 0, 4], [1, 5, 2, 6]])
+def test_judging_with_prepared_expected_values_equals_judging_without(sizes: list[int]) -> None:
+    rng = np.random.default_rng(len(sizes))
+    expected = [rng.normal(size=(n, 2)) for n in sizes]
+    spreads = [np.abs(rng.normal(size=e.shape)) for e in expected]
+    got = [e + rng.normal(0, 1e-3, e.shape) * (k % 2) for k, e in enumerate(expected)]
+    trials = list(range(len(sizes)))
+    prepared = compare_module.flatten(expected, spreads)
+    for dtypes in (
+        ["float64"] * len(sizes),
+        ["float64", "float32"] * (len(sizes) // 2) + ["float64"] * (len(sizes) % 2),
+    ):
+        plain = compare_module.compare_many(DEFAULT, trials, expected, got, dtypes, spreads)
+        quick = compare_module.compare_many(
+            DEFAULT, trials, expected, got, dtypes, spreads, flattened=prepared
+        )
+        assert [(c.trial, c.verdict, c.failing_count, c.entries) for c in quick] == [
+            (c.trial, c.verdict, c.failing_count, c.entries) for c in plain
+        ]
+        assert [c.max_ratio for c in quick] == [c.max_ratio for c in plain]
+    assert [c.verdict for c in plain] == [
+        Verdict.PASS if k % 2 == 0 or not n else Verdict.LOGIC for k, n in enumerate(sizes)
+    ]
