@@ -41,6 +41,7 @@ MAX_RETURN_BYTES = 64 << 20
 _BATCH_SECONDS = 0.01  # trial results gathered at most this long before they are sent
 _BATCH_BYTES = 1 << 20
 _TRACEBACK_FRAMES = 8
+_DEADLINE_TICK = 0.25  # seconds between checks of the running trial's deadline
 Converted = tuple[str, str | None, str, np.ndarray | None]  # name, dtype label or None, source or problem
 
 
@@ -185,7 +186,7 @@ def main(job_dir: Path, jobs_fd: int, results_fd: int, progress_fd: int) -> None
     entry = _load_entry(channel, submission_dir, job["files"], job["entry"])
     if entry is None:
         return
-    signal.signal(signal.SIGALRM, _on_alarm)
+    _deadline.watch(float(job["trial_seconds"]))
     channel.send({"type": "ready"})
     for index, inputs in inputs_by_trial.items():
         channel.starting(index)
@@ -267,8 +268,25 @@ def _failure_kind(exc: BaseException) -> str:
     return "exception"
 
 
-def _on_alarm(signum: int, frame: FrameType | None) -> None:
-    raise TrialTimeout()
+class _Deadline:
+    """The running trial's deadline, checked a few times a second by a SIGALRM that repeats for the whole
+    run: arming a timer around every trial cost two system calls per trial."""
+
+    def __init__(self) -> None:
+        self.until: float | None = None  # None between trials, where the alarm does nothing
+
+    def watch(self, trial_seconds: float) -> None:
+        signal.signal(signal.SIGALRM, self._on_alarm)
+        tick = min(_DEADLINE_TICK, trial_seconds / 4)
+        signal.setitimer(signal.ITIMER_REAL, tick, tick)
+
+    def _on_alarm(self, signum: int, frame: FrameType | None) -> None:
+        if self.until is not None and time.monotonic() >= self.until:
+            self.until = None
+            raise TrialTimeout()
+
+
+_deadline = _Deadline()
 
 
 def _apply_limits(limits: dict[str, Any]) -> None:
@@ -351,12 +369,12 @@ def _run_trial(
 
     args = [tuple(fresh(n) for n in arg) if isinstance(arg, list) else fresh(arg) for arg in job["args"]]
 
-    signal.setitimer(signal.ITIMER_REAL, float(job["trial_seconds"]))
     started = time.perf_counter()
+    _deadline.until = time.monotonic() + job["trial_seconds"]
     try:
         value = entry(*args)
     except BaseException as exc:
-        signal.setitimer(signal.ITIMER_REAL, 0)
+        _deadline.until = None
         kind = _failure_kind(exc)
         message = _exception_line(exc, submission_dir)
         if kind == "timeout":
@@ -375,7 +393,7 @@ def _run_trial(
         )
         return
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
+        _deadline.until = None
     seconds = time.perf_counter() - started
     names: list[str] = job["returns"]
     if len(names) == 1:
