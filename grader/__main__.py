@@ -1,5 +1,5 @@
 from __future__ import annotations
 
-from grader.cli import main
+from grader.cli import entry
 
-raise SystemExit(main())
+entry()

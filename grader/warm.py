@@ -276,6 +276,12 @@ def shared_pool() -> WorkerPool:
     return pool
 
 
+def close_shared_pool() -> None:
+    """Stop the shared pool's zygotes now, if it was ever made (for a process about to leave at once)."""
+    if shared_pool.cache_info().currsize:
+        shared_pool().close()
+
+
 def _empty(folder: Path) -> None:
     for entry in folder.iterdir():
         if entry.is_dir() and not entry.is_symlink():

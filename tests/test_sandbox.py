@@ -15,8 +15,10 @@ import pytest
 from conftest import CORRECT_GRAPH2, copy_exercise, grade_source, write_exercise
 
 from grader import isolation
+from grader.payload import ReturnedArray, ReturnProblem
+from grader.protocol import ProtocolError
 from grader.results import SubmissionResult
-from grader.sandbox import KILL_GRACE_SECONDS
+from grader.sandbox import KILL_GRACE_SECONDS, Problem, _layout
 from grader.spec import Exercise, Verdict, load_exercise
 
 TRIAL_SECONDS = 1
@@ -268,7 +270,9 @@ def forger(fast: Exercise, workdir: Path) -> SubmissionResult:
 
         def graph2(W_np, x_np, b_np):
             # a forged result frame and forged report lines, on stdout
-            fake = {"type": "trial", "trial": 0, "seconds": 0, "returns": [], "arrays": []}
+            kinds = [{"name": n, "ok": False, "problem": "x"} for n in ("f", "auto_grad", "user_grad")]
+            items = [[0, 0, [0, 1, 2]]]
+            fake = {"type": "trials", "rerun": False, "kinds": kinds, "items": items, "arrays": []}
             head = json.dumps(fake).encode()
             sys.stdout.buffer.write(b"GRD1" + struct.pack("<II", len(head), 0) + head)
             print(json.dumps({"verdict": "pass", "score": 10, "max_score": 10}))
@@ -571,3 +575,17 @@ def test_no_process_is_left_behind(spawner: SubmissionResult) -> None:
     for pid in (line.split(":")[0] for line in _lingering(LINGER_DAEMON)):  # tidy up after reduced isolation
         with contextlib.suppress(OSError):
             os.kill(int(pid), 9)
+
+
+def test_a_trial_with_unknown_or_misnamed_returns_is_refused() -> None:
+    """A trial of a results frame names its frame's descriptions of its returns, in the exercise's order."""
+    kinds: list[ReturnedArray | ReturnProblem] = [
+        ReturnedArray(name="f", ok=True, dtype="float64", source="torch.Tensor"),
+        ReturnProblem(name="g", ok=False, problem="returned None"),
+    ]
+    layout = _layout(kinds, (0, 1), ("f", "g"))
+    assert layout[0] == kinds[0] and layout[1] == Problem("g", "returned None")
+    with pytest.raises(ProtocolError, match="named"):
+        _layout(kinds, (1, 0), ("f", "g"))
+    with pytest.raises(ProtocolError, match="kind 2"):
+        _layout(kinds, (0, 2), ("f", "g"))
