@@ -190,6 +190,8 @@ class Flattened:
     """Many trials' expected values of one return, end to end, and what their envelopes need of them."""
 
     sizes: np.ndarray  # entries per trial
+    starts: np.ndarray  # where each trial's entries begin
+    nonempty: np.ndarray  # the trials with entries: reduceat takes one segment per start, none can be empty
     expected: np.ndarray
     abs_expected: np.ndarray
     scale: np.ndarray  # per entry: the max|expected| of its trial
@@ -200,14 +202,23 @@ def flatten(expected: Sequence[np.ndarray], spreads: Sequence[np.ndarray] | None
     """What `compare_many` needs of the expected values; prepared once where many submissions are judged
     on the same trials."""
     sizes = np.fromiter((e.size for e in expected), dtype=np.intp, count=len(expected))
+    starts = np.cumsum(sizes) - sizes
+    nonempty = sizes > 0
     flat = np.concatenate([e.ravel() for e in expected] or [np.zeros(0)])
     abs_expected = np.abs(flat)
-    nonempty = sizes > 0
-    scale = np.zeros(len(sizes))
-    if nonempty.any():  # reduceat takes one segment per start; an empty trial has no entries to reduce
-        scale[nonempty] = np.maximum.reduceat(abs_expected, (np.cumsum(sizes) - sizes)[nonempty])
+    scale = _per_trial(np.maximum, abs_expected, starts, nonempty, 0.0)
     spread = None if spreads is None else np.concatenate([s.ravel() for s in spreads] or [np.zeros(0)])
-    return Flattened(sizes, flat, abs_expected, np.repeat(scale, sizes), spread)
+    return Flattened(sizes, starts, nonempty, flat, abs_expected, np.repeat(scale, sizes), spread)
+
+
+def _per_trial(
+    ufunc: np.ufunc, entries: np.ndarray, starts: np.ndarray, nonempty: np.ndarray, empty: object
+) -> np.ndarray:
+    """`ufunc` reduced over each trial's entries; `empty` for a trial without any."""
+    reduced = np.full(len(starts), empty, dtype=np.result_type(entries.dtype, type(empty)))
+    if nonempty.any():
+        reduced[nonempty] = ufunc.reduceat(entries, starts[nonempty])
+    return reduced
 
 
 def compare_many(
@@ -261,11 +272,6 @@ def _compare_flat(
     reason: str,
 ) -> list[Comparison]:
     """Trials judged at one precision; `got64` holds their returned entries end to end, in trial order."""
-    sizes = flat.sizes
-    ends = np.cumsum(sizes)
-    starts = ends - sizes
-    nonempty = sizes > 0
-    firsts = starts[nonempty]  # reduceat takes one segment per start; an empty trial has no entries to reduce
     # An infinity where the true value exceeds the format's range is the best that format can do.
     beyond_range = flat.abs_expected > precision.largest
     both_inf = (
@@ -283,23 +289,19 @@ def _compare_flat(
     else:
         within_tolerance = within_envelope
     failing_mask = ~within_tolerance
-    max_ratio = np.zeros(len(sizes))
-    failing_counts = np.zeros(len(sizes), dtype=np.intp)
-    envelope_ok = np.ones(len(sizes), dtype=bool)
-    if len(firsts):
-        max_ratio[nonempty] = np.maximum.reduceat(ratio, firsts)
-        failing_counts[nonempty] = np.add.reduceat(failing_mask, firsts)
-        envelope_ok[nonempty] = np.logical_and.reduceat(within_envelope, firsts)
+    max_ratio = _per_trial(np.maximum, ratio, flat.starts, flat.nonempty, 0.0)
+    failing_counts = _per_trial(np.add, failing_mask.astype(np.intp), flat.starts, flat.nonempty, 0)
+    envelope_ok = _per_trial(np.logical_and, within_envelope, flat.starts, flat.nonempty, True)
     results = []
     # As Python numbers: indexing numpy arrays one entry at a time would cost more than the judging.
     passed = (failing_counts == 0).tolist()
-    counts, ratios = sizes.tolist(), max_ratio.tolist()
+    counts, ratios = flat.sizes.tolist(), max_ratio.tolist()
     name = precision.name
     for b, trial in enumerate(trials):
         if passed[b]:
             results.append(Comparison.passed(trial, name, reason, ratios[b], counts[b]))
             continue
-        entries, shape = slice(starts[b], ends[b]), expected[b].shape
+        entries, shape = slice(flat.starts[b], flat.starts[b] + flat.sizes[b]), expected[b].shape
         results.append(
             _failing(
                 trial,

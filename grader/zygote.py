@@ -250,7 +250,7 @@ def _mount_points() -> frozenset[str]:
         lines = Path("/proc/self/mountinfo").read_text().splitlines()
     except OSError:
         return frozenset()
-    return frozenset(line.split()[4] for line in lines if len(line.split()) > 4)
+    return frozenset(fields[4] for fields in map(str.split, lines) if len(fields) > 4)
 
 
 def _dev_entries() -> dict[str, _Identity]:
