@@ -18,12 +18,12 @@ from pathlib import Path
 
 import numpy as np
 
+from grader.exercise.reference import reference_returns
+from grader.exercise.spec import Exercise, load_exercise
+from grader.exercise.trials import make_trials
 from grader.grading import grade
-from grader.reference import reference_returns
-from grader.sandbox import Returned, RunningWorker, Submission
-from grader.spec import Exercise, load_exercise
-from grader.submissions import submission_from_path
-from grader.trials import make_trials
+from grader.handin.discover import submission_from_path
+from grader.sandbox.runner import Returned, RunningWorker, Submission
 
 ROOT = Path(__file__).resolve().parent.parent
 TRIALS = 1000

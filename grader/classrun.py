@@ -16,17 +16,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from grader.errors import GraderError
+from grader.exercise.spec import Exercise
+from grader.exercise.trials import make_trials
 from grader.gradebook import Gradebook, Key, exercise_hash, settings, submission_hash
 from grader.grading import grade, not_runnable
+from grader.handin.discover import may_define, submission_from_path
 from grader.results import SubmissionResult
-from grader.sandbox import Submission
-from grader.spec import Exercise
-from grader.submissions import may_define, submission_from_path
-from grader.trials import make_trials
-from grader.warm import WorkerPool
+from grader.sandbox.runner import Submission
+from grader.sandbox.warm import WorkerPool
 
 if TYPE_CHECKING:
-    from grader.reference import References
+    from grader.exercise.reference import References
 
 
 @dataclass(frozen=True)
@@ -98,7 +98,7 @@ def run_class(
 
     def references_for(exercise: Exercise) -> References | None:
         # Imported only now: torch is the grader's slowest import, and the warm workers import it meanwhile.
-        from grader.reference import compute_references
+        from grader.exercise.reference import compute_references
 
         if exercise.id not in references:
             try:

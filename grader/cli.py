@@ -15,9 +15,9 @@ from rich.markup import escape
 
 from grader import __version__
 from grader.errors import ExitCode, GraderError, SpecError
+from grader.exercise.spec import Exercise, discover_exercises, load_exercise
+from grader.exercise.trials import DEFAULT_SEED
 from grader.results import SubmissionResult
-from grader.spec import Exercise, discover_exercises, load_exercise
-from grader.trials import DEFAULT_SEED
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -130,7 +130,7 @@ def entry() -> None:
     result is committed, every file written and closed, and the warm workers are stopped here.
     """
     code = main()
-    from grader.warm import close_shared_pool
+    from grader.sandbox.warm import close_shared_pool
 
     close_shared_pool()
     sys.stdout.flush()
@@ -168,18 +168,18 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _warn_if_reduced(errors: Console) -> None:
-    from grader import isolation
+    from grader.sandbox import isolation
 
     if isolation.current().reduced:
         errors.print(f"[yellow]{escape(isolation.current().description)}[/]")
 
 
 def _check(args: argparse.Namespace, console: Console, errors: Console) -> int:
+    from grader.exercise.trials import make_trial
     from grader.grading import grade
+    from grader.handin.discover import submission_from_path
     from grader.report.json_report import to_json_line
     from grader.report.terminal import render_case, render_result
-    from grader.submissions import submission_from_path
-    from grader.trials import make_trial
 
     exercise = load_exercise(args.exercise)
     _warn_if_reduced(errors)
@@ -213,8 +213,8 @@ def _load_all(folder: Path, errors: Console) -> tuple[list[Exercise], list[Grade
 def _run(args: argparse.Namespace, console: Console, errors: Console) -> int:
     from grader.classrun import plan, run_class
     from grader.gradebook import Gradebook
+    from grader.handin.discover import discover_students
     from grader.report.json_report import to_json_line
-    from grader.submissions import discover_students
 
     exercises, broken = _load_all(args.exercises, errors)
     _warn_if_reduced(errors)
@@ -370,7 +370,7 @@ def _new(args: argparse.Namespace, console: Console) -> int:
     for path in scaffold.create(folder):
         console.print(f"  created {escape(str(path))}")
     console.print(
-        f"Next: edit {escape(str(folder / 'exercise.yaml'))} (the README's \"Writing an exercise\" explains "
+        f'Next: edit {escape(str(folder / "exercise.yaml"))} (the README\'s "Writing an exercise" explains '
         "every field), the solution, the starter and the wrong/ files; then run:"
     )
     console.print(f"  [bold]grader validate {escape(str(folder))}[/]", soft_wrap=True)

@@ -22,11 +22,11 @@ from typing import Any
 import numpy as np
 
 import grader
-from grader.compare import EntryError
 from grader.errors import UsageError
+from grader.exercise.spec import SPEC_FILE, Exercise, Verdict
+from grader.judging.compare import EntryError
 from grader.results import ErrorInfo, FailingCase, ReturnResult, SubmissionResult
-from grader.sandbox import Submission
-from grader.spec import SPEC_FILE, Exercise, Verdict
+from grader.sandbox.runner import Submission
 
 DEFAULT_NAME = "grader-gradebook.sqlite"
 _SCHEMA = """

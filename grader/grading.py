@@ -9,12 +9,14 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from grader import consistency, diagnosis
-from grader.classify import Rerun, classify_return, resolve_with_rerun
-from grader.compare import PRECISIONS, Comparison, Flattened, compare_many, flatten
+from grader.exercise.spec import Exercise, ReturnSpec, Verdict
+from grader.exercise.trials import make_trials
+from grader.judging import consistency, diagnosis
+from grader.judging.classify import Rerun, classify_return, resolve_with_rerun
+from grader.judging.compare import PRECISIONS, Comparison, Flattened, compare_many, flatten
 from grader.memo import PerObject
 from grader.results import ErrorInfo, ReturnResult, SubmissionResult, display_path, student_location
-from grader.sandbox import (
+from grader.sandbox.runner import (
     Failure,
     Problem,
     RerunRequest,
@@ -25,16 +27,14 @@ from grader.sandbox import (
     TrialOutput,
     WorkerReport,
 )
-from grader.spec import Exercise, ReturnSpec, Verdict
-from grader.trials import make_trials
-from grader.warm import WorkerPool
+from grader.sandbox.warm import WorkerPool
 
 RERUN_LIMIT = 200  # trials rerun at float64 per submission; the rest follow them (see below)
 # The expected values end to end, per return and trials compared: a class shares them.
 _flattened: PerObject[Flattened] = PerObject(kept=32)
 
 if TYPE_CHECKING:
-    from grader.reference import References
+    from grader.exercise.reference import References
 
 
 def grade(
@@ -58,7 +58,7 @@ def grade(
             trials = make_trials(exercise, seed, trial_count or exercise.spec.trials, only_trial)
             worker.send(trials)
             # Imported only now, for the same overlap: torch is the grader's slowest import too.
-            from grader.reference import compute_references
+            from grader.exercise.reference import compute_references
 
             references = compute_references(exercise, trials)
         else:

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import numpy as np
 
-from grader.compare import EntryError
-from grader.spec import Verdict
+from grader.exercise.spec import Verdict
+from grader.judging.compare import EntryError
 
 SEVERITY = {Verdict.PASS: 0, Verdict.PRECISION: 1, Verdict.INSTABILITY: 2, Verdict.LOGIC: 3, Verdict.ERROR: 4}
 

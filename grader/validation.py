@@ -8,14 +8,14 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from grader.compare import PRECISIONS, compare_many
+from grader.exercise.reference import References, compute_references, forward_values, reference_returns
+from grader.exercise.spec import Exercise, ReturnSpec, Verdict
+from grader.exercise.trials import Trial, make_trials
 from grader.grading import grade
-from grader.mistakes import Mistake, standard_mistakes
-from grader.reference import References, compute_references, forward_values, reference_returns
+from grader.handin.discover import submission_from_path
+from grader.judging.compare import PRECISIONS, compare_many
+from grader.judging.mistakes import Mistake, standard_mistakes
 from grader.results import SubmissionResult
-from grader.spec import Exercise, ReturnSpec, Verdict
-from grader.submissions import submission_from_path
-from grader.trials import Trial, make_trials
 
 FD_TRIALS = 3
 FD_STEP = 1e-6

@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
+from grader.exercise.spec import Exercise, load_exercise
 from grader.grading import grade
+from grader.handin.discover import submission_from_path
 from grader.results import SubmissionResult
-from grader.spec import Exercise, load_exercise
-from grader.submissions import submission_from_path
 
 ROOT = Path(__file__).resolve().parent.parent
 EXERCISES = ROOT / "exercises"

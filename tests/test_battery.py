@@ -24,13 +24,13 @@ import pytest
 import yaml
 from conftest import CORRECT_GRAPH2, copy_exercise, write_source
 
-from grader import isolation
+from grader.exercise.reference import compute_references
+from grader.exercise.spec import Exercise, load_exercise
+from grader.exercise.trials import make_trials
 from grader.grading import grade
-from grader.reference import compute_references
+from grader.handin.discover import submission_from_path
 from grader.results import SubmissionResult
-from grader.spec import Exercise, load_exercise
-from grader.submissions import submission_from_path
-from grader.trials import make_trials
+from grader.sandbox import isolation
 
 BATTERY = Path(__file__).resolve().parent / "battery"
 MANIFEST: list[dict[str, Any]] = yaml.safe_load((BATTERY / "manifest.yaml").read_text(encoding="utf-8"))[

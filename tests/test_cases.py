@@ -20,12 +20,12 @@ import yaml
 from conftest import EXERCISES
 
 from grader import validation
+from grader.exercise.reference import compute_references
+from grader.exercise.spec import Exercise, Verdict, load_exercise
+from grader.exercise.trials import make_trials
 from grader.grading import grade
-from grader.reference import compute_references
+from grader.handin.discover import submission_from_path
 from grader.results import SubmissionResult
-from grader.spec import Exercise, Verdict, load_exercise
-from grader.submissions import submission_from_path
-from grader.trials import make_trials
 
 TRIALS = 200  # as `grader validate` uses by default: enough for every declared mistake to show
 SEED = 0

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from grader import cgroups
+from grader.sandbox import cgroups
 
 pytestmark = pytest.mark.skipif(not cgroups.available(), reason="the grader may not make cgroups here")
 

@@ -382,8 +382,10 @@ def test_validate_fails_test_points_that_hide_the_regularisation(run_grader: Run
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "FAIL test points tell standard mistakes apart" in " ".join(proc.stdout.split())
     assert "dw: loss without its term `reg * sum(w * w)`" in " ".join(proc.stdout.split())
-    stronger = (folder / "exercise.yaml").read_text(encoding="utf-8").replace(
-        "constant, value: 1.0e-12", "uniform, low: 0.1, high: 1"
+    stronger = (
+        (folder / "exercise.yaml")
+        .read_text(encoding="utf-8")
+        .replace("constant, value: 1.0e-12", "uniform, low: 0.1, high: 1")
     )
     (folder / "exercise.yaml").write_text(stronger, encoding="utf-8")
     proc = run_grader("validate", folder, "--trials", "30")

@@ -7,9 +7,9 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-import grader.compare as compare_module
-from grader.compare import compare, infer_precision, shape_problem
-from grader.spec import ReturnSpec, Verdict
+import grader.judging.compare as compare_module
+from grader.exercise.spec import ReturnSpec, Verdict
+from grader.judging.compare import compare, infer_precision, shape_problem
 
 DEFAULT = ReturnSpec(name="g", value="g")
 EXACT = ReturnSpec(name="g", value="g", atol=0.0, rtol=0.0)

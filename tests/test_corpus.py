@@ -28,12 +28,12 @@ from typing import Any
 import pytest
 import yaml
 
+from grader.exercise.reference import References, compute_references
+from grader.exercise.spec import Exercise, Verdict, load_exercise
+from grader.exercise.trials import make_trials
 from grader.grading import grade
-from grader.reference import References, compute_references
+from grader.handin.discover import submission_from_path
 from grader.results import SubmissionResult
-from grader.spec import Exercise, Verdict, load_exercise
-from grader.submissions import submission_from_path
-from grader.trials import make_trials
 
 ROOT = Path(__file__).resolve().parent.parent
 EXERCISES = ROOT / "exercises"

@@ -13,13 +13,13 @@ import numpy as np
 import pytest
 from conftest import GRAPH2, copy_exercise, grade_source
 
-from grader.compare import Comparison, compare_many
-from grader.diagnosis import Diagnosis, diagnose
 from grader.errors import SpecError
-from grader.reference import References, compute_references
-from grader.sandbox import Returned
-from grader.spec import Exercise, ReturnSpec, Verdict, load_exercise
-from grader.trials import make_trials
+from grader.exercise.reference import References, compute_references
+from grader.exercise.spec import Exercise, ReturnSpec, Verdict, load_exercise
+from grader.exercise.trials import make_trials
+from grader.judging.compare import Comparison, compare_many
+from grader.judging.diagnosis import Diagnosis, diagnose
+from grader.sandbox.runner import Returned
 
 TRIALS = 40
 

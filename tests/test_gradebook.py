@@ -13,10 +13,10 @@ from conftest import CORRECT_GRAPH2, TRANSPOSED_GRAPH2, grade_source
 
 from grader import gradebook
 from grader.errors import UsageError
+from grader.exercise.spec import Exercise
 from grader.gradebook import Gradebook, Key
 from grader.report.exports import class_summary, gradescope_results
 from grader.results import ErrorInfo, SubmissionResult
-from grader.spec import Exercise
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from grader.graph import (
+from grader.exercise.graph import (
     GraphError,
     evaluate,
     evaluate_size_expression,

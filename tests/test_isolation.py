@@ -6,8 +6,8 @@ import shutil
 
 import pytest
 
-from grader import cgroups, isolation
-from grader.isolation import ProcessLimit
+from grader.sandbox import cgroups, isolation
+from grader.sandbox.isolation import ProcessLimit
 
 
 def _pick(monkeypatch: pytest.MonkeyPatch, bwrap: bool, cgroup: bool, probe: str) -> isolation.Isolation:

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 from conftest import write_exercise
 
-from grader.mistakes import standard_mistakes
-from grader.reference import reference_returns
-from grader.spec import Exercise, load_exercise
-from grader.trials import make_trials
+from grader.exercise.reference import reference_returns
+from grader.exercise.spec import Exercise, load_exercise
+from grader.exercise.trials import make_trials
+from grader.judging.mistakes import standard_mistakes
 
 SOFTMAX_LOSS = """
     id: softmax_loss_demo

@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 from conftest import CORRECT_GRAPH2, TRANSPOSED_GRAPH2, line_of, write_source
 
-from grader import notebooks
+from grader.exercise.spec import Exercise
 from grader.grading import grade
+from grader.handin import notebooks
+from grader.handin.discover import discover_students, submission_from_path
 from grader.results import SubmissionResult
-from grader.spec import Exercise
-from grader.submissions import discover_students, submission_from_path
 
 
 def _cell(kind: str, source: str | list[str]) -> dict[str, Any]:

@@ -8,13 +8,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from grader.compare import infer_precision
+from grader.exercise.reference import compute_references
+from grader.exercise.spec import Exercise, Verdict, load_exercise
+from grader.exercise.trials import make_trials
 from grader.grading import grade
-from grader.reference import compute_references
+from grader.handin.discover import submission_from_path
+from grader.judging.compare import infer_precision
 from grader.results import SubmissionResult
-from grader.spec import Exercise, Verdict, load_exercise
-from grader.submissions import submission_from_path
-from grader.trials import make_trials
 
 TRIALS = 150
 

@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from grader.protocol import (
+from grader.sandbox.protocol import (
     MAGIC,
     MAX_HEADER_BYTES,
     NUMERIC_DTYPES,

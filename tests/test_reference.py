@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 from conftest import write_exercise
 
-from grader.reference import ReferenceError, forward_values, reference_returns
-from grader.spec import Exercise, load_exercise
-from grader.trials import make_trial, make_trials
+from grader.exercise.reference import ReferenceError, forward_values, reference_returns
+from grader.exercise.spec import Exercise, load_exercise
+from grader.exercise.trials import make_trial, make_trials
 
 
 def sigmoid(z: np.ndarray) -> np.ndarray:
@@ -155,8 +155,8 @@ def test_rounding_spread_does_not_pull_in_the_compiler() -> None:
     """Importing torch._dynamo costs over a second on every `grader check`; the Monte Carlo run avoids it."""
     code = (
         "import sys; from pathlib import Path; "
-        "from grader.spec import load_exercise; from grader.trials import make_trials; "
-        "from grader.reference import compute_references; "
+        "from grader.exercise.spec import load_exercise; from grader.exercise.trials import make_trials; "
+        "from grader.exercise.reference import compute_references; "
         "e = load_exercise(Path('exercises/graph2')); compute_references(e, make_trials(e, 0, 5)); "
         "print('torch._dynamo' in sys.modules)"
     )

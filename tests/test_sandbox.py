@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 from conftest import CORRECT_GRAPH2, copy_exercise, grade_source, write_exercise
 
-from grader import isolation
-from grader.payload import ReturnedArray, ReturnProblem
-from grader.protocol import ProtocolError
+from grader.exercise.spec import Exercise, Verdict, load_exercise
 from grader.results import SubmissionResult
-from grader.sandbox import KILL_GRACE_SECONDS, Problem, _layout
-from grader.spec import Exercise, Verdict, load_exercise
+from grader.sandbox import isolation
+from grader.sandbox.payload import ReturnedArray, ReturnProblem
+from grader.sandbox.protocol import ProtocolError
+from grader.sandbox.runner import KILL_GRACE_SECONDS, Problem, _layout
 
 TRIAL_SECONDS = 1
 

@@ -8,7 +8,7 @@ import pytest
 from conftest import GRAPH2, copy_exercise, line_of, without_top_level_block
 
 from grader.errors import ExitCode, SpecError
-from grader.spec import Exercise, discover_exercises, load_exercise
+from grader.exercise.spec import Exercise, discover_exercises, load_exercise
 
 
 def test_graph2_loads_with_its_declared_contents(graph2: Exercise) -> None:

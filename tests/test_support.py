@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 from conftest import copy_exercise, line_of, write_source
 
-from grader import isolation
 from grader.errors import SpecError
+from grader.exercise.spec import Exercise, load_exercise
 from grader.grading import grade
-from grader.spec import Exercise, load_exercise
-from grader.submissions import submission_from_path
+from grader.handin.discover import submission_from_path
+from grader.sandbox import isolation
 
 UTIL = '''
 import numpy as np

@@ -14,8 +14,8 @@ from conftest import write_exercise
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from grader.spec import Exercise, load_exercise
-from grader.trials import Trial, make_trial, make_trials
+from grader.exercise.spec import Exercise, load_exercise
+from grader.exercise.trials import Trial, make_trial, make_trials
 
 seeds = st.integers(min_value=0, max_value=2**63 - 1)
 indices = st.integers(min_value=0, max_value=10**6)
@@ -78,8 +78,8 @@ def test_trials_are_the_same_in_another_process(graph2: Exercise) -> None:
     script = (
         "import hashlib, sys\n"
         "from pathlib import Path\n"
-        "from grader.spec import load_exercise\n"
-        "from grader.trials import make_trials\n"
+        "from grader.exercise.spec import load_exercise\n"
+        "from grader.exercise.trials import make_trials\n"
         "exercise = load_exercise(Path(sys.argv[1]))\n"
         "digest = hashlib.sha256()\n"
         "for t in make_trials(exercise, 12345, 20):\n"

@@ -15,13 +15,13 @@ from pathlib import Path
 import pytest
 from conftest import CORRECT_GRAPH2, ROOT, copy_exercise, write_source
 
-from grader import isolation, warm
 from grader.errors import WorkerStartError
+from grader.exercise.spec import Exercise, load_exercise
 from grader.grading import grade
+from grader.handin.discover import submission_from_path
 from grader.results import SubmissionResult
-from grader.spec import Exercise, load_exercise
-from grader.submissions import submission_from_path
-from grader.warm import WorkerPool
+from grader.sandbox import isolation, warm
+from grader.sandbox.warm import WorkerPool
 
 SANDBOXED = isolation.current().level == "bubblewrap"
 CORRECT_BODY = textwrap.dedent(CORRECT_GRAPH2).split("def graph2", 1)[1].split("\n", 1)[1]  # indented once

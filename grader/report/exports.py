@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from grader.exercise.spec import Verdict
 from grader.results import ReturnResult, SubmissionResult
-from grader.spec import Verdict
 
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 

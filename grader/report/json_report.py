@@ -7,7 +7,7 @@ import math
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from grader.compare import EntryError
+from grader.judging.compare import EntryError
 from grader.results import FailingCase, SubmissionResult
 
 

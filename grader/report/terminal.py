@@ -10,9 +10,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from grader.exercise.spec import Verdict
+from grader.exercise.trials import Trial
 from grader.results import ReturnResult, SubmissionResult, student_location
-from grader.spec import Verdict
-from grader.trials import Trial
 
 STYLE = {
     Verdict.PASS: "green",

@@ -1,6 +1,6 @@
 """Run one submission's trials in an isolated worker process and collect what it returned.
 
-The worker is forked for this submission alone by a warm zygote (grader/warm.py) under the current
+The worker is forked for this submission alone by a warm zygote (warm.py) under the current
 isolation: stdin from /dev/null, a clean environment, a scratch folder as cwd, the submission's files
 read-only beside it, resource limits set before student code runs, deadlines enforced from outside,
 results over a dedicated pipe (never stdout), and student output captured with a cap.
@@ -24,11 +24,14 @@ from pathlib import Path
 import numpy as np
 from pydantic import ValidationError
 
-from grader import isolation, notebooks, warm
 from grader.errors import WorkerStartError
-from grader.isolation import ProcessLimit
+from grader.exercise.spec import Exercise
+from grader.exercise.trials import Trial
+from grader.handin import notebooks
 from grader.memo import PerObject
-from grader.payload import (
+from grader.sandbox import isolation, warm
+from grader.sandbox.isolation import ProcessLimit
+from grader.sandbox.payload import (
     MESSAGE,
     Done,
     Fatal,
@@ -39,9 +42,7 @@ from grader.payload import (
     TrialFailed,
     Trials,
 )
-from grader.protocol import CLOSED_CHANNEL_EXIT, PROGRESS, Frame, FrameDecoder, ProtocolError, encode
-from grader.spec import Exercise
-from grader.trials import Trial
+from grader.sandbox.protocol import CLOSED_CHANNEL_EXIT, PROGRESS, Frame, FrameDecoder, ProtocolError, encode
 
 OUTPUT_HARD_LIMIT = 32 << 20  # beyond this much printing the run is stopped, not just truncated
 KILL_GRACE_SECONDS = 1.0

@@ -17,9 +17,9 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from grader.errors import GraderError
-from grader.graph import GraphError, evaluate
-from grader.spec import SPEC_FILE, Exercise, ReturnSpec
-from grader.trials import Trial
+from grader.exercise.graph import GraphError, evaluate
+from grader.exercise.spec import SPEC_FILE, Exercise, ReturnSpec
+from grader.exercise.trials import Trial
 
 # The reference is many tiny operations: threads only add overhead, and the sandboxed worker runs beside.
 torch.set_num_threads(1)

@@ -8,10 +8,17 @@ from dataclasses import replace
 
 import numpy as np
 
-from grader.compare import PRECISIONS, Comparison, EntryError, Precision, compare_many, infer_precision
+from grader.exercise.spec import Exercise, ReturnSpec, Verdict
+from grader.exercise.trials import Trial
+from grader.judging.compare import (
+    PRECISIONS,
+    Comparison,
+    EntryError,
+    Precision,
+    compare_many,
+    infer_precision,
+)
 from grader.results import SEVERITY, FailingCase, ReturnResult
-from grader.spec import Exercise, ReturnSpec, Verdict
-from grader.trials import Trial
 
 
 def classify_return(

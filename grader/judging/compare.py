@@ -20,7 +20,7 @@ from dataclasses import MISSING, dataclass, fields
 
 import numpy as np
 
-from grader.spec import ReturnSpec, Verdict
+from grader.exercise.spec import ReturnSpec, Verdict
 
 # Calibrated on graph2 (2000 trials, sizes 2-9; see README): correct float32/float16/bfloat16 code with
 # several formulas reached 0.24 of this envelope, a transposed float32 gradient 535 times it.

@@ -17,15 +17,15 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from grader.compare import Comparison, compare_many
-from grader.graph import parse
+from grader.exercise.graph import parse
+from grader.exercise.spec import MISCONCEPTION, Exercise, ReturnSpec, Verdict
+from grader.judging.compare import Comparison, compare_many
 from grader.memo import PerObject
-from grader.sandbox import Returned
-from grader.spec import MISCONCEPTION, Exercise, ReturnSpec, Verdict
+from grader.sandbox.runner import Returned
 
 if TYPE_CHECKING:
-    from grader.mistakes import Mistake
-    from grader.reference import References
+    from grader.exercise.reference import References
+    from grader.judging.mistakes import Mistake
 
 _MATCHING = (Verdict.PASS, Verdict.PRECISION)
 _SAMPLE = 16  # trials checked first: most candidates fail on these, before the whole stack is compared
@@ -125,7 +125,7 @@ def _candidates(exercise: Exercise, references: References) -> dict[str, list[Mi
 
 def _compute_candidates(exercise: Exercise, references: References) -> dict[str, list[Mistake]]:
     # Imported only now: they import torch, which `grader check` imports while its worker starts.
-    from grader.mistakes import mutant_mistakes, standard_mistakes
+    from grader.judging.mistakes import mutant_mistakes, standard_mistakes
 
     trials = list(references.trials)
     found: dict[str, list[Mistake]] = {ret.name: [] for ret in exercise.spec.returns}
@@ -140,8 +140,8 @@ def _compute_candidates(exercise: Exercise, references: References) -> dict[str,
 
 
 def _declared(exercise: Exercise, references: References) -> list[tuple[str, Mistake]]:
-    from grader.mistakes import Mistake
-    from grader.reference import reference_returns
+    from grader.exercise.reference import reference_returns
+    from grader.judging.mistakes import Mistake
 
     known = [*exercise.spec.inputs, *exercise.spec.sizes, *exercise.program.defined]
     declared = []

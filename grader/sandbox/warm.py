@@ -1,6 +1,6 @@
 """Warm workers: sandboxed zygotes with torch already imported, each forking one worker per submission.
 
-`import torch` costs well over a second; a submission's trials a fraction of that. A zygote (grader/zygote.py)
+`import torch` costs well over a second; a submission's trials a fraction of that. A zygote (zygote.py)
 pays the import once, then serves submissions one at a time: each gets a freshly forked process in the
 same sandbox, and nothing of it (no process, no file) is left when the next one starts. A zygote that
 cannot say so, misbehaves or dies is discarded and the next submission gets a fresh one.
@@ -28,13 +28,16 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from grader import cgroups, isolation
-from grader.isolation import ProcessLimit
+from grader.sandbox import cgroups, isolation
+from grader.sandbox.isolation import ProcessLimit
 
 SCRATCH_MB = 64  # the scratch tmpfs under bubblewrap
 CLEAN_SECONDS = 10.0  # how long a zygote may take to end a submission's processes and remove its files
 _ZYGOTE_TASKS = 64  # the group's limit until the first job sets it: the zygote alone, and its start-up
-_BOOT = "import sys; sys.path.insert(0, sys.argv[2]); from grader.zygote import main; main(sys.argv[1])"
+# The zygote is started by name in a fresh interpreter, where mypy cannot follow it: tests/test_warm.py
+# checks that this module exists and defines main().
+ZYGOTE_MODULE = "grader.sandbox.zygote"
+_BOOT = f"import sys; sys.path.insert(0, sys.argv[2]); from {ZYGOTE_MODULE} import main; main(sys.argv[1])"
 _PASSED_ENVIRONMENT = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "LANG", "LC_ALL")
 _ENVIRONMENT = {
     "PATH": "/usr/bin:/bin",

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from grader.spec import Exercise, ReturnSpec
-from grader.trials import Trial
+from grader.exercise.spec import Exercise, ReturnSpec
+from grader.exercise.trials import Trial
 
 PROBE_BASE = 1 << 40  # probe ids: beyond any trial index
 _STEP = 1e-4  # relative to the input's largest entry

@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
 
-from grader.protocol import NUMERIC_DTYPES
+from grader.sandbox.protocol import NUMERIC_DTYPES
 
 _TEXT = 64_000
 _NAME = 200

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from grader.protocol import (
+from grader.sandbox.protocol import (
     NUMERIC_DTYPES,
     PROGRESS,
     WireArray,

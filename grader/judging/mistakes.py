@@ -17,10 +17,10 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from grader.graph import Assignment, Program
-from grader.reference import reference_returns
-from grader.spec import Exercise, GradSpec, ReturnSpec, VjpSpec
-from grader.trials import Trial
+from grader.exercise.graph import Assignment, Program
+from grader.exercise.reference import reference_returns
+from grader.exercise.spec import Exercise, GradSpec, ReturnSpec, VjpSpec
+from grader.exercise.trials import Trial
 
 Expected = Mapping[int, Mapping[str, np.ndarray]]
 
@@ -43,9 +43,7 @@ _FEEDBACK = {
     "half the value": "your values are half the right ones: a factor 2 is missing (the derivative of x**2 "
     "is 2*x; a term that appears twice)",
 }
-_ELEMENTWISE = frozenset(
-    "exp log log1p expm1 sqrt square abs sin cos sigmoid tanh relu softplus".split()
-)
+_ELEMENTWISE = frozenset("exp log log1p expm1 sqrt square abs sin cos sigmoid tanh relu softplus".split())
 
 
 def standard_mistakes(

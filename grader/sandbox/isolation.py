@@ -1,6 +1,6 @@
 """How a worker process is walled in: bubblewrap where it works, the base layer where it does not.
 
-Workers are forked by a warm zygote (grader/warm.py), started with the command built here. With
+Workers are forked by a warm zygote (warm.py), started with the command built here. With
 bubblewrap the zygote and its workers get their own user, PID, network, IPC and UTS namespaces, no
 capabilities (bwrap run as root keeps them otherwise, and a submission could unmount what hides the
 exercises), a cleared environment, and a root file system holding only the interpreter and its
@@ -24,7 +24,7 @@ from functools import cache
 from pathlib import Path
 
 import grader
-from grader import cgroups
+from grader.sandbox import cgroups
 
 BASE = "base (subprocess, rlimits, own session, clean environment)"
 BUBBLEWRAP = "bubblewrap (own PID and network namespaces, no capabilities, only the submission visible)"

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from grader.graph import evaluate_size_expression
-from grader.spec import Exercise, InputSpec
+from grader.exercise.graph import evaluate_size_expression
+from grader.exercise.spec import Exercise, InputSpec
 
 DEFAULT_SEED = 0
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from grader import notebooks
 from grader.errors import UsageError
-from grader.sandbox import Submission
+from grader.handin import notebooks
+from grader.sandbox.runner import Submission
 
 _SKIPPED_DIRS = {"__pycache__"}
 _SUFFIXES = (".py", notebooks.SUFFIX)

@@ -17,7 +17,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from grader.errors import SpecError
-from grader.graph import GraphError, Program, evaluate_size_expression, parse, size_expression_names
+from grader.exercise.graph import GraphError, Program, evaluate_size_expression, parse, size_expression_names
 
 SPEC_FILE = "exercise.yaml"
 MISCONCEPTION = "__misconception"  # the name a declared misconception's expression is assigned to
