@@ -23,7 +23,9 @@ from grader.exercise.spec import Exercise, load_exercise
 from grader.exercise.trials import make_trials
 from grader.grading import grade
 from grader.handin.discover import submission_from_path
-from grader.sandbox.runner import Returned, RunningWorker, Submission
+from grader.handin.prepare import Submission, prepare
+from grader.sandbox.report import Returned
+from grader.sandbox.runner import RunningWorker
 
 ROOT = Path(__file__).resolve().parent.parent
 TRIALS = 1000
@@ -31,18 +33,21 @@ TRIALS = 1000
 
 def bare(exercise: Exercise, submission: Submission) -> float:
     started = time.perf_counter()
-    worker = RunningWorker(exercise, submission)
-    trials = make_trials(exercise, 0, TRIALS)
-    worker.send(trials)
-    expected = reference_returns(exercise, trials)
-    report = worker.collect()
+    worker = RunningWorker(exercise, prepare(submission))
+    try:
+        trials = make_trials(exercise, 0, TRIALS)
+        worker.send(trials)
+        expected = reference_returns(exercise, trials)
+        first = worker.first_pass()
+    finally:
+        worker.close()
     passed = all(
         np.allclose(item.array, expected[index][item.name])
-        for index, output in report.outputs.items()
+        for index, output in first.outputs.items()
         for item in output.by_name.values()
         if isinstance(item, Returned)
     )
-    assert passed and len(report.outputs) == TRIALS
+    assert passed and len(first.outputs) == TRIALS
     return time.perf_counter() - started
 
 

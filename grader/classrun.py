@@ -4,6 +4,7 @@ A (student, exercise) whose submission, exercise, settings and grader version ar
 last graded is taken from the gradebook; the rest are graded in parallel, and each result is written to
 the gradebook the moment it exists. References are computed only for exercises with something to grade.
 Ctrl-C cancels what has not started and lets what is in flight finish; everything finished is kept.
+The results come back by student, then exercise, whatever order they were graded in.
 """
 
 from __future__ import annotations
@@ -21,8 +22,9 @@ from grader.exercise.trials import make_trials
 from grader.gradebook import Gradebook, Key, exercise_hash, settings, submission_hash
 from grader.grading import grade, not_runnable
 from grader.handin.discover import may_define, submission_from_path
+from grader.handin.prepare import Submission
+from grader.outcomes import FailureKind
 from grader.results import SubmissionResult
-from grader.sandbox.runner import Submission
 from grader.sandbox.warm import WorkerPool
 
 if TYPE_CHECKING:
@@ -117,7 +119,9 @@ def run_class(
             result = _grade(job, seed, refs, workers_pool)
         except Exception as exc:  # the grader's own failure on this one: report it, grade the others
             message = f"the grader failed on this submission (not the student's fault): {exc!r}"
-            return not_runnable(job.exercise, job.student, job.path, seed, refs, message, kind="internal")
+            return not_runnable(
+                job.exercise, job.student, job.path, seed, refs, message, FailureKind.INTERNAL
+            )
         gradebook.record(run_id, job.key, result)  # at once: a run killed later keeps it
         return result
 
@@ -158,7 +162,16 @@ def run_class(
         pool.shutdown(wait=False, cancel_futures=True)
         workers_pool.close()
         gc.set_threshold(*thresholds)
+    outcome.results.sort(key=_table_order(jobs))
     return outcome
+
+
+def _table_order(jobs: Sequence[Job]) -> Callable[[SubmissionResult], tuple[int, int]]:
+    """Results by student, then exercise, in the order they were planned (as the class table shows them):
+    the same whatever order the gradings finished in."""
+    students = {name: rank for rank, name in enumerate(dict.fromkeys(job.student for job in jobs))}
+    exercises = {name: rank for rank, name in enumerate(dict.fromkeys(job.exercise.id for job in jobs))}
+    return lambda result: (students[result.student], exercises[result.exercise])
 
 
 def _grade(job: Job, seed: int, references: References, pool: WorkerPool) -> SubmissionResult:
@@ -167,5 +180,7 @@ def _grade(job: Job, seed: int, references: References, pool: WorkerPool) -> Sub
         return not_runnable(exercise, job.student, job.path, seed, references, job.problem)
     if not may_define(job.submission, entry):  # no need to start a worker to learn that
         message = f"not handed in: none of the files defines {entry}()"
-        return not_runnable(exercise, job.student, job.path, seed, references, message, kind="not-submitted")
+        return not_runnable(
+            exercise, job.student, job.path, seed, references, message, FailureKind.NOT_SUBMITTED
+        )
     return grade(exercise, job.submission, seed, references=references, pool=pool)

@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from grader import __version__
-from grader.errors import ExitCode, GraderError, SpecError
+from grader.errors import ExitCode, GraderError, SpecError, UsageError
 from grader.exercise.spec import Exercise, discover_exercises, load_exercise
 from grader.exercise.trials import DEFAULT_SEED
 from grader.results import SubmissionResult
@@ -160,7 +160,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(exc.exit_code)
     except KeyboardInterrupt:
         errors.print("interrupted")
-        return 130
+        return int(ExitCode.INTERRUPTED)
     except Exception:
         errors.print("[bold red]internal error in the grader[/] (not your fault; please report it):")
         errors.print(escape(traceback.format_exc()))
@@ -198,7 +198,7 @@ def _check(args: argparse.Namespace, console: Console, errors: Console) -> int:
 def _load_all(folder: Path, errors: Console) -> tuple[list[Exercise], list[GraderError]]:
     folders = discover_exercises(folder)
     if not folders:
-        raise GraderError(f"{folder}: no exercises here (an exercise is a folder holding exercise.yaml)")
+        raise UsageError(f"{folder}: no exercises here (an exercise is a folder holding exercise.yaml)")
     loaded: list[Exercise] = []
     broken: list[GraderError] = []
     for path in folders:
@@ -224,14 +224,11 @@ def _run(args: argparse.Namespace, console: Console, errors: Console) -> int:
     gradebook = Gradebook(_gradebook_path(args, folder))
     run_id = gradebook.start_run(" ".join(sys.argv))
     with _progress(errors, len(jobs), enabled=not args.json) as advance:
-
-        def progress(result: SubmissionResult) -> None:
-            if args.json:
-                print(to_json_line(result), flush=True)
-            advance()
-
-        outcome = run_class(jobs, gradebook, run_id, args.seed, args.trials, args.jobs, progress)
+        outcome = run_class(jobs, gradebook, run_id, args.seed, args.trials, args.jobs, lambda _: advance())
     gradebook.close()
+    if args.json:  # by student, then exercise, as the table: the same lines whatever finished first
+        for result in outcome.results:
+            print(to_json_line(result), flush=True)
     for exc in outcome.broken:
         errors.print(f"[bold red]spec error:[/] {escape(str(exc))} — this exercise is skipped")
     broken += outcome.broken
@@ -245,7 +242,7 @@ def _run(args: argparse.Namespace, console: Console, errors: Console) -> int:
     if outcome.interrupted:
         left = len(jobs) - outcome.graded - outcome.reused
         errors.print(f"[yellow]interrupted: {left} left to grade; run the same command again to finish[/]")
-        return 130
+        return int(ExitCode.INTERRUPTED)
     if broken:
         return int(ExitCode.USAGE_OR_SPEC)
     return int(ExitCode.ALL_PASS if all(r.passed for r in outcome.results) else ExitCode.SOME_FAILED)
@@ -258,7 +255,7 @@ def _report(args: argparse.Namespace, console: Console, errors: Console) -> int:
     folder = _submissions_folder(args)
     path = _gradebook_path(args, folder)
     if not path.is_file():
-        raise GraderError(f"{path}: no gradebook here yet (grader run writes it; --gradebook names another)")
+        raise UsageError(f"{path}: no gradebook here yet (grader run writes it; --gradebook names another)")
     gradebook = Gradebook(path)
     results = gradebook.results()
     gradebook.close()

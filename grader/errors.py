@@ -12,6 +12,7 @@ class ExitCode(IntEnum):
     SOME_FAILED = 1
     USAGE_OR_SPEC = 2
     INTERNAL = 3
+    INTERRUPTED = 130  # Ctrl-C, as a shell reports a process ended by SIGINT (128 + 2)
 
 
 class GraderError(Exception):

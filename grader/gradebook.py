@@ -16,6 +16,7 @@ import sqlite3
 import threading
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from enum import Enum
 from pathlib import Path
 from typing import Any
 
@@ -23,10 +24,11 @@ import numpy as np
 
 import grader
 from grader.errors import UsageError
-from grader.exercise.spec import SPEC_FILE, Exercise, Verdict
+from grader.exercise.spec import SPEC_FILE, Exercise
+from grader.handin.prepare import Submission
 from grader.judging.compare import EntryError
-from grader.results import ErrorInfo, FailingCase, ReturnResult, SubmissionResult
-from grader.sandbox.runner import Submission
+from grader.outcomes import Failure, FailureKind, Verdict
+from grader.results import FailingCase, ReturnResult, SubmissionResult
 
 DEFAULT_NAME = "grader-gradebook.sqlite"
 _SCHEMA = """
@@ -175,7 +177,7 @@ def _plain(value: Any) -> Any:
         return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
     if isinstance(value, np.ndarray):
         return {"__array__": value.tolist(), "dtype": str(value.dtype), "shape": list(value.shape)}
-    if isinstance(value, Verdict):
+    if isinstance(value, Enum):  # verdicts and failure kinds, as the words they stand for
         return value.value
     if isinstance(value, np.generic):  # numpy's bool, int and float scalars
         return value.item()
@@ -198,8 +200,8 @@ def decode(text: str) -> SubmissionResult:
     )
 
 
-def _error(data: dict[str, Any] | None) -> ErrorInfo | None:
-    return None if data is None else ErrorInfo(**data)
+def _error(data: dict[str, Any] | None) -> Failure | None:
+    return None if data is None else Failure(**{**data, "kind": FailureKind(data["kind"])})
 
 
 def _return(data: dict[str, Any]) -> ReturnResult:

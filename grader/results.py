@@ -8,20 +8,8 @@ from pathlib import Path
 
 import numpy as np
 
-from grader.exercise.spec import Verdict
 from grader.judging.compare import EntryError
-
-SEVERITY = {Verdict.PASS: 0, Verdict.PRECISION: 1, Verdict.INSTABILITY: 2, Verdict.LOGIC: 3, Verdict.ERROR: 4}
-
-
-@dataclass(frozen=True)
-class ErrorInfo:
-    """A failure of the whole submission (it could not be imported, ran out of time, crashed...)."""
-
-    kind: str
-    message: str
-    traceback: str = ""
-    trial: int | None = None
+from grader.outcomes import Failure, Verdict
 
 
 @dataclass(frozen=True)
@@ -61,9 +49,9 @@ class SubmissionResult:
     seed: int
     trials: int
     returns: tuple[ReturnResult, ...]
-    error: ErrorInfo | None
+    error: Failure | None  # a failure of the whole submission (it did not import, ran out of time...)
     isolation: str
-    first_trial_error: ErrorInfo | None = None
+    first_trial_error: Failure | None = None
     stdout: str = ""
     stderr: str = ""
     seconds: float = 0.0
@@ -85,7 +73,7 @@ class SubmissionResult:
     def worst(self) -> Verdict:
         if self.error is not None:
             return Verdict.ERROR
-        return max((r.verdict for r in self.returns), key=SEVERITY.__getitem__, default=Verdict.PASS)
+        return max((r.verdict for r in self.returns), default=Verdict.PASS)
 
     def repro(self, trial: int | None = None) -> str:
         """The command that replays one trial (shown whole), or the whole run."""

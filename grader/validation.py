@@ -9,12 +9,13 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from grader.exercise.reference import References, compute_references, forward_values, reference_returns
-from grader.exercise.spec import Exercise, ReturnSpec, Verdict
+from grader.exercise.spec import Exercise, ReturnSpec
 from grader.exercise.trials import Trial, make_trials
 from grader.grading import grade
 from grader.handin.discover import submission_from_path
 from grader.judging.compare import PRECISIONS, compare_many
 from grader.judging.mistakes import Mistake, standard_mistakes
+from grader.outcomes import Verdict
 from grader.results import SubmissionResult
 
 FD_TRIALS = 3

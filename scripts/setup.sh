@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Create .venv with grader and its dependencies. Usage: bash scripts/setup.sh [--dev]
 # torch: a plain `pip install torch` on Linux pulls a multi-GB CUDA build, so this prefers a CPU build:
-# one already installed, then a CPU wheel the local pip configuration offers, then PyTorch's CPU index,
-# and only then whatever pip picks. The package itself declares a plain range (torch>=2.1) for GPU users.
+# one already installed, then a CPU wheel that pip's own configuration offers, and only then whatever
+# pip's configured index picks. To get a CPU build there, point pip at a CPU wheel index in its own
+# configuration (PIP_INDEX_URL or pip.conf) before running this. The package itself declares a plain
+# range (torch>=2.1) for GPU users.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python=${PYTHON:-python3}
@@ -27,10 +29,7 @@ quiet_pip() {  # hide the harmless 'Location ... is ignored' lines some local pi
 
 if ! .venv/bin/python -c 'import torch, sys; sys.exit(int(tuple(map(int, torch.__version__.split(".")[:2])) < (2, 1)))' 2>/dev/null; then
   echo "setup: installing a CPU build of torch" >&2
-  quiet_pip install "torch==2.13.0+cpu" 2>/dev/null ||
-    quiet_pip install "torch>=2.1" --index-url https://download.pytorch.org/whl/cpu \
-      --extra-index-url https://pypi.org/simple 2>/dev/null ||
-    quiet_pip install "torch>=2.1"
+  quiet_pip install "torch==2.13.0+cpu" 2>/dev/null || quiet_pip install "torch>=2.1"
 fi
 echo "setup: installing grader${extras}" >&2
 quiet_pip install -e ".${extras}"

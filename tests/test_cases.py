@@ -21,10 +21,11 @@ from conftest import EXERCISES
 
 from grader import validation
 from grader.exercise.reference import compute_references
-from grader.exercise.spec import Exercise, Verdict, load_exercise
+from grader.exercise.spec import Exercise, load_exercise
 from grader.exercise.trials import make_trials
 from grader.grading import grade
 from grader.handin.discover import submission_from_path
+from grader.outcomes import Verdict
 from grader.results import SubmissionResult
 
 TRIALS = 200  # as `grader validate` uses by default: enough for every declared mistake to show

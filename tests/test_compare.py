@@ -8,8 +8,9 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 import grader.judging.compare as compare_module
-from grader.exercise.spec import ReturnSpec, Verdict
+from grader.exercise.spec import ReturnSpec
 from grader.judging.compare import compare, infer_precision, shape_problem
+from grader.outcomes import Verdict
 
 DEFAULT = ReturnSpec(name="g", value="g")
 EXACT = ReturnSpec(name="g", value="g", atol=0.0, rtol=0.0)

@@ -29,10 +29,11 @@ import pytest
 import yaml
 
 from grader.exercise.reference import References, compute_references
-from grader.exercise.spec import Exercise, Verdict, load_exercise
+from grader.exercise.spec import Exercise, load_exercise
 from grader.exercise.trials import make_trials
 from grader.grading import grade
 from grader.handin.discover import submission_from_path
+from grader.outcomes import Verdict
 from grader.results import SubmissionResult
 
 ROOT = Path(__file__).resolve().parent.parent

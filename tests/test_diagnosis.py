@@ -15,11 +15,13 @@ from conftest import GRAPH2, copy_exercise, grade_source
 
 from grader.errors import SpecError
 from grader.exercise.reference import References, compute_references
-from grader.exercise.spec import Exercise, ReturnSpec, Verdict, load_exercise
+from grader.exercise.spec import Exercise, ReturnSpec, load_exercise
 from grader.exercise.trials import make_trials
 from grader.judging.compare import Comparison, compare_many
 from grader.judging.diagnosis import Diagnosis, diagnose
-from grader.sandbox.runner import Returned
+from grader.outcomes import Verdict
+from grader.sandbox.payload import ReturnedArray
+from grader.sandbox.report import Returned
 
 TRIALS = 40
 
@@ -43,7 +45,10 @@ def diagnosed(
 ) -> Diagnosis | None:
     spec = next(r for r in exercise.spec.returns if r.name == name)
     returned = {
-        t.index: Returned(name, change(references.expected[t.index][name], t.index), "float64", "numpy")
+        t.index: Returned(
+            ReturnedArray(name=name, ok=True, dtype="float64", source="numpy"),
+            change(references.expected[t.index][name], t.index),
+        )
         for t in references.trials
     }
     return diagnose(exercise, references, spec, returned, _compared(spec, references, returned))

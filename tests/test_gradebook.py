@@ -15,8 +15,9 @@ from grader import gradebook
 from grader.errors import UsageError
 from grader.exercise.spec import Exercise
 from grader.gradebook import Gradebook, Key
+from grader.outcomes import Failure, FailureKind
 from grader.report.exports import class_summary, gradescope_results
-from grader.results import ErrorInfo, SubmissionResult
+from grader.results import SubmissionResult
 
 
 @pytest.fixture(scope="module")
@@ -116,7 +117,7 @@ def test_numpy_scalars_in_a_result_are_stored_as_plain_numbers(correct: Submissi
     odd = dataclasses.replace(
         correct,
         seed=np.int64(3),
-        error=ErrorInfo("exception", "boom", trial=np.int64(2)),
+        error=Failure(FailureKind.EXCEPTION, "boom", trial=np.int64(2)),
         seconds=np.float32(1.5),
         only_trial=np.bool_(True),  # type: ignore[arg-type]
     )

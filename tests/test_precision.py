@@ -9,11 +9,12 @@ import numpy as np
 import pytest
 
 from grader.exercise.reference import compute_references
-from grader.exercise.spec import Exercise, Verdict, load_exercise
+from grader.exercise.spec import Exercise, load_exercise
 from grader.exercise.trials import make_trials
 from grader.grading import grade
 from grader.handin.discover import submission_from_path
 from grader.judging.compare import infer_precision
+from grader.outcomes import Verdict
 from grader.results import SubmissionResult
 
 TRIALS = 150

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from conftest import write_exercise
 
-from grader.exercise.reference import ReferenceError, forward_values, reference_returns
+from grader.exercise.reference import ReferenceGraphError, forward_values, reference_returns
 from grader.exercise.spec import Exercise, load_exercise
 from grader.exercise.trials import make_trial, make_trials
 
@@ -147,7 +147,7 @@ def test_grad_of_a_non_scalar_is_an_authors_error(tmp_path: Path) -> None:
     """,
         )
     )
-    with pytest.raises(ReferenceError, match="vjp"):
+    with pytest.raises(ReferenceGraphError, match="vjp"):
         reference_returns(exercise, make_trials(exercise, 0, 2))
 
 

@@ -14,12 +14,13 @@ from pathlib import Path
 import pytest
 from conftest import CORRECT_GRAPH2, copy_exercise, grade_source, write_exercise
 
-from grader.exercise.spec import Exercise, Verdict, load_exercise
+from grader.exercise.spec import Exercise, load_exercise
+from grader.outcomes import Verdict
 from grader.results import SubmissionResult
 from grader.sandbox import isolation
 from grader.sandbox.payload import ReturnedArray, ReturnProblem
 from grader.sandbox.protocol import ProtocolError
-from grader.sandbox.runner import KILL_GRACE_SECONDS, Problem, _layout
+from grader.sandbox.runner import KILL_GRACE_SECONDS, _layout
 
 TRIAL_SECONDS = 1
 
@@ -584,7 +585,7 @@ def test_a_trial_with_unknown_or_misnamed_returns_is_refused() -> None:
         ReturnProblem(name="g", ok=False, problem="returned None"),
     ]
     layout = _layout(kinds, (0, 1), ("f", "g"))
-    assert layout[0] == kinds[0] and layout[1] == Problem("g", "returned None")
+    assert layout[0] == kinds[0] and layout[1] == ReturnProblem(name="g", ok=False, problem="returned None")
     with pytest.raises(ProtocolError, match="named"):
         _layout(kinds, (1, 0), ("f", "g"))
     with pytest.raises(ProtocolError, match="kind 2"):

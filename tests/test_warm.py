@@ -217,7 +217,8 @@ def test_a_worker_that_cannot_start_is_an_error_of_the_grader(
 
 def test_zygotes_end_with_the_grader(tmp_path: Path) -> None:
     """A grader killed outright leaves no warm worker behind: the zygote sees its control socket close."""
-    script = "import os; from grader import warm; print(warm.Zygote().process.pid, flush=True); os._exit(0)"
+    script = "import os; from grader.sandbox import warm; print(warm.Zygote().process.pid, flush=True)"
+    script += "; os._exit(0)"
     done = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, check=True, cwd=ROOT, timeout=60
     )

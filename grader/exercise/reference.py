@@ -27,7 +27,7 @@ torch.set_num_threads(1)
 Expected = Mapping[str, np.ndarray]  # return name -> float64 array for one trial
 
 
-class ReferenceError(GraderError):
+class ReferenceGraphError(GraderError):
     """The exercise's graph fails on some trial: an exercise author's problem (exit status 2)."""
 
 
@@ -75,11 +75,11 @@ def _by_group(
     for group in groups.values():
         try:
             expected.update(_evaluate_group(exercise, group, noise, samples))
-        except ReferenceError as exc:
-            raise ReferenceError(f"{exercise.root / SPEC_FILE}: returns: {exc}") from exc
+        except ReferenceGraphError as exc:
+            raise ReferenceGraphError(f"{exercise.root / SPEC_FILE}: returns: {exc}") from exc
         except Exception as exc:
             where = f"line {exc.line} of the graph: " if isinstance(exc, GraphError) else ""
-            raise ReferenceError(
+            raise ReferenceGraphError(
                 f"{exercise.root / SPEC_FILE}: graph: {where}fails at {group[0].describe_sizes()} "
                 f"(trial {group[0].index}): {exc}"
             ) from exc
@@ -275,14 +275,14 @@ def _objective(
     # trial's gradient at once.
     if upstream_name is None:
         if of[0].numel() != 1:  # a one-element output counts as a scalar
-            raise ReferenceError(
+            raise ReferenceGraphError(
                 f"return '{return_name}': grad of '{of_name}' needs a scalar, but it has shape "
                 f"{tuple(of.shape[1:])}; use vjp with an upstream input instead"
             )
         return of.sum()
     upstream = inputs[upstream_name].detach()
     if upstream.shape != of.shape:
-        raise ReferenceError(
+        raise ReferenceGraphError(
             f"return '{return_name}': upstream '{upstream_name}' has shape {tuple(upstream.shape[1:])}, "
             f"but '{of_name}' has shape {tuple(of.shape[1:])}"
         )

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from enum import Enum
 from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
@@ -18,19 +17,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from grader.errors import SpecError
 from grader.exercise.graph import GraphError, Program, evaluate_size_expression, parse, size_expression_names
+from grader.outcomes import Verdict
 
 SPEC_FILE = "exercise.yaml"
 MISCONCEPTION = "__misconception"  # the name a declared misconception's expression is assigned to
 
 SizeExpr = int | str
-
-
-class Verdict(str, Enum):
-    PASS = "pass"
-    PRECISION = "precision"
-    INSTABILITY = "instability"
-    LOGIC = "logic"
-    ERROR = "error"
 
 
 class _Model(BaseModel):
@@ -240,14 +232,34 @@ def discover_exercises(folder: Path) -> list[Path]:
     return sorted(p.parent for p in folder.glob(f"*/{SPEC_FILE}"))
 
 
-def _cross_check(spec: ExerciseSpec, path: Path, lines: Mapping[tuple[Any, ...], int]) -> Program:
-    def fail(location: tuple[Any, ...], message: str) -> SpecError:
-        return SpecError(path, _line_for(lines, location), _field_name(location), message)
+@dataclass(frozen=True)
+class _Where:
+    """Turns a location in the YAML (a path of keys and indices) into a SpecError naming file and line."""
 
+    path: Path
+    lines: Mapping[tuple[Any, ...], int]
+
+    def error(self, location: tuple[Any, ...], message: str) -> SpecError:
+        return SpecError(self.path, _line_for(self.lines, location), _field_name(location), message)
+
+
+def _cross_check(spec: ExerciseSpec, path: Path, lines: Mapping[tuple[Any, ...], int]) -> Program:
+    """What the models alone cannot check: names that refer to each other, the graph, the files."""
+    where = _Where(path, lines)
+    _check_inputs(spec, where)
+    _check_args(spec, where)
+    program = _parsed_graph(spec, where)
+    returns = _check_returns(spec, program, where)
+    _check_references_to_returns(spec, program, returns, where)
+    _check_files(spec, where)
+    return program
+
+
+def _check_inputs(spec: ExerciseSpec, where: _Where) -> None:
     sizes = set(spec.sizes)
     for name, input_spec in spec.inputs.items():
         if not name.isidentifier():
-            raise fail(("inputs", name), f"input name '{name}' is not an identifier")
+            raise where.error(("inputs", name), f"input name '{name}' is not an identifier")
         for field in ("shape", "low", "high"):
             raw = getattr(input_spec, field)
             for i, item in enumerate(raw if field == "shape" else [raw]):
@@ -257,95 +269,109 @@ def _cross_check(spec: ExerciseSpec, path: Path, lines: Mapping[tuple[Any, ...],
                 try:
                     size_expression_names(item, sizes)
                 except GraphError as exc:
-                    raise fail(location, f"{exc.message} (sizes: {_listing(sizes)})") from None
-        clash = sizes & {name}
-        if clash:
-            raise fail(("inputs", name), f"'{name}' is both a size and an input")
+                    raise where.error(location, f"{exc.message} (sizes: {_listing(sizes)})") from None
+        if name in sizes:
+            raise where.error(("inputs", name), f"'{name}' is both a size and an input")
 
+
+def _check_args(spec: ExerciseSpec, where: _Where) -> None:
     for i, arg in enumerate(spec.args):
         for name in (arg,) if isinstance(arg, str) else arg:
             if name not in spec.inputs:
-                raise fail(
-                    ("args", i), f"argument '{name}' is not an input (inputs: {_listing(spec.inputs)})"
-                )
+                message = f"argument '{name}' is not an input (inputs: {_listing(spec.inputs)})"
+                raise where.error(("args", i), message)
 
-    graph_line = lines.get(("graph",), 1)
-    block_offset = graph_line if _is_block_scalar(path, graph_line) else graph_line - 1
+
+def _parsed_graph(spec: ExerciseSpec, where: _Where) -> Program:
+    graph_line = where.lines.get(("graph",), 1)
+    block_offset = graph_line if _is_block_scalar(where.path, graph_line) else graph_line - 1
     try:
-        program = parse(spec.graph, [*spec.inputs, *sizes])
+        return parse(spec.graph, [*spec.inputs, *spec.sizes])
     except GraphError as exc:
-        raise SpecError(path, block_offset + exc.line, "graph", exc.message) from None
+        raise SpecError(where.path, block_offset + exc.line, "graph", exc.message) from None
 
+
+def _check_returns(spec: ExerciseSpec, program: Program, where: _Where) -> set[str]:
+    """Each return names what the graph computes; the names of the returns."""
     defined = set(program.defined)
     float_inputs = {n for n, s in spec.inputs.items() if not s.is_integer}
     names_seen: set[str] = set()
     for i, ret in enumerate(spec.returns):
         if ret.name in names_seen:
-            raise fail(("returns", i, "name"), f"return name '{ret.name}' is used twice")
+            raise where.error(("returns", i, "name"), f"return name '{ret.name}' is used twice")
         names_seen.add(ret.name)
         if ret.value is not None and ret.value not in defined | float_inputs:
-            raise fail(
-                ("returns", i, "value"), f"'{ret.value}' is not computed by the graph ({_listing(defined)})"
-            )
+            message = f"'{ret.value}' is not computed by the graph ({_listing(defined)})"
+            raise where.error(("returns", i, "value"), message)
         target = ret.grad or ret.vjp
         if target is None:
             continue
         kind = "grad" if ret.grad is not None else "vjp"
         if target.of not in defined:
-            raise fail(
-                (("returns", i, kind, "of")),
-                f"'{target.of}' is not computed by the graph ({_listing(defined)})",
-            )
+            message = f"'{target.of}' is not computed by the graph ({_listing(defined)})"
+            raise where.error(("returns", i, kind, "of"), message)
         if target.wrt not in float_inputs:
-            raise fail(
-                ("returns", i, kind, "wrt"),
-                f"'{target.wrt}' is not a float input; gradients exist w.r.t. {_listing(float_inputs)}",
-            )
+            message = f"'{target.wrt}' is not a float input; gradients exist w.r.t. {_listing(float_inputs)}"
+            raise where.error(("returns", i, kind, "wrt"), message)
         if isinstance(target, VjpSpec) and target.upstream not in float_inputs:
-            raise fail(
-                ("returns", i, kind, "upstream"),
-                f"'{target.upstream}' is not a float input to use as the upstream gradient",
-            )
+            message = f"'{target.upstream}' is not a float input to use as the upstream gradient"
+            raise where.error(("returns", i, kind, "upstream"), message)
+    return names_seen
+
+
+def _check_references_to_returns(
+    spec: ExerciseSpec, program: Program, returns: set[str], where: _Where
+) -> None:
+    """Points, known-wrong files and misconceptions name returns; misconceptions parse as graph code."""
+
+    def unknown(name: str) -> str:
+        return f"'{name}' is not a return ({_listing(returns)})"
 
     for name in spec.points:
-        if name not in names_seen:
-            raise fail(("points", name), f"'{name}' is not a return ({_listing(names_seen)})")
+        if name not in returns:
+            raise where.error(("points", name), unknown(name))
     for i, wrong in enumerate(spec.wrong):
         for field in ("expect", "misconceptions"):
             for name in getattr(wrong, field):
-                if name not in names_seen:
-                    message = f"'{name}' is not a return ({_listing(names_seen)})"
-                    raise fail(("wrong", i, field, name), message)
+                if name not in returns:
+                    raise where.error(("wrong", i, field, name), unknown(name))
+    known = [*spec.inputs, *spec.sizes, *program.defined]
     for i, misconception in enumerate(spec.misconceptions):
-        if misconception.return_ not in names_seen:
-            message = f"'{misconception.return_}' is not a return ({_listing(names_seen)})"
-            raise fail(("misconceptions", i, "return"), message)
+        if misconception.return_ not in returns:
+            raise where.error(("misconceptions", i, "return"), unknown(misconception.return_))
         for k, expr in enumerate(misconception.expr):
             try:
-                parse(f"{MISCONCEPTION} = {expr}", [*spec.inputs, *sizes, *defined])
+                parse(f"{MISCONCEPTION} = {expr}", known)
             except GraphError as exc:
-                where: tuple[str | int, ...] = ("misconceptions", i, "expr")
+                location: tuple[str | int, ...] = ("misconceptions", i, "expr")
                 if len(misconception.expr) > 1:
-                    where = (*where, k)
-                raise fail(where, f"{exc.message} (an expression over the graph's names)") from None
+                    location = (*location, k)
+                raise where.error(location, f"{exc.message} (an expression over the graph's names)") from None
+
+
+def _check_files(spec: ExerciseSpec, where: _Where) -> None:
+    """The files the spec names exist beside it; support files stay inside the exercise's folder."""
+    folder = where.path.parent
     for field in ("solution", "starter"):
         relative = getattr(spec, field)
-        if relative is not None and not (path.parent / relative).is_file():
-            raise fail((field,), f"file '{relative}' does not exist beside {path.name}")
+        if relative is not None and not (folder / relative).is_file():
+            raise where.error((field,), f"file '{relative}' does not exist beside {where.path.name}")
     for i, wrong in enumerate(spec.wrong):
-        if not (path.parent / wrong.file).is_file():
-            raise fail(("wrong", i, "file"), f"file '{wrong.file}' does not exist beside {path.name}")
+        if not (folder / wrong.file).is_file():
+            raise where.error(
+                ("wrong", i, "file"), f"file '{wrong.file}' does not exist beside {where.path.name}"
+            )
     support_names: set[str] = set()
     for i, relative in enumerate(spec.support):
-        support = (path.parent / relative).resolve()
-        if not support.is_relative_to(path.parent.resolve()) or support == path.parent.resolve():
-            raise fail(("support", i), f"'{relative}' is not inside the exercise's folder")
+        support = (folder / relative).resolve()
+        if not support.is_relative_to(folder.resolve()) or support == folder.resolve():
+            raise where.error(("support", i), f"'{relative}' is not inside the exercise's folder")
         if not (support.is_dir() or (support.is_file() and support.suffix == ".py")):
-            raise fail(("support", i), f"'{relative}' is neither a .py file nor a folder beside {path.name}")
+            message = f"'{relative}' is neither a .py file nor a folder beside {where.path.name}"
+            raise where.error(("support", i), message)
         if support.name in support_names:
-            raise fail(("support", i), f"two support entries are named '{support.name}'")
+            raise where.error(("support", i), f"two support entries are named '{support.name}'")
         support_names.add(support.name)
-    return program
 
 
 def _is_block_scalar(path: Path, line: int) -> bool:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from grader.errors import UsageError
 from grader.handin import notebooks
-from grader.sandbox.runner import Submission
+from grader.handin.prepare import Submission
 
 _SKIPPED_DIRS = {"__pycache__"}
 _SUFFIXES = (".py", notebooks.SUFFIX)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -93,7 +94,7 @@ def _python_lines(text: str) -> list[str]:
 _LOCATION = re.compile(r'(?P<file>[^"\s]+\.ipynb)\.py", line (?P<line>\d+)')
 
 
-def relocate(text: str, notebooks: dict[str, ConvertedNotebook]) -> str:
+def relocate(text: str, notebooks: Mapping[str, ConvertedNotebook]) -> str:
     """Rewrite 'File "nb.ipynb.py", line 14' in tracebacks as 'File "nb.ipynb", cell 3, line 2'."""
 
     def replace(match: re.Match[str]) -> str:

@@ -4,21 +4,14 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 
 import numpy as np
 
-from grader.exercise.spec import Exercise, ReturnSpec, Verdict
+from grader.exercise.spec import Exercise
 from grader.exercise.trials import Trial
-from grader.judging.compare import (
-    PRECISIONS,
-    Comparison,
-    EntryError,
-    Precision,
-    compare_many,
-    infer_precision,
-)
-from grader.results import SEVERITY, FailingCase, ReturnResult
+from grader.judging.compare import Comparison, EntryError, RerunOutcome
+from grader.outcomes import Verdict
+from grader.results import FailingCase, ReturnResult
 
 
 def classify_return(
@@ -30,7 +23,7 @@ def classify_return(
     got: Mapping[int, np.ndarray],
 ) -> ReturnResult:
     points = exercise.points(name)
-    verdict = max((c.verdict for c in comparisons), key=SEVERITY.__getitem__, default=Verdict.ERROR)
+    verdict = max((c.verdict for c in comparisons), default=Verdict.ERROR)
     failed = [c for c in comparisons if c.verdict is not Verdict.PASS]
     decisive = [c for c in failed if c.verdict is verdict]
     worst_ratio = max((c.max_ratio for c in comparisons if c.verdict is not Verdict.ERROR), default=0.0)
@@ -66,50 +59,6 @@ def classify_return(
         failing_entries=entries,
         case=case,
     )
-
-
-Rerun = tuple[np.ndarray, str] | str | None  # (array, dtype) returned at float64; a problem; not rerun
-
-
-def resolve_with_rerun(
-    original: Comparison,
-    spec: ReturnSpec,
-    expected: np.ndarray,
-    spread: np.ndarray,
-    got: np.ndarray,
-    rerun: Rerun,
-) -> Comparison:
-    """Decide a trial that failed beyond rounding: right when rerun at float64 means instability."""
-    precision = PRECISIONS[original.precision]
-    if rerun is None or isinstance(rerun, str):
-        why = "it was not rerun at float64" if rerun is None else f"its rerun at float64 failed ({rerun})"
-        if _overflows(expected, got, precision):
-            note = f"it overflows {precision.name} and {why}: the range of the precision used, not a mistake"
-            return replace(original, verdict=Verdict.INSTABILITY, note=note)
-        return replace(original, note=why)
-    array, dtype = rerun
-    lifted, _ = infer_precision(array, dtype)
-    if lifted.name != "float64":
-        if _overflows(expected, got, precision):
-            note = (
-                f"it overflows {precision.name}, which the code hard-codes (the rerun could not lift it): "
-                "the range of the precision used, not a mistake"
-            )
-            return replace(original, verdict=Verdict.INSTABILITY, note=note)
-        note = (
-            f"the code hard-codes {lifted.name}, so it could not be rerun at float64: judged at {lifted.name}"
-        )
-        return replace(original, note=note)
-    check = compare_many(spec, [original.trial], [expected], [array], [dtype], [spread], at=precision)[0]
-    if check.verdict in (Verdict.PASS, Verdict.PRECISION):
-        return replace(original, verdict=Verdict.INSTABILITY, note="right when rerun at float64")
-    return replace(original, note=f"still wrong when rerun at float64 ({check.max_ratio:.3g} envelopes)")
-
-
-def _overflows(expected: np.ndarray, got: np.ndarray, precision: Precision) -> bool:
-    """Whether the failure is the format's range: infinities or NaN where finite values were due."""
-    bad = ~np.isfinite(got.astype(np.float64).reshape(expected.shape)) & np.isfinite(expected)
-    return bool(bad.any()) or bool((np.abs(expected) > precision.largest).any())
 
 
 def _trial_size(trial: Trial) -> int:
@@ -165,12 +114,12 @@ def _message(
     if not np.isfinite(relative) and worst.failing:  # no relative error where the answer is 0
         size = f"{max(e.abs_error for e in worst.failing):.3g} on entries that should be 0"
     if verdict is Verdict.INSTABILITY:
-        why = worst.note if "overflows" in worst.note else "right when rerun at float64"
+        why = worst.note if worst.rerun is RerunOutcome.OVERFLOWS else "right when rerun at float64"
         return (
             f"beyond rounding on {of} ({ratio}), but {why}: a numerically unstable formula "
             "(overflow in exp, cancellation), not a mistake in the maths; rewrite it stably "
             "(subtract the max before exp, use log-sum-exp, avoid subtracting nearly equal numbers)"
         )
-    if worst.precision == "float64" or worst.note.startswith("still wrong"):
+    if worst.precision == "float64" or worst.rerun is RerunOutcome.STILL_WRONG:
         return f"wrong by up to {size} at any precision on {of} ({ratio}): a mistake in the formula"
     return f"wrong by up to {size} on {of} ({ratio}); {worst.note}: a mistake in the formula, not rounding"

@@ -17,10 +17,12 @@ import math
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import MISSING, dataclass, fields
+from enum import Enum
 
 import numpy as np
 
-from grader.exercise.spec import ReturnSpec, Verdict
+from grader.exercise.spec import ReturnSpec
+from grader.outcomes import Verdict
 
 # Calibrated on graph2 (2000 trials, sizes 2-9; see README): correct float32/float16/bfloat16 code with
 # several formulas reached 0.24 of this envelope, a transposed float32 gradient 535 times it.
@@ -65,6 +67,24 @@ class EntryError:
     envelope_ratio: float
 
 
+class RerunOutcome(Enum):
+    """What running a trial again at float64 showed of a trial beyond rounding (reruns.py decides)."""
+
+    NONE = "none"  # not beyond rounding: nothing to decide
+    NOT_RERUN = "not rerun"  # beyond the rerun limit, with no rerun trial to follow
+    FOLLOWS_RERUN = "follows the reruns"  # beyond the limit: like the trials rerun, right at float64
+    RERUN_FAILED = "rerun failed"  # the rerun raised, timed out or returned nothing usable
+    HARD_CODED = "hard-coded precision"  # the rerun came back in the same low precision: judged there
+    OVERFLOWS = "overflows"  # infinities or NaN where finite values were due: the format's range
+    RIGHT_AT_FLOAT64 = "right at float64"
+    STILL_WRONG = "still wrong at float64"
+
+    @property
+    def unstable(self) -> bool:
+        """Whether it shows a numerically unstable formula rather than a mistake."""
+        return self in (RerunOutcome.FOLLOWS_RERUN, RerunOutcome.OVERFLOWS, RerunOutcome.RIGHT_AT_FLOAT64)
+
+
 @dataclass(frozen=True)
 class Comparison:
     """One return of one trial, judged."""
@@ -80,7 +100,8 @@ class Comparison:
     entries: int = 0
     failing_mask: np.ndarray | None = None
     problem: str = ""  # for verdict error: what was wrong with the value
-    note: str = ""  # what the rerun at float64 showed, for instability and logic
+    rerun: RerunOutcome = RerunOutcome.NONE
+    note: str = ""  # in words: what the rerun at float64 showed, or how the values were judged
 
     @classmethod
     def passed(cls, trial: int, precision: str, reason: str, max_ratio: float, entries: int) -> Comparison:

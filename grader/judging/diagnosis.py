@@ -18,10 +18,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from grader.exercise.graph import parse
-from grader.exercise.spec import MISCONCEPTION, Exercise, ReturnSpec, Verdict
+from grader.exercise.spec import MISCONCEPTION, Exercise, ReturnSpec
 from grader.judging.compare import Comparison, compare_many
 from grader.memo import PerObject
-from grader.sandbox.runner import Returned
+from grader.outcomes import Verdict
+from grader.sandbox.report import Returned
 
 if TYPE_CHECKING:
     from grader.exercise.reference import References

@@ -32,17 +32,6 @@ class Mistake:
     feedback: str = ""  # what to tell a student whose values match it
 
 
-_FEEDBACK = {
-    "transposed": "your values are the right ones transposed: check the order of the factors of each "
-    "matrix product and where a .T belongs (the gradient has the shape of what it is taken with respect to)",
-    "sign flipped": "your values have the opposite sign of the right ones: look for a minus sign lost or "
-    "added in a derivative (of 1 - s, of -x, of a subtraction)",
-    "twice the value (accumulated gradient or extra factor 2)": "your values are twice the right ones: with "
-    "autograd, backward() ran twice and the gradients added up (zero .grad, or call backward once); by "
-    "hand, a factor 2 too many",
-    "half the value": "your values are half the right ones: a factor 2 is missing (the derivative of x**2 "
-    "is 2*x; a term that appears twice)",
-}
 _ELEMENTWISE = frozenset("exp log log1p expm1 sqrt square abs sin cos sigmoid tanh relu softplus".split())
 
 
@@ -52,20 +41,19 @@ def standard_mistakes(
     """Every standard mistake with the return it changes and its outputs on `trials`; a changed graph
     is evaluated once for all the returns it changes."""
     for ret in exercise.spec.returns:
-        for name, change in _output_changes(exercise):
+        for slip in _output_slips(exercise):
             outputs = {}
             for trial in trials:
-                changed = change(trial, expected[trial.index][ret.name])
+                changed = slip.change(trial, expected[trial.index][ret.name])
                 if changed is not None:
                     outputs[trial.index] = changed
             if outputs:
-                yield ret, Mistake(name, outputs, _feedback(name))
-        for name, variant in _wrong_inputs(exercise, ret):
-            computed = _evaluated(variant, trials)
+                yield ret, Mistake(slip.name, outputs, slip.feedback)
+        for wrong_input in _wrong_inputs(exercise, ret):
+            computed = _evaluated(wrong_input.variant, trials)
             if computed is not None:
                 outputs = {t.index: computed[t.index][ret.name] for t in trials}
-                feedback = f"your values are {name}: check which input you differentiate with respect to"
-                yield ret, Mistake(name, outputs, feedback)
+                yield ret, Mistake(wrong_input.name, outputs, wrong_input.feedback)
     yield from _recomputed(exercise, trials, _changed_terms(exercise))
 
 
@@ -75,13 +63,14 @@ def mutant_mistakes(exercise: Exercise, trials: list[Trial]) -> Iterator[tuple[R
 
 
 def _recomputed(
-    exercise: Exercise, trials: list[Trial], variants: Iterator[tuple[str, str, Exercise]]
+    exercise: Exercise, trials: list[Trial], slips: Iterator[GraphSlip]
 ) -> Iterator[tuple[ReturnSpec, Mistake]]:
-    for name, feedback, variant in variants:
-        computed = _evaluated(variant, trials)
+    for slip in slips:
+        computed = _evaluated(slip.variant, trials)
         if computed is not None:
             for ret in exercise.spec.returns:
-                yield ret, Mistake(name, {t.index: computed[t.index][ret.name] for t in trials}, feedback)
+                outputs = {t.index: computed[t.index][ret.name] for t in trials}
+                yield ret, Mistake(slip.name, outputs, slip.feedback)
 
 
 def _evaluated(variant: Exercise, trials: list[Trial]) -> dict[int, Mapping[str, np.ndarray]] | None:
@@ -91,31 +80,67 @@ def _evaluated(variant: Exercise, trials: list[Trial]) -> dict[int, Mapping[str,
         return None
 
 
-Change = Callable[[Trial, np.ndarray], np.ndarray | None]
+Change = Callable[[Trial, np.ndarray], np.ndarray | None]  # a right result as the mistake makes it; None: n/a
 
 
-def _output_changes(exercise: Exercise) -> list[tuple[str, Change]]:
-    changes: list[tuple[str, Change]] = [
-        ("transposed", lambda _, e: np.swapaxes(e, -1, -2) if e.ndim >= 2 else None),
-        ("sign flipped", lambda _, e: -e),
-        ("twice the value (accumulated gradient or extra factor 2)", lambda _, e: 2 * e),
-        ("half the value", lambda _, e: e / 2),
-    ]
+@dataclass(frozen=True)
+class OutputSlip:
+    """A mistake that changes a right result directly, whatever the graph: its name, the change it makes,
+    and what to tell a student whose values show it."""
+
+    name: str
+    change: Change
+    feedback: str
+
+
+_SLIPS = (
+    OutputSlip(
+        "transposed",
+        lambda _, e: np.swapaxes(e, -1, -2) if e.ndim >= 2 else None,
+        "your values are the right ones transposed: check the order of the factors of each matrix product "
+        "and where a .T belongs (the gradient has the shape of what it is taken with respect to)",
+    ),
+    OutputSlip(
+        "sign flipped",
+        lambda _, e: -e,
+        "your values have the opposite sign of the right ones: look for a minus sign lost or added in a "
+        "derivative (of 1 - s, of -x, of a subtraction)",
+    ),
+    OutputSlip(
+        "twice the value (accumulated gradient or extra factor 2)",
+        lambda _, e: 2 * e,
+        "your values are twice the right ones: with autograd, backward() ran twice and the gradients added "
+        "up (zero .grad, or call backward once); by hand, a factor 2 too many",
+    ),
+    OutputSlip(
+        "half the value",
+        lambda _, e: e / 2,
+        "your values are half the right ones: a factor 2 is missing (the derivative of x**2 is 2*x; a term "
+        "that appears twice)",
+    ),
+)
+
+
+def _output_slips(exercise: Exercise) -> list[OutputSlip]:
+    """The slips that apply to every exercise, and a 1/N missing or extra for each of its sizes N."""
+    slips = list(_SLIPS)
     for size in exercise.spec.sizes:
-        changes.append((f"a factor 1/{size} missing", _scaled_by(size, 1)))
-        changes.append((f"an extra factor 1/{size}", _scaled_by(size, -1)))
-    return changes
-
-
-def _feedback(name: str) -> str:
-    if name in _FEEDBACK:
-        return _FEEDBACK[name]
-    if name.startswith("a factor 1/"):
-        factor = name[2:].removesuffix(" missing")
-        return f"your values lack {factor}: a mean taken as a sum, or a loss not averaged"
-    if name.startswith("an extra factor 1/"):
-        return f"your values carry {name}: a sum taken as a mean, or an average applied twice"
-    return ""
+        slips.append(
+            OutputSlip(
+                f"a factor 1/{size} missing",
+                _scaled_by(size, 1),
+                f"your values lack factor 1/{size}: a mean taken as a sum, or a loss not averaged",
+            )
+        )
+        slips.append(
+            OutputSlip(
+                f"an extra factor 1/{size}",
+                _scaled_by(size, -1),
+                f"your values carry an extra factor 1/{size}: a sum taken as a mean, or an average applied "
+                "twice",
+            )
+        )
+    return slips
 
 
 def _scaled_by(size: str, power: int) -> Change:
@@ -125,7 +150,16 @@ def _scaled_by(size: str, power: int) -> Change:
     return change
 
 
-def _wrong_inputs(exercise: Exercise, ret: ReturnSpec) -> Iterator[tuple[str, Exercise]]:
+@dataclass(frozen=True)
+class GraphSlip:
+    """A mistake that changes the computation: the exercise as the mistaken code computes it."""
+
+    name: str
+    feedback: str
+    variant: Exercise
+
+
+def _wrong_inputs(exercise: Exercise, ret: ReturnSpec) -> Iterator[GraphSlip]:
     """The exercise reduced to `ret`, taken with respect to each other input of the same shape."""
     target = ret.grad or ret.vjp
     if target is None:
@@ -139,10 +173,12 @@ def _wrong_inputs(exercise: Exercise, ret: ReturnSpec) -> Iterator[tuple[str, Ex
         moved: GradSpec | VjpSpec = target.model_copy(update={"wrt": name})
         returns = (ret.model_copy(update={kind: moved}),)
         variant = replace(exercise, spec=exercise.spec.model_copy(update={"returns": returns}))
-        yield f"the gradient with respect to {name} instead of {target.wrt}", variant
+        wrong = f"the gradient with respect to {name} instead of {target.wrt}"
+        feedback = f"your values are {wrong}: check which input you differentiate with respect to"
+        yield GraphSlip(wrong, feedback, variant)
 
 
-def _changed_terms(exercise: Exercise) -> Iterator[tuple[str, str, Exercise]]:
+def _changed_terms(exercise: Exercise) -> Iterator[GraphSlip]:
     """The exercise with one term of a sum in its graph dropped, halved or doubled."""
     for position, assignment in enumerate(exercise.program.assignments):
         terms = _terms(assignment.expr)
@@ -159,10 +195,10 @@ def _changed_terms(exercise: Exercise) -> Iterator[tuple[str, str, Exercise]]:
             ):
                 name = f"{assignment.target} {how}"
                 feedback = f"your values are those of {name}: a term forgotten, or its factor lost or doubled"
-                yield name, feedback, _with_expression(exercise, position, _rebuild(changed))
+                yield GraphSlip(name, feedback, _with_expression(exercise, position, _rebuild(changed)))
 
 
-def graph_mutants(exercise: Exercise) -> Iterator[tuple[str, str, Exercise]]:
+def graph_mutants(exercise: Exercise) -> Iterator[GraphSlip]:
     """The graph with one slip in one operation: an elementwise product where it has a matrix product, a
     function left out (so its derivative is missing from the chain rule), an operand of a matrix product
     transposed."""
@@ -172,7 +208,7 @@ def graph_mutants(exercise: Exercise) -> Iterator[tuple[str, str, Exercise]]:
             if isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
                 product = ast.unparse(node)
                 elementwise = ast.BinOp(node.left, ast.Mult(), node.right)
-                yield (
+                yield GraphSlip(
                     f"an elementwise product where a matrix product belongs ({product} in {statement})",
                     f"you multiplied elementwise (*, with broadcasting) where the graph has the matrix "
                     f"product {product}: use @ (np.matmul), or an outer product (a @ b.T) for the gradient",
@@ -182,14 +218,14 @@ def graph_mutants(exercise: Exercise) -> Iterator[tuple[str, str, Exercise]]:
                 transposed_right = ast.BinOp(node.left, ast.MatMult(), _transposed(node.right))
                 for flipped, changed in ((node.left, transposed_left), (node.right, transposed_right)):
                     operand = ast.unparse(flipped)
-                    yield (
+                    yield GraphSlip(
                         f"{operand} transposed in {product} ({statement})",
                         f"your values are those of the graph with {operand} transposed in {product}",
                         _with_expression(exercise, position, _replaced(assignment.expr, k, changed)),
                     )
             elif isinstance(node, ast.Call) and getattr(node.func, "id", None) in _ELEMENTWISE:
                 function = ast.unparse(node.func)
-                yield (
+                yield GraphSlip(
                     f"the derivative of {function} missing from the chain rule ({statement})",
                     f"your values are what the chain rule gives without the factor {function}'(...): "
                     f"multiply by the derivative of {function} at its input",

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from grader.exercise.spec import Verdict
+from grader.outcomes import Verdict
 from grader.results import ReturnResult, SubmissionResult
 
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
@@ -129,7 +129,7 @@ def class_summary(results: Sequence[SubmissionResult], exercises: Sequence[str])
         summary["exercises"][exercise] = {
             "submissions": len(mine),
             "passed": sum(1 for r in mine if r.passed),
-            "errors": dict(Counter(r.error.kind for r in mine if r.error is not None)),
+            "errors": dict(Counter(r.error.kind.value for r in mine if r.error is not None)),
             "mean_score": round(sum(r.score for r in mine) / len(mine), 3) if mine else None,
             "max_score": mine[0].max_score if mine else None,
             "returns": returns,

@@ -99,7 +99,9 @@ def result_model(result: SubmissionResult) -> ResultOut:
         trials=result.trials,
         score=result.score,
         max_score=result.max_score,
-        error=ErrorOut(kind=error.kind, message=error.message, traceback=error.traceback, trial=error.trial)
+        error=ErrorOut(
+            kind=error.kind.value, message=error.message, traceback=error.traceback, trial=error.trial
+        )
         if error is not None
         else None,
         returns=[

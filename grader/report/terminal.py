@@ -10,8 +10,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from grader.exercise.spec import Verdict
 from grader.exercise.trials import Trial
+from grader.outcomes import FailureKind, Verdict
 from grader.results import ReturnResult, SubmissionResult, student_location
 
 STYLE = {
@@ -232,4 +232,4 @@ def render_class(
 
 
 def _not_submitted(result: SubmissionResult) -> bool:
-    return result.error is not None and result.error.kind == "not-submitted"
+    return result.error is not None and result.error.kind is FailureKind.NOT_SUBMITTED

@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from grader.outcomes import FailureKind
 from grader.sandbox.protocol import (
     NUMERIC_DTYPES,
     PROGRESS,
@@ -257,15 +258,15 @@ def _float64_everywhere() -> Iterator[None]:
         torch.set_default_dtype(previous)
 
 
-def _failure_kind(exc: BaseException) -> str:
+def _failure_kind(exc: BaseException) -> FailureKind:
     if isinstance(exc, TrialTimeout):
-        return "timeout"
+        return FailureKind.TIMEOUT
     if isinstance(exc, SystemExit):
-        return "exit"
+        return FailureKind.EXIT
     # numpy raises MemoryError past the memory limit; torch a RuntimeError from its allocator.
     if isinstance(exc, MemoryError) or "can't allocate memory" in str(exc).lower():
-        return "memory"
-    return "exception"
+        return FailureKind.MEMORY
+    return FailureKind.EXCEPTION
 
 
 class _Deadline:
@@ -322,11 +323,11 @@ def _load_entry(
         try:
             spec.loader.exec_module(module)
         except BaseException as exc:
-            kind = "exit" if isinstance(exc, SystemExit) else "import"
+            kind = FailureKind.EXIT if isinstance(exc, SystemExit) else FailureKind.IMPORT
             channel.send(
                 {
                     "type": "fatal",
-                    "kind": kind,
+                    "kind": kind.value,
                     "file": relative,
                     "message": _exception_line(exc, submission_dir),
                     "traceback": _student_traceback(exc, submission_dir),
@@ -343,7 +344,7 @@ def _load_entry(
     channel.send(
         {
             "type": "fatal",
-            "kind": "missing-function",
+            "kind": FailureKind.MISSING_FUNCTION.value,
             "file": files[0] if files else "",
             "message": entry,
             "defined": defined[:50],
@@ -377,16 +378,16 @@ def _run_trial(
         _deadline.until = None
         kind = _failure_kind(exc)
         message = _exception_line(exc, submission_dir)
-        if kind == "timeout":
+        if kind is FailureKind.TIMEOUT:
             message = f"trial {index} ran past its {job['trial_seconds']:g} s deadline (an infinite loop?)"
-        elif kind == "memory":
+        elif kind is FailureKind.MEMORY:
             message = f"needed more memory than the {job['limits']['memory_mb']} MB allowed — {message}"
         channel.send(
             {
                 "type": "trial-error",
                 "trial": index,
                 "rerun": rerun,
-                "kind": kind,
+                "kind": kind.value,
                 "message": message,
                 "traceback": _student_traceback(exc, submission_dir),
             }
@@ -407,7 +408,7 @@ def _run_trial(
                 "type": "trial-error",
                 "trial": index,
                 "rerun": rerun,
-                "kind": "bad-return",
+                "kind": FailureKind.BAD_RETURN.value,
                 "message": f"returned {got}; expected a tuple of {len(names)}: ({', '.join(names)})",
                 "traceback": "",
             }

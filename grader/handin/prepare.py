@@ -1,0 +1,68 @@
+"""A student's hand-in, and the same hand-in made ready for the worker: its files read, notebooks as Python.
+
+Everything the worker is given is decided here, before the sandbox: which bytes go into its submission
+folder under which names, and in which order it imports them. Places in a converted notebook are told
+back as the notebook's cells and lines here too, where the conversion is known.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from grader.handin import notebooks
+from grader.outcomes import Failure
+
+
+@dataclass(frozen=True)
+class Submission:
+    """A student's hand-in: its files (relative to `root`), the one defining the entry first.
+
+    The worker imports them in this order until one defines the entry; all are importable by each other.
+    """
+
+    name: str
+    root: Path
+    files: tuple[str, ...]
+
+    @property
+    def path(self) -> Path:
+        """What the student handed in: the file, or the folder of files."""
+        return self.root / self.files[0] if len(self.files) == 1 else self.root
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A hand-in as the worker gets it."""
+
+    files: tuple[tuple[str, bytes], ...]  # path in the worker's submission folder, content
+    imports: tuple[str, ...]  # the files the worker imports, in order (a notebook as its .py)
+    notebooks: Mapping[str, notebooks.ConvertedNotebook] = field(default_factory=dict)
+
+    def relocated(self, failure: Failure) -> Failure:
+        """Places in a converted notebook told as the notebook's cells and lines."""
+        if not self.notebooks:
+            return failure
+        return replace(
+            failure,
+            message=notebooks.relocate(failure.message, self.notebooks),
+            traceback=notebooks.relocate(failure.traceback, self.notebooks),
+        )
+
+
+def prepare(submission: Submission) -> Prepared:
+    """Read the hand-in's files; a notebook becomes the Python of its code cells (NotebookError if not)."""
+    files: list[tuple[str, bytes]] = []
+    imports: list[str] = []
+    converted: dict[str, notebooks.ConvertedNotebook] = {}
+    for relative in submission.files:
+        source = submission.root / relative
+        if source.suffix == notebooks.SUFFIX:
+            notebook = converted[relative] = notebooks.convert(source)
+            relative += notebooks.CONVERTED
+            files.append((relative, notebook.source.encode("utf-8")))
+        else:
+            files.append((relative, source.read_bytes()))
+        imports.append(relative)
+    return Prepared(tuple(files), tuple(imports), converted)

@@ -1,0 +1,152 @@
+"""A submission's result from its worker's report: every return judged, classified, and its mistake named.
+
+Per return: each trial is an error (nothing usable came back), or its first-pass comparison (from the
+rerun plan), with the trials beyond rounding decided by their reruns; then one verdict per return
+(classify), the mistake behind a logic return (diagnosis), and whether a wrong gradient is at least the
+derivative of the student's own wrong value (consistency).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from grader.exercise.spec import Exercise, ReturnSpec
+from grader.handin.prepare import Submission
+from grader.judging import consistency, diagnosis
+from grader.judging.classify import classify_return
+from grader.judging.compare import Comparison
+from grader.judging.reruns import RerunPlan, resolve_beyond_rounding, returned
+from grader.outcomes import Failure, Verdict
+from grader.results import ReturnResult, SubmissionResult, display_path, student_location
+from grader.sandbox.payload import ReturnProblem
+from grader.sandbox.report import Returned, WorkerReport
+
+if TYPE_CHECKING:
+    from grader.exercise.reference import References
+
+
+def judge(
+    exercise: Exercise,
+    submission: Submission,
+    seed: int,
+    references: References,
+    report: WorkerReport,
+    plan: RerunPlan,
+    only_trial: int | None = None,
+) -> SubmissionResult:
+    trials, expected = references.trials, references.expected
+    by_index = {t.index: t for t in trials}
+    error = report.fatal
+    returns: list[ReturnResult] = []
+    for spec in exercise.spec.returns:
+        comparisons, got = _judge_return(spec, references, report, plan.comparisons[spec.name])
+        judged = classify_return(exercise, spec.name, comparisons, by_index, expected, got)
+        if judged.verdict is Verdict.LOGIC:
+            judged = _diagnosed(exercise, references, spec, report, judged, comparisons)
+        returns.append(judged)
+    for probe in plan.probes:
+        returns = _checked_for_consistency(returns, probe, report)
+    failures = report.first.failures
+    first_failure = next((failures[t.index] for t in trials if t.index in failures), None)
+    if error is None and failures and len(failures) == len(trials):
+        error = first_failure
+    return SubmissionResult(
+        exercise=exercise.id,
+        exercise_dir=display_path(exercise.root),
+        submission=display_path(submission.path),
+        student=submission.name,
+        seed=seed,
+        trials=len(trials),
+        returns=tuple(returns),
+        error=error,
+        isolation=report.isolation,
+        first_trial_error=first_failure,
+        stdout=report.stdout,
+        stderr=report.stderr,
+        seconds=report.seconds,
+        only_trial=only_trial,
+    )
+
+
+def _judge_return(
+    spec: ReturnSpec, references: References, report: WorkerReport, compared: Mapping[int, Comparison]
+) -> tuple[list[Comparison], dict[int, np.ndarray]]:
+    """Comparisons of one return over all trials, in trial order; the arrays compared, by trial."""
+    first, fatal = report.first, report.fatal
+    judged: dict[int, Comparison] = {}
+    for trial in references.trials:
+        output = first.outputs.get(trial.index)
+        if output is None:
+            failure = first.failures.get(trial.index)
+            if failure is not None:
+                problem = _failure_text(failure)
+            else:
+                problem = f"not run: {fatal.kind} ({fatal.message})" if fatal is not None else "no result"
+            judged[trial.index] = Comparison(trial.index, Verdict.ERROR, problem=problem)
+            continue
+        item = output.by_name[spec.name]
+        if isinstance(item, ReturnProblem):
+            judged[trial.index] = Comparison(
+                trial.index, Verdict.ERROR, problem=f"{spec.name} {item.problem}"
+            )
+    got = {i: item.array for i, item in returned(first.outputs, spec.name).items()}
+    judged.update(compared)
+    judged.update(resolve_beyond_rounding(spec, references, report, compared, got))
+    return [judged[t.index] for t in references.trials], got
+
+
+def _diagnosed(
+    exercise: Exercise,
+    references: References,
+    spec: ReturnSpec,
+    report: WorkerReport,
+    judged: ReturnResult,
+    comparisons: list[Comparison],
+) -> ReturnResult:
+    arrays = returned(report.first.outputs, spec.name)
+    found = diagnosis.diagnose(exercise, references, spec, arrays, {c.trial: c for c in comparisons})
+    if found is None:
+        return judged
+    return replace(judged, misconception=found.name, feedback=found.feedback)
+
+
+def _checked_for_consistency(
+    returns: list[ReturnResult], probe: consistency.Probe, report: WorkerReport
+) -> list[ReturnResult]:
+    """A wrong gradient that is the derivative of the student's own, wrong, value is named so: the
+    forward computation is what to fix first."""
+    by_name = {r.name: r for r in returns}
+    value, gradient = probe.pair.value.name, probe.pair.gradient.name
+    output = report.first.outputs.get(probe.trial)
+    if output is None or by_name[value].verdict is not Verdict.LOGIC:
+        return returns
+    item = output.by_name[gradient]
+    reruns = report.reruns.outputs
+    values = {
+        index: found.array
+        for index in (probe.plus.index, probe.minus.index)
+        if index in reruns and isinstance(found := reruns[index].by_name[value], Returned)
+    }
+    if not isinstance(item, Returned) or consistency.consistent(probe, item.array, values) is not True:
+        return returns
+    judged = by_name[gradient]
+    why = (
+        f"finite differences of the {value} you return agree with your {gradient}: it is the right "
+        f"derivative of the function you computed, but that function is not the exercise's. Fix the "
+        f"computation of {value} first."
+    )
+    if judged.misconception is None:
+        name = f"the derivative of your own {value}, which is wrong"
+        judged = replace(judged, misconception=name, feedback=why)
+    else:  # the name says how it is wrong; this says where the mistake is
+        judged = replace(judged, feedback=f"{judged.feedback}. Also, {why}" if judged.feedback else why)
+    return [judged if r.name == gradient else r for r in returns]
+
+
+def _failure_text(failure: Failure) -> str:
+    where = student_location(failure.traceback)
+    return f"{failure.message} ({where})" if where else failure.message

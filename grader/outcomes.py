@@ -1,0 +1,86 @@
+"""What grading can conclude, shared by every stage: verdicts, and why something produced nothing.
+
+A leaf module (stdlib only): the sandboxed worker, the judging modules, the results and the reports all
+use these, so none of them defines its own words for the same outcome.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+
+class _Word(str, Enum):
+    """An enum whose members read as their values in text, on every Python version (3.11 changed what
+    format() gives for a str mix-in)."""
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self.value), spec)
+
+
+class Verdict(_Word):
+    """A return's verdict, ordered from best to worst: the worst trial decides a return's verdict, and the
+    worst return a submission's."""
+
+    PASS = "pass"
+    PRECISION = "precision"
+    INSTABILITY = "instability"
+    LOGIC = "logic"
+    ERROR = "error"
+
+    @property
+    def severity(self) -> int:
+        return _SEVERITY[self]
+
+    # Ordered by severity, never as the strings they also are (that would put "error" first).
+    def __lt__(self, other: object) -> bool:
+        return self.severity < _severity_of(other)
+
+    def __le__(self, other: object) -> bool:
+        return self.severity <= _severity_of(other)
+
+    def __gt__(self, other: object) -> bool:
+        return self.severity > _severity_of(other)
+
+    def __ge__(self, other: object) -> bool:
+        return self.severity >= _severity_of(other)
+
+
+def _severity_of(other: object) -> int:
+    if not isinstance(other, Verdict):
+        raise TypeError(f"a verdict is ordered against verdicts only, not {type(other).__name__}")
+    return other.severity
+
+
+_SEVERITY = {verdict: rank for rank, verdict in enumerate(Verdict)}
+
+
+class FailureKind(_Word):
+    """Why a trial, or a whole submission, produced nothing to compare. The values are stable: they are
+    in the JSON output, the gradebook and the worker's messages."""
+
+    IMPORT = "import"  # importing the hand-in raised
+    EXIT = "exit"  # sys.exit or os._exit, at import or in a trial
+    MISSING_FUNCTION = "missing-function"  # the entry is not defined, or the hand-in cannot be used
+    NOT_SUBMITTED = "not-submitted"  # no file of the hand-in attempts this exercise
+    EXCEPTION = "exception"  # a trial's call raised
+    TIMEOUT = "timeout"  # a deadline or the CPU limit
+    MEMORY = "memory"  # past the memory limit
+    BAD_RETURN = "bad-return"  # not the tuple of returns the exercise asks for
+    CRASH = "crash"  # killed by a signal
+    OUTPUT_LIMIT = "output-limit"  # printed too much
+    PROTOCOL = "protocol"  # the result channel was corrupted or closed
+    INTERNAL = "internal"  # the grader's own failure on this submission
+
+
+@dataclass(frozen=True)
+class Failure:
+    """Why a trial (`trial` set) or the whole submission (`trial` None) produced nothing to compare."""
+
+    kind: FailureKind
+    message: str
+    traceback: str = ""
+    trial: int | None = None

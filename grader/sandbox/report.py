@@ -1,0 +1,96 @@
+"""What a sandboxed run hands back to the grader: immutable values, one per pass of the worker.
+
+The worker runs in two passes on the grader's word: first every trial, then (after the grader has looked
+at the first pass) the reruns and probes it asks for. Each pass comes back as its own value; nothing is
+filled in while the other is read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from grader.exercise.trials import Trial
+from grader.outcomes import Failure
+from grader.sandbox import isolation
+from grader.sandbox.payload import ReturnedArray, ReturnProblem
+
+
+@dataclass(frozen=True)
+class Returned:
+    """An array a trial returned, with the worker's description of it (name, dtype, where it came from)."""
+
+    description: ReturnedArray
+    array: np.ndarray
+
+    @property
+    def name(self) -> str:
+        return self.description.name
+
+    @property
+    def dtype(self) -> str:
+        """As the student returned it (bfloat16 travels as float32)."""
+        return self.description.dtype
+
+    @property
+    def source(self) -> str:
+        return self.description.source
+
+
+ReturnItem = Returned | ReturnProblem  # a return of one trial: an array, or what was wrong with it
+
+
+@dataclass(frozen=True)
+class TrialOutput:
+    index: int
+    by_name: Mapping[str, ReturnItem]  # every return of the exercise, in its order
+    seconds: float
+
+
+@dataclass(frozen=True)
+class Pass:
+    """One pass of the worker: what each trial returned, or why it did not."""
+
+    outputs: Mapping[int, TrialOutput] = field(default_factory=dict)
+    failures: Mapping[int, Failure] = field(default_factory=dict)
+    # What ended the pass before all its trials: for the first pass, a failure of the whole submission.
+    stopped: Failure | None = None
+
+    def relocated(self, where: Callable[[Failure], Failure]) -> Pass:
+        return replace(
+            self,
+            failures={i: where(f) for i, f in self.failures.items()},
+            stopped=None if self.stopped is None else where(self.stopped),
+        )
+
+
+@dataclass(frozen=True)
+class RerunRequest:
+    """What the worker runs after its first pass, at float64: trials again, and probes (new inputs)."""
+
+    trials: tuple[int, ...] = ()
+    probes: tuple[Trial, ...] = ()
+
+
+@dataclass(frozen=True)
+class WorkerReport:
+    """Both passes of one submission's worker, and what it printed."""
+
+    first: Pass
+    reruns: Pass
+    stdout: str = ""
+    stderr: str = ""
+    output_bytes: int = 0
+    seconds: float = 0.0
+    isolation: str = field(default_factory=lambda: isolation.current().description)
+
+    @property
+    def fatal(self) -> Failure | None:
+        """Why the submission as a whole produced nothing more (it did not import, crashed, ran out)."""
+        return self.first.stopped
+
+    def relocated(self, where: Callable[[Failure], Failure]) -> WorkerReport:
+        """The same report with every failure's text rewritten by `where` (a notebook's cells and lines)."""
+        return replace(self, first=self.first.relocated(where), reruns=self.reruns.relocated(where))
