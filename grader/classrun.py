@@ -67,6 +67,11 @@ def plan(
                 submission, problem = submission_from_path(path, exercise.spec.entry, name), ""
             except GraderError as exc:  # this student's hand-in is unusable; the others are still graded
                 submission, problem = None, str(exc)
+            except Exception as exc:  # anything else in reading it is still this student's alone
+                submission, problem = (
+                    None,
+                    f"{path}: the hand-in could not be read ({type(exc).__name__}: {exc})",
+                )
             key = Key(name, exercise.id, submission_hash(submission, path), exercise_key, grading)
             jobs.append(Job(exercise, name, path, submission, problem, key))
     return jobs

@@ -11,12 +11,12 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from rich.console import Console
-from rich.markup import escape
 
 from grader import __version__
 from grader.errors import ExitCode, GraderError, SpecError, UsageError
 from grader.exercise.spec import Exercise, discover_exercises, load_exercise
 from grader.exercise.trials import DEFAULT_SEED
+from grader.report.terminal import safe
 from grader.results import SubmissionResult
 
 
@@ -156,14 +156,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _new(args, console)
         return _validate(args, console, errors)
     except GraderError as exc:
-        errors.print(f"[bold red]error:[/] {escape(str(exc))}")
+        errors.print(f"[bold red]error:[/] {safe(str(exc))}")
         return int(exc.exit_code)
     except KeyboardInterrupt:
         errors.print("interrupted")
         return int(ExitCode.INTERRUPTED)
     except Exception:
         errors.print("[bold red]internal error in the grader[/] (not your fault; please report it):")
-        errors.print(escape(traceback.format_exc()))
+        errors.print(safe(traceback.format_exc()))
         return int(ExitCode.INTERNAL)
 
 
@@ -171,7 +171,7 @@ def _warn_if_reduced(errors: Console) -> None:
     from grader.sandbox import isolation
 
     if isolation.current().reduced:
-        errors.print(f"[yellow]{escape(isolation.current().description)}[/]")
+        errors.print(f"[yellow]{safe(isolation.current().description)}[/]")
 
 
 def _check(args: argparse.Namespace, console: Console, errors: Console) -> int:
@@ -181,7 +181,7 @@ def _check(args: argparse.Namespace, console: Console, errors: Console) -> int:
     from grader.report.json_report import to_json_line
     from grader.report.terminal import render_case, render_result
 
-    exercise = load_exercise(args.exercise)
+    exercise = load_exercise(args.exercise, authoring=False)
     _warn_if_reduced(errors)
     submission = submission_from_path(args.file, exercise.spec.entry)
     replay = args.command == "repro"
@@ -195,7 +195,9 @@ def _check(args: argparse.Namespace, console: Console, errors: Console) -> int:
     return int(ExitCode.ALL_PASS if result.passed else ExitCode.SOME_FAILED)
 
 
-def _load_all(folder: Path, errors: Console) -> tuple[list[Exercise], list[GraderError]]:
+def _load_all(
+    folder: Path, errors: Console, authoring: bool = False
+) -> tuple[list[Exercise], list[GraderError]]:
     folders = discover_exercises(folder)
     if not folders:
         raise UsageError(f"{folder}: no exercises here (an exercise is a folder holding exercise.yaml)")
@@ -203,10 +205,10 @@ def _load_all(folder: Path, errors: Console) -> tuple[list[Exercise], list[Grade
     broken: list[GraderError] = []
     for path in folders:
         try:
-            loaded.append(load_exercise(path))
+            loaded.append(load_exercise(path, authoring))
         except SpecError as exc:
             broken.append(exc)
-            errors.print(f"[bold red]spec error:[/] {escape(str(exc))} — this exercise is skipped")
+            errors.print(f"[bold red]spec error:[/] {safe(str(exc))} — this exercise is skipped")
     return loaded, broken
 
 
@@ -230,14 +232,14 @@ def _run(args: argparse.Namespace, console: Console, errors: Console) -> int:
         for result in outcome.results:
             print(to_json_line(result), flush=True)
     for exc in outcome.broken:
-        errors.print(f"[bold red]spec error:[/] {escape(str(exc))} — this exercise is skipped")
+        errors.print(f"[bold red]spec error:[/] {safe(str(exc))} — this exercise is skipped")
     broken += outcome.broken
     graded = {r.exercise for r in outcome.results}  # not those whose graph failed on its own inputs
     shown = [e.id for e in exercises if e.id in graded]
     _finish(args, console, outcome.results, shown, [name for name, _ in students])
     errors.print(
         f"[dim]{outcome.graded} graded, {outcome.reused} unchanged since the last run (from the gradebook "
-        f"{escape(str(gradebook.path))}); seed {args.seed}; submissions from {escape(str(folder))}[/]"
+        f"{safe(str(gradebook.path))}); seed {args.seed}; submissions from {safe(str(folder))}[/]"
     )
     if outcome.interrupted:
         left = len(jobs) - outcome.graded - outcome.reused
@@ -282,7 +284,7 @@ def _finish(
         render_class(console, results, exercises, students)
     if args.out is not None:
         written = write_all(args.out, results, exercises, students)
-        console.print(f"[dim]wrote {len(written)} files to {escape(str(args.out))}[/]")
+        console.print(f"[dim]wrote {len(written)} files to {safe(str(args.out))}[/]")
 
 
 def _gradescope(args: argparse.Namespace, console: Console, errors: Console) -> int:
@@ -308,9 +310,9 @@ def _gradescope(args: argparse.Namespace, console: Console, errors: Console) -> 
             results["output"] += f"\nautograder configuration error (not your fault): {exc}"
     except Exception as exc:  # the student still gets a result, and the staff a reason
         results = {"score": 0, "output": f"the autograder failed (not your fault; tell the staff): {exc}"}
-        errors.print(escape(traceback.format_exc()))
+        errors.print(safe(traceback.format_exc()))
     args.results.write_text(json.dumps(results, indent=1), encoding="utf-8")
-    console.print(f"wrote {escape(str(args.results))}: score {results['score']:g}")
+    console.print(f"wrote {safe(str(args.results))}: score {results['score']:g}")
     return int(ExitCode.ALL_PASS)
 
 
@@ -341,19 +343,19 @@ def _progress(errors: Console, total: int, enabled: bool) -> Iterator[Callable[[
 def _validate(args: argparse.Namespace, console: Console, errors: Console) -> int:
     from grader.validation import validate
 
-    exercises, broken = _load_all(args.exercises, errors)
+    exercises, broken = _load_all(args.exercises, errors, authoring=True)
     failed = False
     for exercise in exercises:
-        console.print(f"[bold]{escape(exercise.id)}[/] — {escape(exercise.spec.title)}")
+        console.print(f"[bold]{safe(exercise.id)}[/] — {safe(exercise.spec.title)}")
         try:
             checks = validate(exercise, args.seed, args.trials)
         except GraderError as exc:  # a graph that fails on its own inputs: the other exercises still run
-            console.print(f"  [bold red]FAIL[/] {escape(str(exc))}")
+            console.print(f"  [bold red]FAIL[/] {safe(str(exc))}")
             broken.append(exc)
             continue
         for check in checks:
             mark = "[green]ok[/]  " if check.ok else "[bold red]FAIL[/]"
-            console.print(f"  {mark} {escape(check.name)}: {escape(check.detail)}")
+            console.print(f"  {mark} {safe(check.name)}: {safe(check.detail)}")
             failed |= not check.ok
     if broken:
         return int(ExitCode.USAGE_OR_SPEC)
@@ -365,12 +367,12 @@ def _new(args: argparse.Namespace, console: Console) -> int:
 
     folder = args.dir / args.id
     for path in scaffold.create(folder):
-        console.print(f"  created {escape(str(path))}")
+        console.print(f"  created {safe(str(path))}")
     console.print(
-        f'Next: edit {escape(str(folder / "exercise.yaml"))} (the README\'s "Writing an exercise" explains '
+        f'Next: edit {safe(str(folder / "exercise.yaml"))} (the README\'s "Writing an exercise" explains '
         "every field), the solution, the starter and the wrong/ files; then run:"
     )
-    console.print(f"  [bold]grader validate {escape(str(folder))}[/]", soft_wrap=True)
+    console.print(f"  [bold]grader validate {safe(str(folder))}[/]", soft_wrap=True)
     return int(ExitCode.ALL_PASS)
 
 

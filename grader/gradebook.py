@@ -9,10 +9,13 @@ half-written. `grader report` re-renders results from here.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
+import os
 import sqlite3
+import stat
 import threading
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -137,16 +140,36 @@ def _now() -> str:
 
 
 def submission_hash(submission: Submission | None, path: Path) -> str:
-    """sha256 over the hand-in's file names and contents (or over the path when it is unusable)."""
+    """sha256 over the hand-in's file names and contents; for an unusable one (a link, a broken notebook),
+    over what is there, links not followed: once the student mends it, it is graded again."""
     digest = hashlib.sha256()
     if submission is None:
-        digest.update(f"unusable:{path}".encode())
+        digest.update(f"unusable:{path}\0".encode())
+        for entry in _entries(path):
+            digest.update(entry.encode(errors="surrogateescape") + b"\0")
         return digest.hexdigest()
-    for relative in sorted(submission.files):
+    for relative, content in sorted(zip(submission.files, submission.contents, strict=True)):
         digest.update(relative.encode() + b"\0")
-        digest.update((submission.root / relative).read_bytes())
+        digest.update(content)
         digest.update(b"\0")
     return digest.hexdigest()
+
+
+def _entries(path: Path) -> list[str]:
+    """Every entry at and below `path` with its type, size and modification time, links not followed."""
+    try:
+        top = os.lstat(path)
+    except OSError:
+        return []
+    found = [f"{path} {top.st_mode} {top.st_size} {top.st_mtime_ns}"]
+    if stat.S_ISDIR(top.st_mode):
+        for folder, subfolders, names in os.walk(path, followlinks=False):
+            subfolders.sort()
+            for name in sorted(names + subfolders):
+                with contextlib.suppress(OSError):
+                    entry = os.lstat(os.path.join(folder, name))
+                    found.append(f"{folder}/{name} {entry.st_mode} {entry.st_size} {entry.st_mtime_ns}")
+    return found
 
 
 def exercise_hash(exercise: Exercise) -> str:

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build the zip to upload as a Gradescope "Autograder": bash gradescope/build.sh EXERCISES_DIR OUT.zip
 # It holds setup.sh and run_autograder at the top, the grader's source in grader/, and the exercises
-# to grade in exercises/ (one exercise folder, or a folder of them).
+# to grade in exercises/ (one exercise folder, or a folder of them): their specs and support files only.
 set -euo pipefail
 if [ $# -ne 2 ]; then
     echo "usage: bash gradescope/build.sh EXERCISES_DIR OUT.zip" >&2
@@ -15,11 +15,11 @@ trap 'rm -rf "$stage"' EXIT
 cp "$repo/gradescope/setup.sh" "$repo/gradescope/run_autograder" "$stage/"
 mkdir -p "$stage/grader"
 cp -r "$repo/grader" "$repo/pyproject.toml" "$repo/README.md" "$stage/grader/"
-if [ -f "$exercises/exercise.yaml" ]; then
-    mkdir -p "$stage/exercises" && cp -r "$exercises" "$stage/exercises/"
-else
-    cp -r "$exercises" "$stage/exercises"
-fi
+# Only what grading reads: each exercise's spec and its support files. Not the reference solution, the
+# starter or the known-wrong files: a submission must find nothing to copy, whatever isolation holds.
+python=${PYTHON:-$repo/.venv/bin/python}
+[ -x "$python" ] || python=python3
+"$python" "$repo/gradescope/stage_exercises.py" "$exercises" "$stage/exercises"
 find "$stage" -name __pycache__ -prune -exec rm -rf {} +
 rm -f "$out"
 (cd "$stage" && python3 -m zipfile -c "$out" setup.sh run_autograder grader exercises)

@@ -47,7 +47,8 @@ def homework(source: str) -> list[dict[str, Any]]:
 
 
 def test_code_cells_become_python_with_magics_and_shell_lines_skipped(tmp_path: Path) -> None:
-    converted = notebooks.convert(write_notebook(tmp_path / "hw.ipynb", homework(CORRECT_GRAPH2)))
+    path = write_notebook(tmp_path / "hw.ipynb", homework(CORRECT_GRAPH2))
+    converted = notebooks.convert(path.read_bytes(), path)
     source = converted.source
     compile(source, "hw.ipynb.py", "exec")  # valid Python
     assert "pip install" not in source.replace("skipped by the grader: shell command !pip", "")
@@ -58,7 +59,8 @@ def test_code_cells_become_python_with_magics_and_shell_lines_skipped(tmp_path: 
 
 def test_lines_map_back_to_cells(tmp_path: Path) -> None:
     cells = [_cell("markdown", "intro"), _cell("code", "a = 1\nb = 2\n"), _cell("code", ["x = 1\n", "y = z"])]
-    converted = notebooks.convert(write_notebook(tmp_path / "nb.ipynb", cells))
+    path = write_notebook(tmp_path / "nb.ipynb", cells)
+    converted = notebooks.convert(path.read_bytes(), path)
     lines = converted.source.splitlines()
     where = lines.index("y = z") + 1
     assert converted.locate(where) == (3, 2)

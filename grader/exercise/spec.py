@@ -193,8 +193,13 @@ class Exercise:
         return self.root / relative
 
 
-def load_exercise(folder: Path) -> Exercise:
-    """Load `folder/exercise.yaml` (or a direct path to the YAML file)."""
+def load_exercise(folder: Path, authoring: bool = True) -> Exercise:
+    """Load `folder/exercise.yaml` (or a direct path to the YAML file).
+
+    With `authoring` (validation), the reference solution, starter and known-wrong files the spec names
+    must be there; grading needs none of them, and an exercise folder handed to students or shipped to
+    Gradescope leaves them out.
+    """
     path = folder if folder.suffix in (".yaml", ".yml") else folder / SPEC_FILE
     if not path.is_file():
         raise SpecError(path, None, "", "no such file: an exercise is a folder holding exercise.yaml")
@@ -221,7 +226,7 @@ def load_exercise(folder: Path) -> Exercise:
             _field_name(location),
             _describe(first, location),
         ) from None
-    program = _cross_check(spec, path, lines)
+    program = _cross_check(spec, path, lines, authoring)
     return Exercise(spec=spec, root=path.parent.resolve(), program=program)
 
 
@@ -243,7 +248,9 @@ class _Where:
         return SpecError(self.path, _line_for(self.lines, location), _field_name(location), message)
 
 
-def _cross_check(spec: ExerciseSpec, path: Path, lines: Mapping[tuple[Any, ...], int]) -> Program:
+def _cross_check(
+    spec: ExerciseSpec, path: Path, lines: Mapping[tuple[Any, ...], int], authoring: bool
+) -> Program:
     """What the models alone cannot check: names that refer to each other, the graph, the files."""
     where = _Where(path, lines)
     _check_inputs(spec, where)
@@ -251,7 +258,7 @@ def _cross_check(spec: ExerciseSpec, path: Path, lines: Mapping[tuple[Any, ...],
     program = _parsed_graph(spec, where)
     returns = _check_returns(spec, program, where)
     _check_references_to_returns(spec, program, returns, where)
-    _check_files(spec, where)
+    _check_files(spec, where, authoring)
     return program
 
 
@@ -349,14 +356,15 @@ def _check_references_to_returns(
                 raise where.error(location, f"{exc.message} (an expression over the graph's names)") from None
 
 
-def _check_files(spec: ExerciseSpec, where: _Where) -> None:
-    """The files the spec names exist beside it; support files stay inside the exercise's folder."""
+def _check_files(spec: ExerciseSpec, where: _Where, authoring: bool) -> None:
+    """The files the spec names exist beside it (the author's only when `authoring`); support files stay
+    inside the exercise's folder."""
     folder = where.path.parent
-    for field in ("solution", "starter"):
+    for field in ("solution", "starter") if authoring else ():
         relative = getattr(spec, field)
         if relative is not None and not (folder / relative).is_file():
             raise where.error((field,), f"file '{relative}' does not exist beside {where.path.name}")
-    for i, wrong in enumerate(spec.wrong):
+    for i, wrong in enumerate(spec.wrong if authoring else ()):
         if not (folder / wrong.file).is_file():
             raise where.error(
                 ("wrong", i, "file"), f"file '{wrong.file}' does not exist beside {where.path.name}"

@@ -1,75 +1,77 @@
-"""Find students' submissions and the file in each that defines an exercise's entry function."""
+"""Find students' submissions and the file in each that defines an exercise's entry function.
+
+Each file of a hand-in is read once, here, without following links (files.py); everything after this
+(the gradebook's hash, the search for the entry, what the worker is given) uses those bytes.
+"""
 
 from __future__ import annotations
 
 import ast
+import os
+import stat
 from pathlib import Path
 
 from grader.errors import UsageError
-from grader.handin import notebooks
+from grader.handin import files, notebooks
 from grader.handin.prepare import Submission
 
-_SKIPPED_DIRS = {"__pycache__"}
-_SUFFIXES = (".py", notebooks.SUFFIX)
+SUFFIXES = (".py", notebooks.SUFFIX)
 
 
 def submission_from_path(path: Path, entry: str, name: str | None = None) -> Submission:
     """A file is a submission on its own; a folder's .py and .ipynb files are, the one defining `entry` first.
 
-    A notebook that is not valid JSON is reported here (NotebookError), before anything runs.
+    What cannot be graded is a UsageError naming it, before anything runs: a link or special file, a file
+    too large, a notebook that is not one (NotebookError).
     """
-    if path.is_file():
-        if path.suffix not in _SUFFIXES:
+    if not os.path.lexists(path):
+        raise UsageError(f"{path}: no such file or folder")
+    if stat.S_ISDIR(os.lstat(path).st_mode):
+        relatives = list(files.walk(path, SUFFIXES))
+        if not relatives:
+            raise UsageError(f"{path}: no .py or .ipynb files in this folder")
+        root, default_name = path.resolve(), path.name
+    else:
+        files.check_regular(path)
+        if path.suffix not in SUFFIXES:
             kinds = "a .py file, a notebook (.ipynb) or a folder of them"
             raise UsageError(f"{path}: a submission is {kinds}, not '{path.suffix}'")
-        _readable(path)
-        return Submission(name=name or path.stem, root=path.parent.resolve(), files=(path.name,))
-    if not path.is_dir():
-        raise UsageError(f"{path}: no such file or folder")
-    files = sorted(
-        str(p.relative_to(path))
-        for p in path.rglob("*")
-        if p.suffix in _SUFFIXES
-        and p.is_file()
-        and not any(part.startswith(".") or part in _SKIPPED_DIRS for part in p.relative_to(path).parts)
+        root, relatives, default_name = path.parent.resolve(), [path.name], path.stem
+    contents = {relative: files.read(root, relative) for relative in relatives}
+    trees = {relative: _parsed(root / relative, contents[relative]) for relative in relatives}
+    defining = [f for f in relatives if (tree := trees[f]) is not None and _binds(tree, entry)]
+    ordered = defining + [f for f in relatives if f not in defining]
+    return Submission(
+        name=name or default_name,
+        root=root,
+        files=tuple(ordered),
+        contents=tuple(contents[f] for f in ordered),
     )
-    if not files:
-        raise UsageError(f"{path}: no .py or .ipynb files in this folder")
-    for relative in files:
-        _readable(path / relative)
-    defining = [f for f in files if defines(path / f, entry)]
-    ordered = defining + [f for f in files if f not in defining]
-    return Submission(name=name or path.name, root=path.resolve(), files=tuple(ordered))
-
-
-def _readable(path: Path) -> None:
-    if path.suffix == notebooks.SUFFIX:
-        notebooks.convert(path)
 
 
 def may_define(submission: Submission, name: str) -> bool:
     """Whether any of the files could define `name`: it binds it, star-imports, or does not even parse
     (then running it says what is wrong). False means the exercise was not handed in."""
-    for relative in submission.files:
-        tree = _parsed(submission.root / relative)
+    for relative, content in zip(submission.files, submission.contents, strict=True):
+        tree = _parsed(submission.root / relative, content)
         if tree is None or _star_imports(tree) or _binds(tree, name):
             return True
     return False
 
 
-def defines(path: Path, name: str) -> bool:
-    """Whether the file binds `name` at its top level (def, assignment or import), read without running it."""
-    tree = _parsed(path)
-    return tree is not None and _binds(tree, name)
+def _parsed(path: Path, content: bytes) -> ast.Module | None:
+    """The file's syntax tree (a notebook's code cells), or None when it does not parse.
 
-
-def _parsed(path: Path) -> ast.Module | None:
-    """The file's syntax tree (a notebook's code cells), or None when it cannot be read or parsed."""
+    A notebook that is not one raises NotebookError: it cannot be graded at all.
+    """
+    if path.suffix == notebooks.SUFFIX:
+        source = notebooks.convert(content, path).source
+    else:
+        source = content.decode("utf-8", errors="replace")
     try:
-        if path.suffix == notebooks.SUFFIX:
-            return ast.parse(notebooks.convert(path).source)
-        return ast.parse(path.read_text(encoding="utf-8", errors="replace"))
-    except (SyntaxError, ValueError, OSError, notebooks.NotebookError):
+        return ast.parse(source)
+    # A 200,000-term sum is valid Python that the parser cannot hold: the worker will say so.
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
 
 
@@ -93,13 +95,20 @@ def _binds(tree: ast.Module, name: str) -> bool:
 
 
 def discover_students(folder: Path) -> list[tuple[str, Path]]:
-    """Students in a class folder: each sub-folder is one student, and so is each .py or .ipynb file in it."""
+    """Students in a class folder: each sub-folder is one student, and so is each .py or .ipynb file in it.
+
+    A link in their place is a student too, whose hand-in then says it is a link: nobody is left out
+    without a word.
+    """
     if not folder.is_dir():
         raise UsageError(f"{folder}: no such folder of submissions (pass --submissions DIR)")
     students = []
-    for entry in sorted(folder.iterdir()):
+    for entry in sorted(os.scandir(folder), key=lambda e: e.name):
         if entry.name.startswith((".", "_")):
             continue
-        if entry.is_dir() or entry.suffix in _SUFFIXES:
-            students.append((entry.stem if entry.is_file() else entry.name, entry))
+        path = Path(entry.path)
+        if entry.is_dir(follow_symlinks=False) or (entry.is_symlink() and path.suffix not in SUFFIXES):
+            students.append((entry.name, path))
+        elif path.suffix in SUFFIXES:
+            students.append((path.stem, path))
     return students

@@ -19,6 +19,7 @@ SUFFIX = ".ipynb"
 CONVERTED = ".py"  # appended: graph2.ipynb is run as graph2.ipynb.py
 _SKIPPED = "pass  # skipped by the grader: {what}"
 _PYTHON_CELL_MAGICS = {"%%time", "%%timeit", "%%capture", "%%prun"}
+_MAX_INT_DIGITS = 40  # execution counts, nbformat versions: a few digits
 
 
 class NotebookError(UsageError):
@@ -45,11 +46,16 @@ class ConvertedNotebook:
         return None
 
 
-def convert(path: Path) -> ConvertedNotebook:
-    """The notebook's code cells as one Python source; NotebookError says what is wrong with the file."""
+def convert(content: bytes, path: Path) -> ConvertedNotebook:
+    """The code cells of the notebook `content` (read from `path`) as one Python source; NotebookError
+    says what is wrong with it."""
     try:
-        document = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        document = json.loads(content.decode("utf-8"), parse_int=_bounded_int)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise NotebookError(f"{path}: not a readable notebook ({exc})") from None
+    except RecursionError:
+        raise NotebookError(f"{path}: not a readable notebook (its JSON is nested too deeply)") from None
+    except _Unreadable as exc:
         raise NotebookError(f"{path}: not a readable notebook ({exc})") from None
     cells = document.get("cells") if isinstance(document, dict) else None
     if not isinstance(cells, list):
@@ -68,6 +74,18 @@ def convert(path: Path) -> ConvertedNotebook:
         spans.append(CellSpan(index + 1, len(lines) + 1, len(cell_lines)))
         lines += [*cell_lines, ""]  # a blank line between cells, as between a file's blocks
     return ConvertedNotebook("\n".join(lines) + "\n", tuple(spans))
+
+
+class _Unreadable(ValueError):
+    pass
+
+
+def _bounded_int(text: str) -> int:
+    # Python refuses to convert integers of more than 4300 digits (a ValueError deep in json); no
+    # notebook field needs a hundredth of that.
+    if len(text) > _MAX_INT_DIGITS:
+        raise _Unreadable(f"an integer of {len(text)} digits")
+    return int(text)
 
 
 def _python_lines(text: str) -> list[str]:

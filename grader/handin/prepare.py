@@ -25,6 +25,7 @@ class Submission:
     name: str
     root: Path
     files: tuple[str, ...]
+    contents: tuple[bytes, ...] = ()  # each file's bytes, read once without following links (files.py)
 
     @property
     def path(self) -> Path:
@@ -52,17 +53,16 @@ class Prepared:
 
 
 def prepare(submission: Submission) -> Prepared:
-    """Read the hand-in's files; a notebook becomes the Python of its code cells (NotebookError if not)."""
+    """The hand-in's files as the worker gets them: a notebook becomes the Python of its code cells."""
     files: list[tuple[str, bytes]] = []
     imports: list[str] = []
     converted: dict[str, notebooks.ConvertedNotebook] = {}
-    for relative in submission.files:
-        source = submission.root / relative
-        if source.suffix == notebooks.SUFFIX:
-            notebook = converted[relative] = notebooks.convert(source)
+    for relative, content in zip(submission.files, submission.contents, strict=True):
+        if relative.endswith(notebooks.SUFFIX):
+            notebook = converted[relative] = notebooks.convert(content, submission.root / relative)
             relative += notebooks.CONVERTED
             files.append((relative, notebook.source.encode("utf-8")))
         else:
-            files.append((relative, source.read_bytes()))
+            files.append((relative, content))
         imports.append(relative)
     return Prepared(tuple(files), tuple(imports), converted)

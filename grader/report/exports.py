@@ -13,12 +13,14 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from grader.outcomes import Verdict
 from grader.results import ReturnResult, SubmissionResult
+from grader.text import valid_unicode
 
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
+JSONLike = TypeVar("JSONLike")
 
 
 def write_all(
@@ -63,6 +65,17 @@ def _gradebook_csv(
     return path
 
 
+def encodable(value: JSONLike) -> JSONLike:
+    """`value` with every string valid Unicode: student text may hold lone surrogates."""
+    if isinstance(value, str):
+        return valid_unicode(value)  # type: ignore[return-value]
+    if isinstance(value, dict):
+        return {encodable(k): encodable(v) for k, v in value.items()}  # type: ignore[return-value]
+    if isinstance(value, list | tuple):
+        return [encodable(v) for v in value]  # type: ignore[return-value]
+    return value
+
+
 def gradescope_results(results: Sequence[SubmissionResult]) -> dict[str, Any]:
     """Gradescope's results.json for one student: one test per (exercise, return)."""
     tests = []
@@ -79,15 +92,17 @@ def gradescope_results(results: Sequence[SubmissionResult]) -> dict[str, Any]:
                     "tags": [ret.verdict.value, *([ret.misconception] if ret.misconception else [])],
                 }
             )
-    return {
-        "score": sum(r.score for r in results),
-        "max_score": sum(r.max_score for r in results),
-        "execution_time": round(sum(r.seconds for r in results), 3),
-        "output": "\n".join(_summary_line(r) for r in results),
-        "visibility": "visible",
-        "stdout_visibility": "hidden",
-        "tests": tests,
-    }
+    return encodable(
+        {
+            "score": sum(r.score for r in results),
+            "max_score": sum(r.max_score for r in results),
+            "execution_time": round(sum(r.seconds for r in results), 3),
+            "output": "\n".join(_summary_line(r) for r in results),
+            "visibility": "visible",
+            "stdout_visibility": "hidden",
+            "tests": tests,
+        }
+    )
 
 
 def _summary_line(result: SubmissionResult) -> str:
@@ -134,4 +149,4 @@ def class_summary(results: Sequence[SubmissionResult], exercises: Sequence[str])
             "max_score": mine[0].max_score if mine else None,
             "returns": returns,
         }
-    return summary
+    return encodable(summary)

@@ -5,14 +5,21 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, field_validator
 
 from grader.judging.compare import EntryError
 from grader.results import FailingCase, SubmissionResult
+from grader.text import valid_unicode
 
 
 class _Out(BaseModel):
     model_config = ConfigDict(extra="forbid", ser_json_inf_nan="null")
+
+    @field_validator("*")
+    @classmethod
+    def _encodable(cls, value: object) -> object:
+        # Student text (messages, output, file names) may hold lone surrogates, which no UTF-8 can carry.
+        return valid_unicode(value) if isinstance(value, str) else value
 
 
 class ErrorOut(_Out):

@@ -13,6 +13,7 @@ from rich.table import Table
 from grader.exercise.trials import Trial
 from grader.outcomes import FailureKind, Verdict
 from grader.results import ReturnResult, SubmissionResult, student_location
+from grader.text import visible
 
 STYLE = {
     Verdict.PASS: "green",
@@ -33,6 +34,11 @@ VERDICT_MEANINGS = {
 }
 
 
+def safe(text: str) -> str:
+    """Any text for rich to print as it is: much of it came from student code (see grader/text.py)."""
+    return escape(visible(text))
+
+
 def verdict_text(verdict: Verdict) -> str:
     return f"[{STYLE[verdict]}]{verdict.value}[/]"
 
@@ -51,14 +57,14 @@ def make_console(stderr: bool = False) -> Console:
 def render_result(console: Console, result: SubmissionResult, show_output: bool = False) -> None:
     trials = f"trial {result.only_trial}" if result.only_trial is not None else f"{result.trials} trials"
     console.print(
-        f"[bold]{escape(result.exercise)}[/] — {escape(result.submission)}  "
+        f"[bold]{safe(result.exercise)}[/] — {safe(result.submission)}  "
         f"[dim](seed {result.seed}, {trials}, {result.seconds:.1f} s)[/]"
     )
     if result.error is not None:
         error = result.error
-        console.print(f"  [bold red]error[/] ({error.kind}): {escape(error.message)}")
+        console.print(f"  [bold red]error[/] ({error.kind}): {safe(error.message)}")
         if error.traceback:
-            console.print(_indent(escape(error.traceback), 4))
+            console.print(_indent(safe(error.traceback), 4))
     table = Table(show_header=True, header_style="bold", box=None, padding=(0, 2, 0, 2))
     table.add_column("return")
     table.add_column("verdict")
@@ -66,23 +72,21 @@ def render_result(console: Console, result: SubmissionResult, show_output: bool 
     table.add_column("why")
     for ret in result.returns:
         why = "not graded: see the error above" if result.error is not None else ret.message
-        table.add_row(
-            escape(ret.name), verdict_text(ret.verdict), f"{ret.score:g}/{ret.points:g}", escape(why)
-        )
+        table.add_row(safe(ret.name), verdict_text(ret.verdict), f"{ret.score:g}/{ret.points:g}", safe(why))
     console.print(table)
     if result.error is None and result.first_trial_error is not None and result.first_trial_error.traceback:
         first = result.first_trial_error
         console.print(f"  [bold]first failing call[/] (trial {first.trial}):")
-        console.print(_indent(escape(first.traceback), 4))
+        console.print(_indent(safe(first.traceback), 4))
     for ret in result.returns:
         if ret.verdict is not Verdict.PASS and ret.verdict is not Verdict.ERROR:
             _render_failure(console, result, ret)
     _render_output(console, result, show_output)
     score = f"{result.score:g}/{result.max_score:g}"
-    console.print(f"  score [bold]{score}[/]   [dim]isolation: {escape(result.isolation)}[/]")
+    console.print(f"  score [bold]{score}[/]   [dim]isolation: {safe(result.isolation)}[/]")
     replayed = any(r.case is not None for r in result.returns if r.verdict is not Verdict.ERROR)
     if not result.passed and not replayed:
-        console.print(f"  [dim]reproduce:[/] {escape(result.repro(_focus_trial(result)))}")
+        console.print(f"  [dim]reproduce:[/] {safe(result.repro(_focus_trial(result)))}")
     console.print()
 
 
@@ -93,7 +97,7 @@ def _render_output(console: Console, result: SubmissionResult, show_output: bool
         lines = text.strip().splitlines()
         if show_output:
             console.print(f"  [dim]your code's {stream}:[/]")
-            console.print(_indent(escape(text.strip()), 4), style="dim")
+            console.print(_indent(safe(text.strip()), 4), style="dim")
         else:
             console.print(
                 f"  [dim]your code printed {len(lines)} lines to {stream} (--show-output shows them)[/]"
@@ -102,15 +106,15 @@ def _render_output(console: Console, result: SubmissionResult, show_output: bool
 
 def _render_failure(console: Console, result: SubmissionResult, ret: ReturnResult) -> None:
     if ret.misconception is not None:
-        name = escape(ret.misconception)
-        console.print(f"  [bold]{escape(ret.name)}[/]: [yellow]likely mistake:[/] {name}")
+        name = safe(ret.misconception)
+        console.print(f"  [bold]{safe(ret.name)}[/]: [yellow]likely mistake:[/] {name}")
         if ret.feedback:
-            console.print(escape(_wrapped(ret.feedback, console.width)))
+            console.print(safe(_wrapped(ret.feedback, console.width)))
     case = ret.case
     if case is None:
         return
     sizes = ", ".join(f"{k}={v}" for k, v in sorted(case.sizes.items())) or "fixed sizes"
-    console.print(f"  [bold]{escape(ret.name)}[/]: smallest failing case is trial {case.trial} ({sizes})")
+    console.print(f"  [bold]{safe(ret.name)}[/]: smallest failing case is trial {case.trial} ({sizes})")
     if case.mask is not None and case.mask.ndim <= 2 and max(case.mask.shape, default=1) <= _GRID_LIMIT:
         console.print("    failing entries (x), passing (.):")
         grid = np.atleast_2d(case.mask)
@@ -131,7 +135,7 @@ def _render_failure(console: Console, result: SubmissionResult, ret: ReturnResul
                 f"{entry.envelope_ratio:.3g}",
             )
         console.print(table)
-    console.print(f"    [dim]replay:[/] {escape(result.repro(case.trial))}")
+    console.print(f"    [dim]replay:[/] {safe(result.repro(case.trial))}")
 
 
 def _focus_trial(result: SubmissionResult) -> int | None:
@@ -143,19 +147,19 @@ def _focus_trial(result: SubmissionResult) -> int | None:
 
 def render_case(console: Console, result: SubmissionResult, trial: Trial) -> None:
     """One trial whole: its inputs, and for each return that fails it, expected and got side by side."""
-    console.print(f"  [bold]trial {trial.index}[/] ({escape(trial.describe_sizes())}), inputs:")
+    console.print(f"  [bold]trial {trial.index}[/] ({safe(trial.describe_sizes())}), inputs:")
     with np.printoptions(precision=6, suppress=False, linewidth=max(60, console.width - 8), threshold=400):
         for name, array in trial.inputs.items():
-            console.print(f"    [bold]{escape(name)}[/] {_shape(array)}")
-            console.print(_indent(escape(str(array)), 6))
+            console.print(f"    [bold]{safe(name)}[/] {_shape(array)}")
+            console.print(_indent(safe(str(array)), 6))
         for ret in result.returns:
             case = ret.case
             if ret.verdict is Verdict.PASS or case is None:
                 continue
             for label, value in (("expected", case.expected), ("got", case.got)):
                 if value is not None:
-                    console.print(f"    [bold]{escape(ret.name)}[/] {label} {_shape(np.asarray(value))}")
-                    console.print(_indent(escape(str(np.asarray(value))), 6))
+                    console.print(f"    [bold]{safe(ret.name)}[/] {label} {_shape(np.asarray(value))}")
+                    console.print(_indent(safe(str(np.asarray(value))), 6))
 
 
 def _shape(array: np.ndarray) -> str:
@@ -197,13 +201,13 @@ def render_class(
                 cells.append("[dim]—[/]")
             else:
                 cells.append(f"{result.score:g}/{result.max_score:g} {verdict_text(result.worst)}")
-        table.add_row(escape(student), *cells, f"{total:g}/{maximum:g}")
+        table.add_row(safe(student), *cells, f"{total:g}/{maximum:g}")
     console.print(table)
     if any(_not_submitted(r) for r in results):
         console.print("[dim]— not handed in[/]")
     nobody = [e for e in exercises if e not in attempted]
     if nobody:
-        console.print(f"[dim]handed in by nobody (0 for everyone): {escape(', '.join(nobody))}[/]")
+        console.print(f"[dim]handed in by nobody (0 for everyone): {safe(', '.join(nobody))}[/]")
     problems = [r for r in results if not r.passed]
     if any(not _not_submitted(r) or r.exercise in attempted for r in problems):
         console.print("[bold]what failed[/]")
@@ -212,23 +216,23 @@ def render_class(
         if _not_submitted(result):
             missing.setdefault(result.student, []).append(result.exercise)
             continue
-        console.print(f"  [bold]{escape(result.student)}[/] / {escape(result.exercise)}:")
+        console.print(f"  [bold]{safe(result.student)}[/] / {safe(result.exercise)}:")
         if result.error is not None:
             where = student_location(result.error.traceback)
             where = f" ({where})" if where else ""
-            console.print(f"    error ({result.error.kind}): {escape(result.error.message)}{escape(where)}")
-            console.print(f"    [dim]{escape(result.repro(_focus_trial(result)))}[/]")
+            console.print(f"    error ({result.error.kind}): {safe(result.error.message)}{safe(where)}")
+            console.print(f"    [dim]{safe(result.repro(_focus_trial(result)))}[/]")
             continue
         for ret in result.returns:
             if ret.verdict is not Verdict.PASS:
                 named = f" — likely mistake: {ret.misconception}" if ret.misconception else ""
-                line = f"{escape(ret.name)} {verdict_text(ret.verdict)}: {escape(ret.message + named)}"
+                line = f"{safe(ret.name)} {verdict_text(ret.verdict)}: {safe(ret.message + named)}"
                 console.print(f"    {line}")
-        console.print(f"    [dim]{escape(result.repro(_focus_trial(result)))}[/]")
+        console.print(f"    [dim]{safe(result.repro(_focus_trial(result)))}[/]")
     for student, exercises_missing in missing.items():
         shown = [e for e in exercises_missing if e in attempted]
         if shown:
-            console.print(f"  [bold]{escape(student)}[/] did not hand in: {escape(', '.join(shown))}")
+            console.print(f"  [bold]{safe(student)}[/] did not hand in: {safe(', '.join(shown))}")
 
 
 def _not_submitted(result: SubmissionResult) -> bool:

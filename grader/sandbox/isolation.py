@@ -14,19 +14,29 @@ RLIMIT_NPROC where the kernel counts it per sandbox (bubblewrap as an ordinary u
 from __future__ import annotations
 
 import enum
+import fcntl
 import os
+import pwd
 import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
 import grader
-from grader.sandbox import cgroups
+from grader.sandbox import cgroups, landlock
 
 BASE = "base (subprocess, rlimits, own session, clean environment)"
+SHM_MB = 64  # the sandbox's /dev/shm, below the smallest memory limit an exercise may set (256 MB)
+# The base layer, run as root: each warm slot's workers run as an unprivileged uid of their own, counted
+# down from this one (GRADER_SANDBOX_UID, `nobody` by default); "off" keeps the grader's own uid.
+_UID_VARIABLE = "GRADER_SANDBOX_UID"
+_UID_SLOTS = 64  # uids a machine's graders lease at once: slots of all grader processes together
+_DEVICES_READ = ("/dev/urandom", "/dev/random", "/proc/cpuinfo", "/proc/meminfo", "/sys/devices/system/cpu")
+_DEVICES_WRITE = ("/dev/null", "/dev/zero")
 BUBBLEWRAP = "bubblewrap (own PID and network namespaces, no capabilities, only the submission visible)"
 INSIDE_JOB = "/job"  # where the job folder appears inside the sandbox
 _SYSTEM_DIRS = ("/usr", "/bin", "/lib", "/lib64", "/sbin")
@@ -68,6 +78,8 @@ class Isolation:
     level: str  # "bubblewrap" or "base"
     description: str  # shown in every result; says what is missing when reduced
     process_limit: ProcessLimit = ProcessLimit.NONE
+    own_uid: int | None = None  # base layer as root: the first uid workers run as (a slot's own)
+    landlock: int = 0  # base layer: the Landlock ABI that confines workers (0: none)
 
     @property
     def reduced(self) -> bool:
@@ -105,11 +117,81 @@ def current() -> Isolation:
 
 
 def _base(cgroup: bool, why: str) -> Isolation:
-    if cgroup:
-        description = f"reduced isolation: {BASE}, processes bounded by a cgroup; {why}"
-        return Isolation("base", description, ProcessLimit.CGROUP)
+    uid = _own_uid()
+    version = landlock.abi()
+    held = [f"unprivileged uid {uid} per slot, no_new_privs" if uid is not None else "the grader's own uid"]
+    if version:
+        held.append(landlock.Confinement(version, version >= 4, version >= 6).describe())
+    else:
+        held.append("no Landlock (the kernel has none): files the grader's uid may read are readable")
     # RLIMIT_NPROC outside a user namespace counts all of the user's processes: useless as a bound.
-    return Isolation("base", f"reduced isolation: {BASE}, no process limit; {why}")
+    limit = ProcessLimit.CGROUP if cgroup else ProcessLimit.NONE
+    processes = "processes bounded by a cgroup" if cgroup else "no process limit"
+    description = f"reduced isolation: {BASE}, {', '.join(held)}, {processes}; {why}"
+    return Isolation("base", description, limit, own_uid=uid, landlock=version)
+
+
+def _own_uid() -> int | None:
+    """The first uid the base layer's workers run as; None where the grader is not root (or was told)."""
+    setting = os.environ.get(_UID_VARIABLE, "")
+    if os.geteuid() != 0 or setting == "off":
+        return None
+    if setting.isdigit():
+        return int(setting)
+    try:
+        return pwd.getpwnam("nobody").pw_uid
+    except KeyError:
+        return 65534
+
+
+@dataclass
+class UserLease:
+    """A uid (with the gid of the same number) that one warm slot's workers run as, held by a lock file
+    for the zygote's life: no two slots on the machine, of this grader process or another, share one
+    (a worker could then signal, renice or prlimit a classmate's)."""
+
+    uid: int
+    gid: int
+    _lock: int
+
+    def release(self) -> None:
+        if self._lock >= 0:
+            os.close(self._lock)
+            self._lock = -1
+
+
+def lease_user() -> UserLease | None:
+    """A free uid for a slot, or None where workers keep the grader's uid (not root, or told so)."""
+    first = current().own_uid
+    if first is None:
+        return None
+    folder = Path(tempfile.gettempdir()) / "grader-uids"
+    folder.mkdir(mode=0o700, exist_ok=True)
+    for uid in range(first, first - _UID_SLOTS, -1):
+        lock = os.open(folder / f"{uid}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(lock)
+            continue
+        return UserLease(uid, uid, lock)
+    raise OSError(f"all {_UID_SLOTS} sandbox uids from {first} down are in use by other graders")
+
+
+def confinement(slot: Path) -> dict[str, list[str]] | None:
+    """What Landlock lets a base-layer worker of `slot` read and write; None where there is no Landlock."""
+    if current().landlock == 0:
+        return None
+    package = str(Path(grader.__file__).resolve().parent)
+    prefixes = {
+        sys.base_prefix,
+        sys.prefix,
+        sys.exec_prefix,
+        str(Path(sys.executable).resolve().parent.parent),
+    }
+    read = [*_SYSTEM_DIRS, *_SYSTEM_FILES, *sorted(prefixes), package, *_DEVICES_READ]
+    read += [str(slot / "submission"), str(slot / "support")]
+    return {"read": read, "write": [str(slot / "scratch"), *_DEVICES_WRITE]}
 
 
 def _probe(bwrap_prefix: list[str]) -> str:
@@ -163,6 +245,10 @@ def _bwrap_prefix(bwrap: str, scratch_mb: int) -> list[str]:
         "--clearenv",
         "--proc", "/proc",
         "--dev", "/dev",
+        # Its own, sized /dev/shm (else a part of /dev that the memory limit does not bound), and its
+        # own POSIX message queues, listed there so that each job's can be removed.
+        "--size", str(SHM_MB << 20), "--tmpfs", "/dev/shm",
+        "--mqueue", "/dev/mqueue",
         "--size", str(scratch_mb << 20), "--tmpfs", "/tmp",
     ]  # fmt: skip
     for directory in _SYSTEM_DIRS:

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter, field_validator
 
 from grader.sandbox.protocol import NUMERIC_DTYPES
+from grader.text import valid_unicode
 
 _TEXT = 64_000
 _NAME = 200
+# Text from the worker is the student's: a lone surrogate in it would break every JSON written later.
+Text = Annotated[str, BeforeValidator(lambda text: valid_unicode(text) if isinstance(text, str) else text)]
 
 
 class _Message(BaseModel):
@@ -31,17 +34,17 @@ class PassDone(_Message):
 class Fatal(_Message):
     type: Literal["fatal"]
     kind: Literal["import", "exit", "missing-function"]
-    file: str = Field(max_length=_NAME)
-    message: str = Field(max_length=_TEXT)
-    traceback: str = Field(default="", max_length=_TEXT)
-    defined: list[Annotated[str, Field(max_length=_NAME)]] = Field(default=[], max_length=50)
+    file: Text = Field(max_length=_NAME)
+    message: Text = Field(max_length=_TEXT)
+    traceback: Text = Field(default="", max_length=_TEXT)
+    defined: list[Annotated[Text, Field(max_length=_NAME)]] = Field(default=[], max_length=50)
 
 
 class ReturnedArray(_Message):
-    name: str = Field(max_length=_NAME)
+    name: Text = Field(max_length=_NAME)
     ok: Literal[True]
     dtype: str = Field(max_length=20)
-    source: str = Field(max_length=_NAME)
+    source: Text = Field(max_length=_NAME)
 
     @field_validator("dtype")
     @classmethod
@@ -52,9 +55,9 @@ class ReturnedArray(_Message):
 
 
 class ReturnProblem(_Message):
-    name: str = Field(max_length=_NAME)
+    name: Text = Field(max_length=_NAME)
     ok: Literal[False]
-    problem: str = Field(max_length=_TEXT)
+    problem: Text = Field(max_length=_TEXT)
 
 
 class TrialFailed(_Message):
@@ -62,8 +65,8 @@ class TrialFailed(_Message):
     trial: int = Field(ge=0)
     rerun: bool
     kind: Literal["exception", "timeout", "exit", "memory", "bad-return"]
-    message: str = Field(max_length=_TEXT)
-    traceback: str = Field(default="", max_length=_TEXT)
+    message: Text = Field(max_length=_TEXT)
+    traceback: Text = Field(default="", max_length=_TEXT)
 
 
 ReturnKind = Annotated[ReturnedArray | ReturnProblem, Field(discriminator="ok")]

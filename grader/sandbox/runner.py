@@ -460,12 +460,14 @@ def _encode_trials(trials: Sequence[Trial]) -> bytes:
 
 
 def _stage(handin: Prepared, target: Path) -> None:
-    """Write the hand-in's files into the worker's submission folder."""
+    """Write the hand-in's files into the worker's submission folder, readable by the worker's uid."""
     target.mkdir(exist_ok=True)
     for relative, content in handin.files:
         destination = target / relative
-        destination.parent.mkdir(parents=True, exist_ok=True)
+        for folder in reversed(destination.relative_to(target).parents[:-1]):
+            (target / folder).mkdir(mode=0o755, exist_ok=True)
         destination.write_bytes(content)
+        destination.chmod(0o644)
 
 
 def _stage_support(exercise: Exercise, target: Path) -> None:

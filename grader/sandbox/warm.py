@@ -60,10 +60,21 @@ class Zygote:
         cgroup = isolation.current().process_limit is ProcessLimit.CGROUP
         self.group = cgroups.create(_ZYGOTE_TASKS) if cgroup else None
         join_fd = self.group.open_join_fd() if self.group is not None else None
+        self.sandboxed = isolation.current().level == "bubblewrap"
+        self.user: isolation.UserLease | None = None
         try:
             for folder in ("scratch", "submission", "support"):
                 (self.slot / folder).mkdir()
-            self.sandboxed = isolation.current().level == "bubblewrap"
+            if not self.sandboxed:
+                self.user = isolation.lease_user()
+            if self.user is not None:
+                # The slot's uid may pass through the slot and read the job's files, and write only in
+                # its scratch folder; nothing else of the grader's is readable to it.
+                self.slot.chmod(0o711)
+                for folder in ("submission", "support"):
+                    (self.slot / folder).chmod(0o755)
+                os.chown(self.slot / "scratch", self.user.uid, self.user.gid)
+                (self.slot / "scratch").chmod(0o700)
             env = dict(_ENVIRONMENT)
             env.update({k: os.environ[k] for k in _PASSED_ENVIRONMENT if k in os.environ})
             config = {
@@ -73,8 +84,12 @@ class Zygote:
                 "cgroup": str(self.group.path) if self.group is not None and not self.sandboxed else None,
                 "job_dir": "{job}",
                 "pid1": self.sandboxed,
-                # Inside the sandbox /tmp and /dev/shm are its own tmpfs; outside they are the machine's.
-                "clear": ["{job}/scratch", "/tmp", "/dev/shm"] if self.sandboxed else ["{job}/scratch"],
+                # Inside the sandbox /tmp, /dev/shm and /dev/mqueue are its own; outside the machine's.
+                "clear": ["{job}/scratch", "/tmp", "/dev/shm", "/dev/mqueue"]
+                if self.sandboxed
+                else ["{job}/scratch"],
+                "drop": None if self.user is None else [self.user.uid, self.user.gid],
+                "confine": None if self.sandboxed else isolation.confinement(self.slot),
             }
             args = ["-I", "-B", "-c", _BOOT, json.dumps(config), isolation.package_parent()]
             start = isolation.launch(self.slot, args, env, SCRATCH_MB)
@@ -93,6 +108,8 @@ class Zygote:
             self._log.close()
             if self.group is not None:
                 self.group.remove()
+            if self.user is not None:
+                self.user.release()
             shutil.rmtree(self.slot, ignore_errors=True)
             raise
         finally:
@@ -148,6 +165,8 @@ class Zygote:
         self._log.close()
         if self.group is not None:
             self.group.remove()
+        if self.user is not None:  # its processes died with the zygote, which killed them at each job
+            self.user.release()
         shutil.rmtree(self.slot, ignore_errors=True)
 
 

@@ -21,19 +21,22 @@ import errno
 import gc
 import json
 import os
+import resource
 import select
 import signal
 import socket
+import stat
 import sys
 import time
 import traceback
 from pathlib import Path
 from typing import Any
 
-from grader.sandbox import worker
+from grader.sandbox import credentials, landlock, worker
 from grader.sandbox.protocol import CLOSED_CHANNEL_EXIT
 
 _PR_SET_DUMPABLE = 4
+_PR_SET_CHILD_SUBREAPER = 36
 _IPC_RMID = 0
 _CLEAN_SECONDS = 5.0
 _Identity = tuple[int, int, int]  # inode, mode, device: what tells a replaced /dev entry
@@ -55,6 +58,8 @@ def main(config_text: str) -> None:
     # No process of a submission may read or change the zygote's memory (it would reach every later
     # submission): not dumpable, only a process with CAP_SYS_PTRACE may attach, and the sandbox has none.
     _set_dumpable(False)
+    if not sandboxed:  # what a job leaves (a daemon) comes back to the zygote, to be reaped and counted
+        _prctl(_PR_SET_CHILD_SUBREAPER, 1)
     signal.signal(signal.SIGINT, signal.SIG_DFL)  # as PID 1, only signals it handles reach it
     worker.prepare()
     # What the zygote holds (torch's many objects) is never garbage: out of the collector's sight, the
@@ -63,6 +68,12 @@ def main(config_text: str) -> None:
     global _mounts
     _mounts = _mount_points()
     dev_before = _dev_entries() if sandboxed else {}
+    drop = config.get("drop")
+    user = None if drop is None else (int(drop[0]), int(drop[1]))
+    # What a job must not change for the next ones: the zygote's limits, priority, scheduling, affinity,
+    # OOM score and folders' modes; a job that did (prlimit on its parent, say) gets the zygote replaced.
+    folders = [Path(p) for p in config["clear"]]
+    before = _state(folders)
     _send(control, {"type": "warm"})
     while True:
         try:
@@ -77,7 +88,7 @@ def main(config_text: str) -> None:
             for fd in fds:
                 os.close(fd)
             continue
-        child = _start(control, fds, Path(config["job_dir"]), sandboxed)
+        child = _start(control, fds, Path(config["job_dir"]), sandboxed, user, config.get("confine"))
         for fd in fds:
             os.close(fd)
         _send(control, {"type": "started", "pid": child})
@@ -85,13 +96,21 @@ def main(config_text: str) -> None:
         if returncode is None:
             return
         _send(control, {"type": "exit", "returncode": returncode})
-        problem = _clean(child, sandboxed, [Path(p) for p in config["clear"]], dev_before, config["cgroup"])
+        problem = _clean(child, sandboxed, folders, dev_before, config["cgroup"], user, before)
+        problem = problem or _changed(before, _state(folders))
         _send(control, {"type": "clean", "ok": not problem, "problem": problem})
         if problem:
             return
 
 
-def _start(control: socket.socket, fds: list[int], job_dir: Path, sandboxed: bool) -> int:
+def _start(
+    control: socket.socket,
+    fds: list[int],
+    job_dir: Path,
+    sandboxed: bool,
+    user: tuple[int, int] | None,
+    confine: dict[str, list[str]] | None,
+) -> int:
     pid = os.fork()
     if pid:
         return pid
@@ -105,6 +124,14 @@ def _start(control: socket.socket, fds: list[int], job_dir: Path, sandboxed: boo
         os.close(stderr)
         if not sandboxed:
             os.setsid()  # outside a PID namespace its process group is what the grader kills
+        credentials.join_fresh_session_keyring()
+        if user is not None:  # before the rules: what it reads is opened as the zygote's user
+            credentials.keep_imports_reachable(*user)
+        if confine is not None:
+            own = f"/proc/{os.getpid()}"
+            landlock.confine([*confine["read"], own], confine["write"])
+        if user is not None:
+            credentials.drop(*user)
         _set_dumpable(True)
         worker.main(job_dir, jobs, results, progress)
         code = 0
@@ -153,15 +180,59 @@ def _end_job(child: int | None, sandboxed: bool) -> None:
 
 
 def _clean(
-    child: int, sandboxed: bool, folders: list[Path], dev_before: dict[str, _Identity], cgroup: str | None
+    child: int,
+    sandboxed: bool,
+    folders: list[Path],
+    dev_before: dict[str, _Identity],
+    cgroup: str | None,
+    user: tuple[int, int] | None,
+    before: dict[str, object],
 ) -> str:
     """Remove what the submission left; the problem in words when something could not be."""
     problem = _end_processes(child, sandboxed, None if cgroup is None else Path(cgroup) / "cgroup.procs")
+    if user is not None and not credentials.end_processes_of(*user):
+        problem = problem or f"a process of uid {user[0]} could not be ended"
+    if user is None:
+        credentials.clear_user_keyrings()  # the zygote's own uid's, which the job shared
     for folder in folders:
+        recorded = before.get(f"mode of {folder}")
+        if isinstance(recorded, tuple):  # a job that made its scratch folder read-only, say
+            with contextlib.suppress(OSError):
+                folder.chmod(recorded[0])
         problem = problem or _empty(folder)
     if sandboxed:
         problem = problem or _restore_dev(dev_before) or _remove_ipc_objects()
+    elif user is not None:  # the machine's own /dev/shm and message queues: only what the job's uid owns
+        for shared in ("/dev/shm", "/dev/mqueue"):
+            for path in credentials.owned_by(shared, user[0]):
+                credentials.remove(path)
     return problem
+
+
+_LIMITS = sorted((name, getattr(resource, name)) for name in dir(resource) if name.startswith("RLIMIT_"))
+
+
+def _state(folders: list[Path]) -> dict[str, object]:
+    """What of the zygote a job's processes could change, and every later job would inherit."""
+    state: dict[str, object] = {name: resource.getrlimit(number) for name, number in _LIMITS}
+    state["priority"] = os.getpriority(os.PRIO_PROCESS, 0)
+    state["scheduling"] = (os.sched_getscheduler(0), os.sched_getparam(0).sched_priority)
+    state["affinity"] = sorted(os.sched_getaffinity(0))
+    with contextlib.suppress(OSError):
+        state["OOM score adjustment"] = Path("/proc/self/oom_score_adj").read_text().strip()
+    for folder in folders:
+        with contextlib.suppress(OSError):
+            status = folder.stat()
+            state[f"mode of {folder}"] = (stat.S_IMODE(status.st_mode), status.st_uid)
+    return state
+
+
+def _changed(before: dict[str, object], after: dict[str, object]) -> str:
+    """The first difference in words; '' when the job changed nothing."""
+    for key, value in before.items():
+        if after.get(key) != value:
+            return f"the zygote's {key} was changed by the job ({value} -> {after.get(key)})"
+    return ""
 
 
 def _end_processes(child: int, sandboxed: bool, members: Path | None) -> str:
@@ -297,8 +368,12 @@ def _ipc_ids(kind: str) -> list[int]:
 
 
 def _set_dumpable(dumpable: bool) -> None:
+    _prctl(_PR_SET_DUMPABLE, int(dumpable))
+
+
+def _prctl(option: int, value: int) -> None:
     with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_DUMPABLE, int(dumpable), 0, 0, 0)
+        ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0)
 
 
 def _send(control: socket.socket, message: dict[str, Any]) -> None:

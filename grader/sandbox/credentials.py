@@ -1,0 +1,170 @@
+"""Who a worker is: an unprivileged uid of its own where the grader runs as root, a keyring of its own.
+
+Worker side (stdlib only). A worker that shares its uid with the zygote or the grader may change their
+limits, priority, scheduling and affinity (prlimit, setpriority, sched_setaffinity ask only that the uids
+match), so in the base layer, run as root, each warm slot's workers run as an unprivileged uid of that
+slot, with no supplementary groups and no_new_privs. The interpreter may live where that uid cannot
+read (pyenv under /root, mode 0700): the directories it imports from are opened before the uid is
+dropped and imported through /proc/self/fd, so the rest of the system needs no change.
+
+Kernel keys outlive processes: each worker joins a fresh session keyring, and after each job the
+user keyrings of its uid are cleared.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import signal
+import stat
+import sys
+import time
+
+_PR_SET_DUMPABLE = 4
+_PR_SET_NO_NEW_PRIVS = 38
+_SYS_KEYCTL = {"x86_64": 250, "aarch64": 219}.get(os.uname().machine)
+_KEYCTL_JOIN_SESSION_KEYRING, _KEYCTL_CLEAR = 1, 7
+_KEY_SPEC_USER_KEYRING, _KEY_SPEC_USER_SESSION_KEYRING = -4, -5
+_END_SECONDS = 5.0
+
+
+def readable_by(path: str, uid: int, gid: int) -> bool:
+    """Whether `uid` (in group `gid` alone) may list and read beneath `path`: every folder on the way
+    searchable, the last one readable too."""
+    current = os.path.realpath(path)
+    parts = [current]
+    while current != os.path.dirname(current):
+        current = os.path.dirname(current)
+        parts.append(current)
+    for k, folder in enumerate(parts):
+        try:
+            status = os.stat(folder)
+        except OSError:
+            return False
+        need = 0o5 if k == 0 else 0o1  # the folder itself read and search; those above it search
+        if status.st_uid == uid:
+            granted = (status.st_mode >> 6) & 0o7
+        elif status.st_gid == gid:
+            granted = (status.st_mode >> 3) & 0o7
+        else:
+            granted = status.st_mode & 0o7
+        if granted & need != need:
+            return False
+    return True
+
+
+def keep_imports_reachable(uid: int, gid: int) -> None:
+    """Make every import path this process uses readable after dropping to `uid`: the folders `uid` cannot
+    reach are opened now and named through /proc/self/fd from here on (sys.path and the packages'
+    __path__), whatever their ancestors' modes."""
+    opened: dict[str, str] = {}
+    for entry in list(sys.path):
+        if entry and os.path.isdir(entry) and not readable_by(entry, uid, gid):
+            fd = os.open(entry, os.O_RDONLY | os.O_DIRECTORY)  # kept for the process's life: it is its path
+            opened[os.path.realpath(entry)] = f"/proc/self/fd/{fd}"
+
+    def moved(path: str) -> str:
+        real = os.path.realpath(path)
+        for prefix, through in opened.items():
+            if real == prefix or real.startswith(prefix + os.sep):
+                return through + real[len(prefix) :]
+        return path
+
+    if not opened:
+        return
+    sys.path[:] = [moved(p) if p else p for p in sys.path]
+    for module in list(sys.modules.values()):
+        paths = getattr(module, "__path__", None)
+        if isinstance(paths, list):
+            with contextlib.suppress(Exception):
+                paths[:] = [moved(p) for p in paths]
+    sys.path_importer_cache.clear()
+
+
+def drop(uid: int, gid: int) -> None:
+    """Become `uid`:`gid` for good (real, effective and saved ids), with no supplementary groups and
+    no_new_privs; still dumpable, so the process may read its own /proc entries."""
+    os.setgroups([])
+    os.setresgid(gid, gid, gid)
+    os.setresuid(uid, uid, uid)
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_DUMPABLE, 1, 0, 0, 0)  # a change of uid made it not dumpable
+    if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS)")
+
+
+def join_fresh_session_keyring() -> None:
+    """A new anonymous session keyring: keys the code adds to it go when its last process ends."""
+    if _SYS_KEYCTL is not None:
+        ctypes.CDLL(None, use_errno=True).syscall(_SYS_KEYCTL, _KEYCTL_JOIN_SESSION_KEYRING, None)
+
+
+def clear_user_keyrings() -> None:
+    """Empty this uid's user and user-session keyrings (they outlive every process of the uid)."""
+    if _SYS_KEYCTL is None:
+        return
+    libc = ctypes.CDLL(None, use_errno=True)
+    for keyring in (_KEY_SPEC_USER_KEYRING, _KEY_SPEC_USER_SESSION_KEYRING):
+        libc.syscall(_SYS_KEYCTL, _KEYCTL_CLEAR, keyring)
+
+
+def end_processes_of(uid: int, gid: int) -> bool:
+    """Kill every process of `uid` and empty its keyrings, from helpers running as that uid (kill(-1)
+    reaches exactly the processes of its uid); reap what comes back to this process (a subreaper).
+    Whether none is left alive."""
+    deadline = time.monotonic() + _END_SECONDS
+    while True:
+        helper = os.fork()
+        if helper == 0:
+            try:
+                drop(uid, gid)
+                clear_user_keyrings()
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(-1, signal.SIGKILL)  # every process of this uid but the helper itself
+            finally:
+                os._exit(0)
+        os.waitpid(helper, 0)
+        with contextlib.suppress(ChildProcessError):
+            while os.waitpid(-1, os.WNOHANG)[0]:
+                pass
+        if not _alive(uid):
+            return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.002)
+
+
+def _alive(uid: int) -> bool:
+    """Whether a process of `uid` is running (zombies, already dead, do not count)."""
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        with contextlib.suppress(OSError):
+            if entry.stat().st_uid != uid:
+                continue
+            with open(f"/proc/{entry.name}/stat", "rb") as status:
+                if status.read().rsplit(b")", 1)[1].split()[0] != b"Z":
+                    return True
+    return False
+
+
+def owned_by(folder: str, uid: int) -> list[str]:
+    """Entries of `folder` (not below) that belong to `uid`."""
+    found = []
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(folder):
+            with contextlib.suppress(OSError):
+                if entry.stat(follow_symlinks=False).st_uid == uid:
+                    found.append(entry.path)
+    return found
+
+
+def remove(path: str) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        if stat.S_ISDIR(os.lstat(path).st_mode):
+            for entry in os.scandir(path):
+                remove(entry.path)
+            os.rmdir(path)
+        else:
+            os.unlink(path)

@@ -1,0 +1,26 @@
+"""Text that came from student code (messages, tracebacks, printed output, file names), made safe to show.
+
+Two hazards. A lone surrogate (`raise ValueError("\\ud800")`, a file name that is not UTF-8) cannot be
+written as UTF-8: JSON output and the terminal would fail on it. Control characters and escape sequences
+(`\\x1b[2J`, a carriage return) would repaint an instructor's terminal, with a fake score line, say.
+"""
+
+from __future__ import annotations
+
+import re
+
+_SURROGATES = re.compile("[\ud800-\udfff]")
+# C0 controls but tab and newline, DEL, and the C1 controls (0x9b is a one-byte escape sequence start).
+_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def valid_unicode(text: str) -> str:
+    """`text` with every lone surrogate replaced by U+FFFD: always encodable as UTF-8."""
+    return _SURROGATES.sub("\ufffd", text) if _SURROGATES.search(text) else text
+
+
+def visible(text: str) -> str:
+    """`text` as a terminal shows it harmlessly: control characters as visible escapes (`\\x1b`), lines
+    and tabs kept."""
+    text = valid_unicode(text)
+    return _CONTROLS.sub(lambda m: f"\\x{ord(m.group()):02x}", text) if _CONTROLS.search(text) else text

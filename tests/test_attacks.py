@@ -1,0 +1,415 @@
+"""A hostile class, graded as a course grades it, and checked from outside the grader afterwards.
+
+Each attack in tests/attacks/ (and each hostile hand-in built here: links, FIFOs, files the parser cannot
+hold) is a student of one `grader run -j 1` class, immediately followed in the same warm zygote by a
+classmate whose correct hand-in also looks, at import, for anything the attacker left or changed. Both
+isolation layers are run: bubblewrap where it works, and the base layer (`GRADER_ISOLATION=base`; as
+root, an unprivileged uid per slot and Landlock). Then, from outside: every classmate got full marks;
+nothing leaked into any output; nobody reached the loopback listeners; no attacker's process is alive
+20 s after the grader exits; results.json, the gradebook and the CSV read the same then as at once;
+nothing was planted in the grader's environment; the terminal report carries no escape sequence.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import site
+import socket
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import CORRECT_GRAPH2, GRAPH2, copy_exercise, write_source
+
+from grader.sandbox import isolation
+
+ATTACKS = Path(__file__).resolve().parent / "attacks"
+LIMITS = "\nlimits: {trial_seconds: 2, submission_seconds: 30, import_seconds: 20, memory_mb: 2048}\n"
+TRIALS = 20
+TCP_PORT = 47614  # network.py connects here
+ABSTRACT_SOCKET = "\0grader-attack-abstract"
+FORGER = "grader-attack-forger"
+AFTER_SECONDS = 20  # how long after the grader exits the outcome is read again
+PLANTED = "zz_grader_attack.pth"
+
+# A correct graph2 that, at import, refuses to be graded if anything of the student before it is left or
+# has changed what it inherits: its grade changes, and the test sees it.
+CLASSMATE = (
+    """
+import ctypes, os, resource
+
+def _inherited_problems():
+    problems = []
+    _, hard = resource.getrlimit(resource.RLIMIT_CPU)  # the worker sets its own soft limit (~50 s)
+    if hard != resource.RLIM_INFINITY and hard < 40:
+        problems.append(f"RLIMIT_CPU {hard}")
+    if resource.getrlimit(resource.RLIMIT_FSIZE)[0] not in (resource.RLIM_INFINITY,) and \\
+            resource.getrlimit(resource.RLIMIT_FSIZE)[0] < (1 << 20):
+        problems.append("RLIMIT_FSIZE")
+    if resource.getrlimit(resource.RLIMIT_NOFILE)[0] < 64:
+        problems.append("RLIMIT_NOFILE")
+    if os.getpriority(os.PRIO_PROCESS, 0) != 0:
+        problems.append(f"nice {os.getpriority(os.PRIO_PROCESS, 0)}")
+    if os.sched_getscheduler(0) != os.SCHED_OTHER:
+        problems.append("scheduler")
+    if len(os.sched_getaffinity(0)) != os.cpu_count():
+        problems.append("affinity")
+    try:
+        if int(open("/proc/self/oom_score_adj").read()) > 0:
+            problems.append("oom_score_adj")
+    except OSError:
+        pass
+    for folder in (os.getcwd(), os.environ.get("TMPDIR", "/tmp")):
+        if not os.access(folder, os.W_OK):
+            problems.append(f"{folder} not writable")
+        elif os.listdir(folder):
+            problems.append(f"{folder} holds {os.listdir(folder)}")
+    if os.path.exists("/dev/shm/grader-attack-fill"):
+        problems.append("/dev/shm file")
+    try:
+        rt = ctypes.CDLL("librt.so.1", use_errno=True)
+        if rt.mq_open(b"/grader-attack-queue", os.O_RDONLY, 0, None) >= 0:
+            problems.append("message queue")
+    except OSError:
+        pass
+    libc = ctypes.CDLL(None, use_errno=True)
+    keyctl = 250 if os.uname().machine == "x86_64" else 219
+    for keyring in (-4, -5):  # KEYCTL_SEARCH in the user and user-session keyrings
+        if libc.syscall(keyctl, 10, keyring, b"user", b"grader-attack-key", 0) > 0:
+            problems.append("kernel key")
+    if os.environ.get("GRADER_ATTACK_PTH"):
+        problems.append(".pth ran")
+    return problems
+
+_PROBLEMS = _inherited_problems()
+if _PROBLEMS:
+    raise RuntimeError(f"inherited from the student before: {_PROBLEMS}")
+"""
+    + textwrap.dedent(CORRECT_GRAPH2)
+)
+
+
+def _layers() -> list[str]:
+    return ["bubblewrap", "base"] if isolation.current().level == "bubblewrap" else ["base"]
+
+
+@dataclass
+class Listeners:
+    """A TCP listener on the host's loopback and an abstract unix socket: what reaches them is recorded."""
+
+    received: list[str] = field(default_factory=list)
+    _sockets: list[socket.socket] = field(default_factory=list)
+
+    def start(self) -> None:
+        tcp = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        tcp.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        tcp.bind(("127.0.0.1", TCP_PORT))
+        unix = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        unix.bind(ABSTRACT_SOCKET)
+        for server, name in ((tcp, "tcp"), (unix, "abstract unix")):
+            server.listen(16)
+            server.settimeout(0.2)
+            self._sockets.append(server)
+            threading.Thread(target=self._accept, args=(server, name), daemon=True).start()
+
+    def _accept(self, server: socket.socket, name: str) -> None:
+        while True:
+            try:
+                connection, _ = server.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            self.received.append(name)
+            connection.close()
+
+    def stop(self) -> None:
+        for server in self._sockets:
+            server.close()
+
+
+@dataclass
+class ClassRun:
+    layer: str
+    root: Path
+    returncode: int
+    lines: dict[str, dict[str, Any]]  # student -> their JSON line
+    stdout: str
+    stderr: str
+    report: str  # `grader report`'s terminal output, afterwards
+    files_at_once: dict[str, bytes]  # results.json files, gradebook.csv, right after the run
+    received: list[str]
+    planted: list[Path]
+
+
+def _hostile_handins(submissions: Path, exercise: Path) -> dict[str, str]:
+    """Hand-ins that attack the grader's reading of them; what each student must be told."""
+    made = {}
+    linked = submissions / "h01a_link_to_solution"
+    linked.mkdir(parents=True)
+    (linked / "hw.py").symlink_to(exercise / "solution.py")
+    made[linked.name] = "symbolic link"
+    spec_leak = submissions / "h02a_link_to_spec"
+    write_source(spec_leak / "hw.py", CORRECT_GRAPH2)
+    (spec_leak / "notes.py").symlink_to(exercise / "exercise.yaml")
+    made[spec_leak.name] = "symbolic link"
+    environ = submissions / "h03a_link_to_environ"
+    environ.mkdir()
+    (environ / "hw.py").symlink_to("/proc/self/environ")
+    made[environ.name] = "symbolic link"
+    fifo = submissions / "h04a_fifo"
+    fifo.mkdir()
+    os.mkfifo(fifo / "hw.py")
+    made[fifo.name] = "named pipe"
+    huge_int = submissions / "h05a_notebook_huge_integer"
+    huge_int.mkdir()
+    cell = {
+        "cell_type": "code",
+        "execution_count": 1,
+        "metadata": {},
+        "outputs": [],
+        "source": CORRECT_GRAPH2,
+    }
+    text = json.dumps({"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+    (huge_int / "hw.ipynb").write_text(
+        text.replace('"execution_count": 1', '"execution_count": ' + "7" * 5000)
+    )
+    made[huge_int.name] = "integer of 5000 digits"
+    deep = submissions / "h06a_deep_sum"
+    write_source(deep / "hw.py", CORRECT_GRAPH2)
+    (deep / "helper.py").write_text("x = " + " + ".join(["1"] * 200_000) + "\n")
+    made[deep.name] = ""  # graded: the sum is the helper's problem, not the grader's
+    big = submissions / "h07a_huge_file"
+    write_source(big / "hw.py", CORRECT_GRAPH2 + "\n# " + "x" * (9 << 20) + "\n")
+    made[big.name] = "MiB"
+    (submissions / "h08a_linked_folder").symlink_to(linked, target_is_directory=True)
+    made["h08a_linked_folder"] = "symbolic link"
+    return made
+
+
+def _run_class(layer: str, root: Path) -> ClassRun:
+    exercises = root / "exercises"
+    exercise = copy_exercise(exercises / "graph2", append=LIMITS)
+    submissions = root / "submissions"
+    for k, attack in enumerate(sorted(ATTACKS.glob("*.py"))):
+        write_source(submissions / f"s{k:02d}a_{attack.stem}" / "hw.py", attack.read_text(encoding="utf-8"))
+        write_source(submissions / f"s{k:02d}b_classmate" / "hw.py", CLASSMATE)
+    for name in _hostile_handins(submissions, exercise):
+        write_source(submissions / f"{name[:3]}b_classmate" / "hw.py", CLASSMATE)
+    before = {p: p.stat().st_mtime_ns for p in (exercise / "exercise.yaml", exercise / "solution.py")}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GRADER_")}
+    if layer == "base":
+        env["GRADER_ISOLATION"] = "base"
+    listeners = Listeners()
+    listeners.start()
+    command = [sys.executable, "-m", "grader", "run", str(exercises), "-j", "1", "--trials", str(TRIALS)]
+    try:
+        done = subprocess.run(
+            [*command, "--json", "--out", str(root / "out")],
+            cwd=root,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=900,
+            check=False,
+        )
+        files = {
+            str(p.relative_to(root)): p.read_bytes() for p in sorted((root / "out").rglob("*")) if p.is_file()
+        }
+        time.sleep(AFTER_SECONDS)
+    finally:
+        listeners.stop()
+    assert {p: p.stat().st_mtime_ns for p in before} == before, "the exercise's files were changed"
+    report = subprocess.run(
+        [sys.executable, "-m", "grader", "report", str(exercises)],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    lines = {}
+    for line in done.stdout.splitlines():
+        if line.startswith("{"):
+            record = json.loads(line)
+            lines[record["student"]] = record
+    planted = [Path(p) / PLANTED for p in {*site.getsitepackages(), site.getusersitepackages()}]
+    return ClassRun(
+        layer,
+        root,
+        done.returncode,
+        lines,
+        done.stdout,
+        done.stderr,
+        report.stdout + report.stderr,
+        files,
+        listeners.received,
+        [p for p in planted if p.exists()],
+    )
+
+
+@pytest.fixture(scope="module", params=_layers())
+def attacked(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClassRun]:
+    run = _run_class(request.param, tmp_path_factory.mktemp(f"attacks-{request.param}"))
+    yield run
+    for path in run.planted:
+        path.unlink(missing_ok=True)
+    for path in Path("/dev/shm").glob("grader-attack-*"):
+        path.unlink(missing_ok=True)
+    _end_survivors()
+
+
+def _survivors() -> list[str]:
+    found = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            with contextlib.suppress(OSError):
+                args = (proc / "cmdline").read_bytes().split(b"\0")
+                if FORGER.encode() in args:
+                    found.append(proc.name)
+    return found
+
+
+def _end_survivors() -> None:
+    for pid in _survivors():
+        with contextlib.suppress(OSError):
+            os.kill(int(pid), signal.SIGKILL)
+
+
+def test_the_whole_class_is_graded_and_nothing_crashes(attacked: ClassRun) -> None:
+    assert attacked.returncode in (0, 1), attacked.stderr[-3000:]
+    students = sorted(p.name for p in (attacked.root / "submissions").iterdir())
+    assert sorted(attacked.lines) == students, "every student exactly once"
+
+
+def test_no_classmate_is_harmed(attacked: ClassRun) -> None:
+    harmed = {
+        name: (line["error"], [r["message"] for r in line["returns"] if r["verdict"] != "pass"])
+        for name, line in attacked.lines.items()
+        if name.endswith("classmate") and line["score"] != line["max_score"]
+    }
+    assert not harmed, f"{attacked.layer}: {json.dumps(harmed, indent=1)[:4000]}"
+
+
+def test_hand_ins_that_attack_the_reader_are_the_students_errors(attacked: ClassRun) -> None:
+    solution = (GRAPH2 / "solution.py").read_text(encoding="utf-8")
+    for name, line in attacked.lines.items():
+        if not name.startswith("h") or name.endswith("classmate"):
+            continue
+        text = json.dumps(line)
+        assert "def graph2" not in text and solution[:60] not in text, f"{name} leaked the solution"
+        if name == "h06a_deep_sum":
+            assert line["score"] == line["max_score"], line["error"]
+            continue
+        assert line["score"] == 0, name
+        error = line["error"]
+        assert isinstance(error, dict) and error["kind"] in ("missing-function", "import"), (name, error)
+        want = {
+            "h01a": "symbolic link",
+            "h02a": "symbolic link",
+            "h03a": "symbolic link",
+            "h04a": "named pipe",
+            "h05a": "5000 digits",
+            "h07a": "MiB",
+            "h08a": "symbolic link",
+        }[name[:4]]
+        assert want in error["message"], (name, error["message"])
+
+
+def test_nothing_leaks_and_nothing_is_reached(attacked: ClassRun) -> None:
+    assert "LEAK" not in attacked.stdout and "LEAK" not in attacked.stderr
+    assert "LEAKED-ANSWER" not in attacked.stdout
+    assert not attacked.received, f"{attacked.layer}: reached {attacked.received}"
+    assert not attacked.planted, f"{attacked.layer}: planted {attacked.planted}"
+
+
+def test_no_attacker_outlives_the_grader(attacked: ClassRun) -> None:
+    assert not _survivors(), f"{attacked.layer}: processes left: {_survivors()}"
+    assert not list(Path("/dev/shm").glob("grader-attack-*")), "a /dev/shm file was left"
+
+
+def test_results_cannot_be_forged_after_the_fact(attacked: ClassRun) -> None:
+    out = attacked.root / "out"
+    now = {str(p.relative_to(attacked.root)): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
+    assert now == attacked.files_at_once, "results changed after the grader exited"
+    assert b"forged" not in b"".join(now.values())
+    for path, content in now.items():
+        if path.endswith(".json"):
+            json.loads(content.decode("utf-8"))  # valid UTF-8 and JSON
+    book = attacked.root / "grader-gradebook.sqlite"
+    assert book.read_bytes()[:16] == b"SQLite format 3\0"
+
+
+def test_student_text_reaches_the_terminal_harmless(attacked: ClassRun) -> None:
+    line = attacked.lines[next(n for n in attacked.lines if "ansi_message" in n)]
+    assert line["score"] == 0
+    for output in (attacked.report, attacked.stderr):
+        assert "\x1b" not in output and "\r" not in output and "\x07" not in output
+    assert "\\x1b[2J" in attacked.report  # shown, as visible escapes
+
+
+def test_gradescope_keeps_its_result_and_ships_no_solution(tmp_path: Path) -> None:
+    """An /autograder-like tree built by gradescope/build.sh; hostile hand-ins through `grader gradescope`."""
+    root = Path(__file__).resolve().parent.parent
+    exercises = tmp_path / "course"
+    copy_exercise(exercises / "graph2", append=LIMITS)
+    archive = tmp_path / "autograder.zip"
+    subprocess.run(
+        ["bash", str(root / "gradescope" / "build.sh"), str(exercises), str(archive)],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
+    source = tmp_path / "autograder" / "source"
+    shutil.unpack_archive(archive, source)
+    shipped = [p.name for p in (source / "exercises").rglob("*") if p.is_file()]
+    assert shipped == ["exercise.yaml"], shipped
+    for attack in ("late_forger", "read_secrets", "kill_grader", "write_classmates"):
+        submission = tmp_path / "autograder" / f"submission-{attack}"
+        write_source(submission / "hw.py", (ATTACKS / f"{attack}.py").read_text(encoding="utf-8"))
+        results = tmp_path / "autograder" / f"results-{attack}" / "results.json"
+        for layer in _layers():
+            env = {k: v for k, v in os.environ.items() if not k.startswith("GRADER_")}
+            if layer == "base":
+                env["GRADER_ISOLATION"] = "base"
+            done = subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "grader",
+                    "gradescope",
+                    str(source / "exercises"),
+                    "--submission",
+                    str(submission),
+                    "--results",
+                    str(results),
+                    "--trials",
+                    str(TRIALS),
+                ],
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=300,
+                check=False,
+            )
+            assert done.returncode == 0, done.stderr[-2000:]
+            first = results.read_bytes()
+            if attack == "late_forger":
+                time.sleep(AFTER_SECONDS)
+                assert results.read_bytes() == first, f"{layer}: results.json was rewritten"
+            graded = json.loads(first)
+            assert graded["score"] == 10, (attack, layer, graded["output"])
+            assert "LEAK" not in json.dumps(graded)
+    assert not _survivors()
