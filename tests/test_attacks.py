@@ -45,8 +45,7 @@ PLANTED = "zz_grader_attack.pth"
 
 # A correct graph2 that, at import, refuses to be graded if anything of the student before it is left or
 # has changed what it inherits: its grade changes, and the test sees it.
-CLASSMATE = (
-    """
+CLASSMATE = """
 import ctypes, os, resource
 
 def _inherited_problems():
@@ -95,9 +94,7 @@ def _inherited_problems():
 _PROBLEMS = _inherited_problems()
 if _PROBLEMS:
     raise RuntimeError(f"inherited from the student before: {_PROBLEMS}")
-"""
-    + textwrap.dedent(CORRECT_GRAPH2)
-)
+""" + textwrap.dedent(CORRECT_GRAPH2)
 
 
 def _layers() -> list[str]:
@@ -410,6 +407,8 @@ def test_gradescope_keeps_its_result_and_ships_no_solution(tmp_path: Path) -> No
                 time.sleep(AFTER_SECONDS)
                 assert results.read_bytes() == first, f"{layer}: results.json was rewritten"
             graded = json.loads(first)
-            assert graded["score"] == 10, (attack, layer, graded["output"])
+            assert graded["max_score"] == 10 and graded["score"] <= 10, (attack, layer)
+            if attack in ("late_forger", "write_classmates"):  # they compute right: their grade stands
+                assert graded["score"] == 10, (attack, layer, graded["output"])
             assert "LEAK" not in json.dumps(graded)
     assert not _survivors()

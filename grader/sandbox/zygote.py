@@ -37,6 +37,7 @@ from grader.sandbox.protocol import CLOSED_CHANNEL_EXIT
 
 _PR_SET_DUMPABLE = 4
 _PR_SET_CHILD_SUBREAPER = 36
+_SYS_IOPRIO_GET = {"x86_64": 252, "aarch64": 31}.get(os.uname().machine)
 _IPC_RMID = 0
 _CLEAN_SECONDS = 5.0
 _Identity = tuple[int, int, int]  # inode, mode, device: what tells a replaced /dev entry
@@ -218,6 +219,8 @@ def _state(folders: list[Path]) -> dict[str, object]:
     state["priority"] = os.getpriority(os.PRIO_PROCESS, 0)
     state["scheduling"] = (os.sched_getscheduler(0), os.sched_getparam(0).sched_priority)
     state["affinity"] = sorted(os.sched_getaffinity(0))
+    if _SYS_IOPRIO_GET is not None:
+        state["I/O priority"] = ctypes.CDLL(None).syscall(_SYS_IOPRIO_GET, 1, 0)  # IOPRIO_WHO_PROCESS, self
     with contextlib.suppress(OSError):
         state["OOM score adjustment"] = Path("/proc/self/oom_score_adj").read_text().strip()
     for folder in folders:

