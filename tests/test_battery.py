@@ -48,10 +48,18 @@ def _bubblewrap() -> bool:
     return isolation.current().level == "bubblewrap"
 
 
+def _confined() -> bool:
+    """Bubblewrap, or the base layer as root: an own uid per slot and Landlock."""
+    current = isolation.current()
+    return _bubblewrap() or (current.own_uid is not None and current.landlock > 0)
+
+
 def _runs(item: dict[str, Any]) -> bool:
     requires = item.get("requires")
     if requires == "bubblewrap":
         return _bubblewrap()
+    if requires == "confined":
+        return _confined()
     if requires == "process-limit":
         return isolation.current().process_limit is not isolation.ProcessLimit.NONE
     return requires is None
@@ -161,7 +169,7 @@ def test_battery_item(item: dict[str, Any], batch: dict[str, SubmissionResult | 
         assert verdicts == item["verdicts"], f"{item['file']}: got {seen}"
         if all(v == "pass" for v in item["verdicts"].values()):
             assert result.error is None and result.passed, f"{item['file']}: got {seen}"
-    if _bubblewrap():
+    if _confined():
         if item.get("no_leak"):
             assert "LEAK" not in result.stdout, f"{item['file']} reached what it must not: {result.stdout}"
         for path in item.get("must_not_create", []):
