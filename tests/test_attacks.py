@@ -412,3 +412,35 @@ def test_gradescope_keeps_its_result_and_ships_no_solution(tmp_path: Path) -> No
                 assert graded["score"] == 10, (attack, layer, graded["output"])
             assert "LEAK" not in json.dumps(graded)
     assert not _survivors()
+
+
+@pytest.mark.parametrize("layer", _layers())
+def test_a_student_checking_an_attack_gets_an_answer_and_leaves_nothing(layer: str, tmp_path: Path) -> None:
+    """`grader check`, as a student runs it: a hand-in that links to the solution is refused, naming the
+    link; attacks on the grader leave its answer standing and nothing behind."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GRADER_")}
+    if layer == "base":
+        env["GRADER_ISOLATION"] = "base"
+    linked = tmp_path / "linked"
+    linked.mkdir()
+    (linked / "hw.py").symlink_to(GRAPH2 / "solution.py")
+    check = [sys.executable, "-m", "grader", "check", str(GRAPH2)]
+    refused = subprocess.run([*check, str(linked)], env=env, capture_output=True, text=True, timeout=120)
+    assert refused.returncode == 2 and "symbolic link" in refused.stderr, refused.stderr
+    assert "def graph2" not in refused.stdout + refused.stderr
+    for attack in ("kill_grader", "prlimit_parent_files", "late_forger"):
+        path = ATTACKS / f"{attack}.py"
+        done = subprocess.run(
+            [*check, str(path), "--trials", str(TRIALS), "--json"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert done.returncode in (0, 1), (attack, done.stderr[-2000:])
+        result = json.loads(done.stdout)
+        assert result["max_score"] == 10 and "LEAK" not in done.stdout
+    time.sleep(1)
+    survivors = _survivors()
+    _end_survivors()
+    assert not survivors, f"{layer}: left {survivors}"

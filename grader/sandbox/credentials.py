@@ -7,8 +7,8 @@ slot, with no supplementary groups and no_new_privs. The interpreter may live wh
 read (pyenv under /root, mode 0700): the directories it imports from are opened before the uid is
 dropped and imported through /proc/self/fd, so the rest of the system needs no change.
 
-Kernel keys outlive processes: each worker joins a fresh session keyring, and after each job the
-user keyrings of its uid are cleared.
+Kernel keys outlive processes: each worker joins a fresh session keyring and empties its uid's user
+keyrings before student code runs, and the last job's are emptied when the zygote ends.
 """
 
 from __future__ import annotations
@@ -128,14 +128,14 @@ def end_processes_of(uid: int, gid: int) -> bool:
         with contextlib.suppress(ChildProcessError):
             while os.waitpid(-1, os.WNOHANG)[0]:
                 pass
-        if not _alive(uid):
+        if not alive(uid):
             return True
         if time.monotonic() > deadline:
             return False
         time.sleep(0.002)
 
 
-def _alive(uid: int) -> bool:
+def alive(uid: int) -> bool:
     """Whether a process of `uid` is running (zombies, already dead, do not count)."""
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():

@@ -63,14 +63,16 @@ def main(config_text: str) -> None:
         _prctl(_PR_SET_CHILD_SUBREAPER, 1)
     signal.signal(signal.SIGINT, signal.SIG_DFL)  # as PID 1, only signals it handles reach it
     worker.prepare()
+    drop = config.get("drop")
+    user = None if drop is None else (int(drop[0]), int(drop[1]))
+    if user is not None:  # once for every job: what the workers import stays readable after the drop
+        credentials.keep_imports_reachable(*user)
     # What the zygote holds (torch's many objects) is never garbage: out of the collector's sight, the
     # children's collections neither walk it nor copy the memory pages it lies in.
     gc.freeze()
     global _mounts
     _mounts = _mount_points()
     dev_before = _dev_entries() if sandboxed else {}
-    drop = config.get("drop")
-    user = None if drop is None else (int(drop[0]), int(drop[1]))
     # What a job must not change for the next ones: the zygote's limits, priority, scheduling, affinity,
     # OOM score and folders' modes; a job that did (prlimit on its parent, say) gets the zygote replaced.
     folders = [Path(p) for p in config["clear"]]
@@ -83,6 +85,8 @@ def main(config_text: str) -> None:
             return
         if not data:
             _end_job(None, sandboxed)
+            if user is not None:  # and the keys the last job left in its uid's keyrings
+                credentials.end_processes_of(*user)
             return  # the grader is gone
         message = json.loads(data)
         if message.get("type") != "job" or len(fds) != 5:
@@ -125,14 +129,15 @@ def _start(
         os.close(stderr)
         if not sandboxed:
             os.setsid()  # outside a PID namespace its process group is what the grader kills
-        credentials.join_fresh_session_keyring()
-        if user is not None:  # before the rules: what it reads is opened as the zygote's user
-            credentials.keep_imports_reachable(*user)
-        if confine is not None:
+        if confine is not None:  # the rules' paths opened as the zygote's user, before the drop
             own = f"/proc/{os.getpid()}"
             landlock.confine([*confine["read"], own], confine["write"])
         if user is not None:
             credentials.drop(*user)
+        # Keys of its own only: a fresh session keyring, and the uid's keyrings emptied of what an earlier
+        # job of this slot may have left.
+        credentials.join_fresh_session_keyring()
+        credentials.clear_user_keyrings()
         _set_dumpable(True)
         worker.main(job_dir, jobs, results, progress)
         code = 0
@@ -191,7 +196,9 @@ def _clean(
 ) -> str:
     """Remove what the submission left; the problem in words when something could not be."""
     problem = _end_processes(child, sandboxed, None if cgroup is None else Path(cgroup) / "cgroup.procs")
-    if user is not None and not credentials.end_processes_of(*user):
+    # A process of the job's uid that escaped its group and cgroup, however it did: one search of /proc,
+    # and only if something is found, helpers that kill as that uid.
+    if user is not None and credentials.alive(user[0]) and not credentials.end_processes_of(*user):
         problem = problem or f"a process of uid {user[0]} could not be ended"
     if user is None:
         credentials.clear_user_keyrings()  # the zygote's own uid's, which the job shared
