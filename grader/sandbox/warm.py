@@ -71,8 +71,9 @@ class Zygote:
                 # The slot's uid may pass through the slot and read the job's files, and write only in
                 # its scratch folder; nothing else of the grader's is readable to it.
                 self.slot.chmod(0o711)
-                for folder in ("submission", "support"):
-                    (self.slot / folder).chmod(0o755)
+                for folder in ("submission", "support"):  # its group alone: not another slot's uid
+                    os.chown(self.slot / folder, 0, self.user.gid)
+                    (self.slot / folder).chmod(0o750)
                 os.chown(self.slot / "scratch", self.user.uid, self.user.gid)
                 (self.slot / "scratch").chmod(0o700)
             env = dict(_ENVIRONMENT)

@@ -297,6 +297,9 @@ def _apply_limits(limits: dict[str, Any]) -> None:
             resource.setrlimit(which, (value, value))
 
     cap(resource.RLIMIT_CORE, 0)
+    # No POSIX message queue: outside a sandbox of its own one would outlive the job, unlisted (Landlock
+    # refuses to open it, but not to create it).
+    cap(resource.RLIMIT_MSGQUEUE, 0)
     cap(resource.RLIMIT_AS, int(limits["memory_mb"]) << 20)
     cap(resource.RLIMIT_FSIZE, int(limits["file_mb"]) << 20)
     cap(resource.RLIMIT_NOFILE, int(limits["open_files"]))

@@ -210,10 +210,11 @@ def _clean(
         problem = problem or _empty(folder)
     if sandboxed:
         problem = problem or _restore_dev(dev_before) or _remove_ipc_objects()
-    elif user is not None:  # the machine's own /dev/shm and message queues: only what the job's uid owns
+    elif user is not None:  # the machine's own /dev/shm and IPC objects: only what the job's uid owns
         for shared in ("/dev/shm", "/dev/mqueue"):
             for path in credentials.owned_by(shared, user[0]):
                 credentials.remove(path)
+        problem = problem or _remove_ipc_objects(owner=user[0])
     return problem
 
 
@@ -357,24 +358,27 @@ def _restore_dev(before: dict[str, _Identity]) -> str:
     return f"/dev/{missing[0]} was removed" if missing else ""
 
 
-def _remove_ipc_objects() -> str:
-    """System V IPC objects live in the sandbox's IPC namespace, so they would outlive the submission."""
+def _remove_ipc_objects(owner: int | None = None) -> str:
+    """System V IPC objects outlive the submission: in the sandbox's IPC namespace all of them go; in the
+    machine's, those of the job's uid (`owner`)."""
     libc = ctypes.CDLL(None, use_errno=True)
     for kind, control_call in _SYSV_OBJECTS.items():
         call = getattr(libc, control_call)
-        for ident in _ipc_ids(kind):
+        for ident in _ipc_ids(kind, owner):
             arguments = (ident, 0, _IPC_RMID, None) if kind == "sem" else (ident, _IPC_RMID, None)
             if call(*arguments) != 0 and ctypes.get_errno() not in (22, 43):  # EINVAL/EIDRM: gone already
                 return f"cannot remove System V {kind} object {ident}: {os.strerror(ctypes.get_errno())}"
     return ""
 
 
-def _ipc_ids(kind: str) -> list[int]:
+def _ipc_ids(kind: str, owner: int | None) -> list[int]:
     try:
-        lines = Path(f"/proc/sysvipc/{kind}").read_text().splitlines()[1:]
-    except OSError:
+        header, *lines = Path(f"/proc/sysvipc/{kind}").read_text().splitlines()
+    except (OSError, ValueError):
         return []
-    return [int(line.split()[1]) for line in lines if line.split()]
+    uid = header.split().index("uid")
+    rows = [line.split() for line in lines if line.split()]
+    return [int(row[1]) for row in rows if owner is None or int(row[uid]) == owner]
 
 
 def _set_dumpable(dumpable: bool) -> None:
