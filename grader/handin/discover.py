@@ -27,7 +27,7 @@ def submission_from_path(path: Path, entry: str, name: str | None = None) -> Sub
     if not os.path.lexists(path):
         raise UsageError(f"{path}: no such file or folder")
     if stat.S_ISDIR(os.lstat(path).st_mode):
-        relatives = list(files.walk(path, SUFFIXES))
+        relatives = files.walk(path, SUFFIXES)
         if not relatives:
             raise UsageError(f"{path}: no .py or .ipynb files in this folder")
         root, default_name = path.resolve(), path.name

@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
-from collections.abc import Iterator
 from pathlib import Path
 
 from grader.errors import UsageError
@@ -50,12 +49,6 @@ def check_regular(path: Path) -> None:
         raise HandInError(f"{path}: {kind_of(mode)}, not a file: hand in the file itself")
 
 
-def check_folder(path: Path) -> None:
-    mode = _lstat(path).st_mode
-    if not stat.S_ISDIR(mode):
-        raise HandInError(f"{path}: {kind_of(mode)}, not a folder: hand in the folder itself")
-
-
 def read(root: Path, relative: str) -> bytes:
     """The bytes of `root/relative`, every component opened without following links; HandInError if any
     is a link, the file is not a regular one, or it is larger than MAX_FILE_BYTES."""
@@ -88,7 +81,7 @@ def read(root: Path, relative: str) -> bytes:
         return b"".join(chunks)
 
 
-def walk(root: Path, suffixes: tuple[str, ...]) -> Iterator[str]:
+def walk(root: Path, suffixes: tuple[str, ...]) -> list[str]:
     """The files below `root` with one of `suffixes`, as paths relative to it, sorted; hidden entries and
     __pycache__ skipped. A link or special file with such a suffix is a HandInError naming it; links to
     folders are never followed."""
@@ -115,7 +108,7 @@ def walk(root: Path, suffixes: tuple[str, ...]) -> Iterator[str]:
                     raise HandInError(f"{root}: more than {MAX_FILES} files to grade in this hand-in")
 
     visit(root, ())
-    return iter(sorted(found))
+    return sorted(found)
 
 
 def _lstat(path: Path) -> os.stat_result:
