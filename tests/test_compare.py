@@ -27,8 +27,10 @@ def grad(d: int = 4, seed: int = 0) -> np.ndarray:
     [
         ((3, 2), (2, 3), "transposed?"),
         ((5, 1), (1, 5), "transposed?"),
-        ((5, 1), (5,), "flattened?"),
-        ((6,), (6, 1), "flattened?"),
+        ((5, 1), (5,), "an axis of length 1 missing"),
+        ((6,), (6, 1), "an extra axis of length 1"),
+        ((7,), (1, 7), "an extra axis of length 1: keepdims=True"),
+        ((2, 1, 3), (2, 3), "an axis of length 1 missing"),
         ((3, 3), (9,), "flattened?"),
         ((2, 6), (3, 4), "reshape?"),
         ((4, 4), (4, 1), "summed over an axis"),

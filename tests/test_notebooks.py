@@ -57,6 +57,20 @@ def test_code_cells_become_python_with_magics_and_shell_lines_skipped(tmp_path: 
     assert [span.cell for span in converted.cells] == [2, 3, 4, 5]  # markdown counts as a cell
 
 
+def test_a_shell_line_before_a_future_import_keeps_the_notebook_valid(tmp_path: Path) -> None:
+    """`!pip install` first, then `from __future__ import annotations`: the skipped line must not become a
+    statement, which would have to come after the future import."""
+    cells = [
+        _cell("code", ["!pip install torch\n", "%load_ext autoreload\n"]),
+        _cell("code", ["from __future__ import annotations\n", "import numpy as np\n"]),
+        _cell("code", ["for i in range(2):\n", "    !echo inside a block\n"]),
+    ]
+    path = write_notebook(tmp_path / "nb.ipynb", cells)
+    source = notebooks.convert(path.read_bytes(), path).source
+    compile(source, "nb.ipynb.py", "exec")
+    assert "    pass  # skipped by the grader: shell command !echo" in source
+
+
 def test_lines_map_back_to_cells(tmp_path: Path) -> None:
     cells = [_cell("markdown", "intro"), _cell("code", "a = 1\nb = 2\n"), _cell("code", ["x = 1\n", "y = z"])]
     path = write_notebook(tmp_path / "nb.ipynb", cells)

@@ -231,6 +231,8 @@ def test_exception_at_import_time_is_an_error(import_error: SubmissionResult, wo
     assert 'File "top.py", line 5, in setup' in error.traceback
     assert_trimmed(error.traceback, workdir)
     assert set(verdicts(import_error).values()) == {Verdict.ERROR}
+    for ret in import_error.returns:  # never called: no count of trials it "failed" on
+        assert ret.message.startswith("not run: import (KeyError") and " of 3 trials" not in ret.message
 
 
 @pytest.fixture(scope="module")

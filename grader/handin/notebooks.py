@@ -1,8 +1,8 @@
 """Jupyter notebooks as submissions: the Python file made of their code cells.
 
 IPython magics (`%time`, `%%capture`) and shell lines (`!pip install ...`) mean nothing outside Jupyter:
-they become `pass` on the same line, so every other line keeps its number and an error in the converted
-file can be told as "cell 3, line 2" of the notebook.
+they become a comment on the same line (`pass` inside a block), so every other line keeps its number and
+an error in the converted file can be told as "cell 3, line 2" of the notebook.
 """
 
 from __future__ import annotations
@@ -17,7 +17,10 @@ from grader.errors import UsageError
 
 SUFFIX = ".ipynb"
 CONVERTED = ".py"  # appended: graph2.ipynb is run as graph2.ipynb.py
-_SKIPPED = "pass  # skipped by the grader: {what}"
+_SKIPPED = "# skipped by the grader: {what}"
+# Inside a block the line must stay a statement; at the top a comment, which may precede
+# `from __future__ import ...` where a statement may not.
+_SKIPPED_IN_BLOCK = "pass  " + _SKIPPED
 _PYTHON_CELL_MAGICS = {"%%time", "%%timeit", "%%capture", "%%prun"}
 _MAX_INT_DIGITS = 40  # execution counts, nbformat versions: a few digits
 
@@ -103,7 +106,8 @@ def _python_lines(text: str) -> list[str]:
         if stripped.startswith(("%", "!")):
             indent = line[: len(line) - len(stripped)]
             kind = "magic" if stripped.startswith("%") else "shell command"
-            converted.append(indent + _SKIPPED.format(what=f"{kind} {stripped.split()[0]}"))
+            skipped = _SKIPPED_IN_BLOCK if indent else _SKIPPED
+            converted.append(indent + skipped.format(what=f"{kind} {stripped.split()[0]}"))
         else:
             converted.append(line)
     return converted

@@ -95,6 +95,8 @@ def _message(
         return f"correct on {every} (max error {envelopes})"
     if verdict is Verdict.ERROR:
         first = min(decisive, key=lambda c: c.trial)
+        if not any(c.ran for c in decisive):  # nothing was called: no count of trials to give
+            return first.problem
         return f"{first.problem} — on {of}"
     if verdict is Verdict.PRECISION:
         spec = next(r for r in exercise.spec.returns if r.name == name)

@@ -100,6 +100,7 @@ class Comparison:
     entries: int = 0
     failing_mask: np.ndarray | None = None
     problem: str = ""  # for verdict error: what was wrong with the value
+    ran: bool = True  # False: the submission stopped before this trial was called (an import error, say)
     rerun: RerunOutcome = RerunOutcome.NONE
     note: str = ""  # in words: what the rerun at float64 showed, or how the values were judged
 
@@ -181,8 +182,14 @@ def shape_problem(expected_shape: tuple[int, ...], got_shape: tuple[int, ...]) -
     if expected_size == 1 and got_size == 1:
         return None
     hint = ""
+    squeezed_got = tuple(n for n in got_shape if n != 1)
+    squeezed_expected = tuple(n for n in expected_shape if n != 1)
     if len(got_shape) == 2 and tuple(got_shape) == tuple(reversed(expected_shape)):
         hint = " (transposed?)"
+    elif squeezed_got == squeezed_expected and len(got_shape) > len(expected_shape):
+        hint = " (an extra axis of length 1: keepdims=True, or a column where a vector belongs? squeeze it)"
+    elif squeezed_got == squeezed_expected and len(got_shape) < len(expected_shape):
+        hint = " (an axis of length 1 missing: keepdims=True, or reshape to the expected shape)"
     elif got_size == expected_size and (len(got_shape) == 1 or len(expected_shape) == 1):
         hint = " (flattened?)"
     elif got_size == expected_size:

@@ -83,10 +83,10 @@ def _judge_return(
         if output is None:
             failure = first.failures.get(trial.index)
             if failure is not None:
-                problem = _failure_text(failure)
+                judged[trial.index] = Comparison(trial.index, Verdict.ERROR, problem=_failure_text(failure))
             else:
                 problem = f"not run: {fatal.kind} ({fatal.message})" if fatal is not None else "no result"
-            judged[trial.index] = Comparison(trial.index, Verdict.ERROR, problem=problem)
+                judged[trial.index] = Comparison(trial.index, Verdict.ERROR, problem=problem, ran=False)
             continue
         item = output.by_name[spec.name]
         if isinstance(item, ReturnProblem):
