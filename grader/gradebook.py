@@ -219,6 +219,7 @@ def decode(text: str) -> SubmissionResult:
             "returns": tuple(_return(r) for r in data["returns"]),
             "error": _error(data["error"]),
             "first_trial_error": _error(data["first_trial_error"]),
+            "runs_at_import": tuple(data.get("runs_at_import", ())),
         }
     )
 

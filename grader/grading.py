@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from grader.exercise.spec import Exercise
-from grader.exercise.trials import make_trials
+from grader.exercise.trials import make_trials, student_seed
 from grader.handin.prepare import Submission, prepare
 from grader.judging.judge import judge
 from grader.judging.reruns import plan_reruns
@@ -42,7 +42,8 @@ def grade(
     The worker comes from `pool`, by default the process's shared pool of warm workers.
     """
     handin = prepare(submission)
-    worker = RunningWorker(exercise, handin, inputs_as, pool)  # first: its start-up overlaps ours
+    # First: its start-up overlaps ours.
+    worker = RunningWorker(exercise, handin, inputs_as, pool, student_seed(exercise, seed))
     try:
         if references is None:
             trials = make_trials(exercise, seed, trial_count or exercise.spec.trials, only_trial)

@@ -56,6 +56,8 @@ class SubmissionResult:
     stderr: str = ""
     seconds: float = 0.0
     only_trial: int | None = None
+    import_seconds: float = 0.0  # how long importing the hand-in took
+    runs_at_import: tuple[str, ...] = ()  # where its files run code at their top level ("hw.py line 12")
 
     @property
     def score(self) -> float:

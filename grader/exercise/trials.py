@@ -31,6 +31,14 @@ class Trial:
         return ", ".join(f"{k}={v}" for k, v in sorted(self.sizes.items())) or "fixed sizes"
 
 
+def student_seed(exercise: Exercise, seed: int) -> int:
+    """The seed of the student's own randomness (random, numpy's and torch's global generators) for this
+    exercise and trial seed: the worker derives each trial's from it, so a hand-in that draws random
+    numbers (a check loop left at the top of the file, say) gets the same ones on every run."""
+    digest = hashlib.sha256(f"{seed}:{exercise.id}:student".encode()).digest()
+    return int.from_bytes(digest[:4], "little")
+
+
 def _exercise_key(exercise_id: str) -> int:
     return int.from_bytes(hashlib.sha256(exercise_id.encode()).digest()[:8], "little")
 

@@ -75,6 +75,42 @@ def _parsed(path: Path, content: bytes) -> ast.Module | None:
         return None
 
 
+def runs_at_import(submission: Submission, entry: str, shown: int = 3) -> tuple[str, ...]:
+    """Where the files the worker imports (up to the one defining `entry`) run code at their top level
+    (a check loop, a call, a print), as "hw.py line 12": it runs once, before the trials. At most
+    `shown` places."""
+    places: list[str] = []
+    for relative, content in zip(submission.files, submission.contents, strict=True):
+        tree = _parsed(submission.root / relative, content)
+        for node in tree.body if tree is not None else []:
+            if _does_work(node) and len(places) < shown:
+                places.append(f"{relative} line {node.lineno}")
+        if tree is not None and _binds(tree, entry):
+            break
+    return tuple(places)
+
+
+_DECLARATIONS = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Pass)
+_PLAIN_VALUES = (ast.Constant, ast.Name, ast.Attribute, ast.Lambda)
+
+
+def _does_work(node: ast.stmt) -> bool:
+    """Whether a top-level statement does more than declare: imports, definitions, docstrings, constants,
+    aliases and `if __name__ == "__main__":` blocks do not."""
+    if isinstance(node, _DECLARATIONS):
+        return False
+    if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
+        return False
+    if isinstance(node, ast.Assign | ast.AnnAssign):
+        return node.value is not None and not isinstance(node.value, _PLAIN_VALUES)
+    if isinstance(node, ast.If) and "__name__" in ast.unparse(node.test):
+        return False
+    if isinstance(node, ast.Try):  # try: import torch / except ImportError: ...
+        blocks = [node.body, node.orelse, node.finalbody, *(h.body for h in node.handlers)]
+        return any(_does_work(statement) for block in blocks for statement in block)
+    return True
+
+
 def _star_imports(tree: ast.Module) -> bool:
     return any(isinstance(n, ast.ImportFrom) and any(a.name == "*" for a in n.names) for n in tree.body)
 

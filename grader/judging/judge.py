@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from grader.exercise.spec import Exercise, ReturnSpec
+from grader.handin.discover import runs_at_import
 from grader.handin.prepare import Submission
 from grader.judging import consistency, diagnosis
 from grader.judging.classify import classify_return
@@ -69,6 +70,8 @@ def judge(
         stderr=report.stderr,
         seconds=report.seconds,
         only_trial=only_trial,
+        import_seconds=report.import_seconds,
+        runs_at_import=runs_at_import(submission, exercise.spec.entry),
     )
 
 

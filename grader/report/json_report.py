@@ -75,6 +75,8 @@ class ResultOut(_Out):
     isolation: str
     seconds: float
     stdout: str
+    import_seconds: float
+    runs_at_import: list[str]
 
 
 def _entry(entry: EntryError) -> EntryOut:
@@ -132,6 +134,8 @@ def result_model(result: SubmissionResult) -> ResultOut:
         isolation=result.isolation,
         seconds=round(result.seconds, 3),
         stdout=result.stdout,
+        import_seconds=round(result.import_seconds, 3),
+        runs_at_import=list(result.runs_at_import),
     )
 
 

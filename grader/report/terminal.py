@@ -78,6 +78,13 @@ def render_result(console: Console, result: SubmissionResult, show_output: bool 
         first = result.first_trial_error
         console.print(f"  [bold]first failing call[/] (trial {first.trial}):")
         console.print(_indent(safe(first.traceback), 4))
+    if result.runs_at_import:
+        places = ", ".join(result.runs_at_import)
+        console.print(
+            f"  [dim]your files run code at import ({safe(places)}; importing took "
+            f"{result.import_seconds:.2f} s): it ran once, before the trials, a check loop left there "
+            "included; its random numbers are seeded, the same on every run[/]"
+        )
     for ret in result.returns:
         if ret.verdict is not Verdict.PASS and ret.verdict is not Verdict.ERROR:
             _render_failure(console, result, ret)

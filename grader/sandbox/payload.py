@@ -21,6 +21,7 @@ class _Message(BaseModel):
 
 class Ready(_Message):
     type: Literal["ready"]
+    import_seconds: float = Field(default=0.0, ge=0)  # how long importing the hand-in took
 
 
 class Done(_Message):

@@ -84,6 +84,7 @@ class WorkerReport:
     stderr: str = ""
     output_bytes: int = 0
     seconds: float = 0.0
+    import_seconds: float = 0.0  # of the hand-in, in the worker
     isolation: str = field(default_factory=lambda: isolation.current().description)
 
     @property

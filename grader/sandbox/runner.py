@@ -114,12 +114,15 @@ class RunningWorker:
         handin: Prepared,
         inputs_as: str | None = None,
         pool: warm.WorkerPool | None = None,
+        seed: int = 0,
     ) -> None:
         """Start the worker at once (a zygote may still be importing torch while the caller prepares
         trials and references).
 
-        `inputs_as` ("float32") hands the code its float inputs in that dtype instead of float64.
+        `inputs_as` ("float32") hands the code its float inputs in that dtype instead of float64;
+        `seed` (trials.student_seed) seeds the student's own randomness.
         """
+        self._seed = seed
         self._exercise = exercise
         self._handin = handin
         self._inputs_as = inputs_as
@@ -128,6 +131,7 @@ class RunningWorker:
         self._writer: threading.Thread | None = None
         self._started = time.monotonic()
         self._ready_at: float | None = None  # when the submission had imported
+        self._import_seconds = 0.0  # how long that took, as the worker measured it
         self._last_frame = self._started
         self._first: Pass | None = None
         self._finished = False  # the worker said it is done: it takes no rerun request
@@ -193,6 +197,7 @@ class RunningWorker:
             stderr=stderr.text(),
             output_bytes=stdout.total + stderr.total,
             seconds=time.monotonic() - self._started,
+            import_seconds=self._import_seconds,
         )
 
     def close(self) -> None:
@@ -223,6 +228,7 @@ class RunningWorker:
             "trial_count": len(trials),
             "trial_seconds": limits.trial_seconds,
             "inputs_as": self._inputs_as,
+            "seed": self._seed,
             "limits": {
                 "memory_mb": limits.memory_mb,
                 "file_mb": limits.file_mb,
@@ -354,6 +360,7 @@ class RunningWorker:
             return
         if isinstance(message, Ready):
             self._ready_at = self._last_frame
+            self._import_seconds = message.import_seconds
         elif isinstance(message, Fatal):
             reading.stopped = failures.fatal(message)
         elif isinstance(message, PassDone):
