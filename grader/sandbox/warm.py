@@ -28,14 +28,14 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from grader.sandbox import cgroups, isolation
+from grader.sandbox import cgroups, credentials, isolation
 from grader.sandbox.isolation import ProcessLimit
 
 SCRATCH_MB = 64  # the scratch tmpfs under bubblewrap
 CLEAN_SECONDS = 10.0  # how long a zygote may take to end a submission's processes and remove its files
 _ZYGOTE_TASKS = 64  # the group's limit until the first job sets it: the zygote alone, and its start-up
-# The zygote is started by name in a fresh interpreter, where mypy cannot follow it: tests/test_warm.py
-# checks that this module exists and defines main().
+# The zygote is started by name in a fresh interpreter, where mypy cannot follow it:
+# tests/test_structure.py checks that this module exists and defines main().
 ZYGOTE_MODULE = "grader.sandbox.zygote"
 _BOOT = f"import sys; sys.path.insert(0, sys.argv[2]); from {ZYGOTE_MODULE} import main; main(sys.argv[1])"
 _PASSED_ENVIRONMENT = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "LANG", "LC_ALL")
@@ -67,6 +67,13 @@ class Zygote:
                 (self.slot / folder).mkdir()
             if not self.sandboxed:
                 self.user = isolation.lease_user()
+            if self.user is not None and not credentials.readable_by(
+                str(self.slot.parent), self.user.uid, self.user.gid
+            ):
+                # A temporary folder others cannot pass through (TMPDIR under /root): the uid could not
+                # reach its slot, so the workers keep the grader's, Landlock still confining them.
+                self.user.release()
+                self.user = None
             if self.user is not None:
                 # The slot's uid may pass through the slot and read the job's files, and write only in
                 # its scratch folder; nothing else of the grader's is readable to it.
