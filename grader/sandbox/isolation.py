@@ -18,6 +18,7 @@ import fcntl
 import os
 import pwd
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -165,10 +166,14 @@ def lease_user() -> UserLease | None:
     first = current().own_uid
     if first is None:
         return None
-    folder = Path(tempfile.gettempdir()) / "grader-uids"
+    folder = Path(tempfile.gettempdir()) / f"grader-uids-{os.geteuid()}"
     folder.mkdir(mode=0o700, exist_ok=True)
+    status = os.lstat(folder)
+    if not stat.S_ISDIR(status.st_mode) or status.st_uid != os.geteuid() or status.st_mode & 0o077:
+        raise OSError(f"{folder}: not a private folder of this user (a link, or another's): remove it")
     for uid in range(first, first - _UID_SLOTS, -1):
-        lock = os.open(folder / f"{uid}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        flags = os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW
+        lock = os.open(folder / f"{uid}.lock", flags, 0o600)
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
