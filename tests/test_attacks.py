@@ -99,6 +99,28 @@ if _PROBLEMS:
 """ + textwrap.dedent(CORRECT_GRAPH2)
 
 
+def _attacker(attack: str) -> str:
+    """A hand-in that computes graph2 right, and attacks (tests/attacks/ holds only the attacks)."""
+    return (
+        textwrap.dedent(CORRECT_GRAPH2).lstrip()
+        + "\n"
+        + (ATTACKS / f"{attack}.py").read_text(encoding="utf-8")
+    )
+
+
+def _grader(
+    layer: str, *args: str, cwd: Path | None = None, timeout: int = 300
+) -> subprocess.CompletedProcess[str]:
+    """The real command, in a subprocess, under `layer` ("bubblewrap" or "base")."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GRADER_")}
+    if layer == "base":
+        env["GRADER_ISOLATION"] = "base"
+    command = [sys.executable, "-m", "grader", *args]
+    return subprocess.run(
+        command, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, check=False
+    )
+
+
 def _layers() -> list[str]:
     return ["bubblewrap", "base"] if isolation.current().level == "bubblewrap" else ["base"]
 
@@ -202,26 +224,27 @@ def _run_class(layer: str, root: Path) -> ClassRun:
     exercise = copy_exercise(exercises / "graph2", append=LIMITS)
     submissions = root / "submissions"
     for k, attack in enumerate(sorted(ATTACKS.glob("*.py"))):
-        write_source(submissions / f"s{k:02d}a_{attack.stem}" / "hw.py", attack.read_text(encoding="utf-8"))
+        write_source(submissions / f"s{k:02d}a_{attack.stem}" / "hw.py", _attacker(attack.stem))
         write_source(submissions / f"s{k:02d}b_classmate" / "hw.py", CLASSMATE)
     for name in _hostile_handins(submissions, exercise):
         write_source(submissions / f"{name[:3]}b_classmate" / "hw.py", CLASSMATE)
     before = {p: p.stat().st_mtime_ns for p in (exercise / "exercise.yaml", exercise / "solution.py")}
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GRADER_")}
-    if layer == "base":
-        env["GRADER_ISOLATION"] = "base"
     listeners = Listeners()
     listeners.start()
-    command = [sys.executable, "-m", "grader", "run", str(exercises), "-j", "1", "--trials", str(TRIALS)]
     try:
-        done = subprocess.run(
-            [*command, "--json", "--out", str(root / "out")],
+        done = _grader(
+            layer,
+            "run",
+            str(exercises),
+            "-j",
+            "1",
+            "--trials",
+            str(TRIALS),
+            "--json",
+            "--out",
+            str(root / "out"),
             cwd=root,
-            env=env,
-            capture_output=True,
-            text=True,
             timeout=900,
-            check=False,
         )
         files = {
             str(p.relative_to(root)): p.read_bytes() for p in sorted((root / "out").rglob("*")) if p.is_file()
@@ -230,15 +253,7 @@ def _run_class(layer: str, root: Path) -> ClassRun:
     finally:
         listeners.stop()
     assert {p: p.stat().st_mtime_ns for p in before} == before, "the exercise's files were changed"
-    report = subprocess.run(
-        [sys.executable, "-m", "grader", "report", str(exercises)],
-        cwd=root,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    report = _grader(layer, "report", str(exercises), cwd=root, timeout=120)
     lines = {}
     for line in done.stdout.splitlines():
         if line.startswith("{"):
@@ -378,31 +393,19 @@ def test_gradescope_keeps_its_result_and_ships_no_solution(tmp_path: Path) -> No
     written: dict[Path, bytes] = {}
     for attack in ("late_forger", "read_secrets", "kill_grader", "write_classmates"):
         submission = tmp_path / "autograder" / f"submission-{attack}"
-        write_source(submission / "hw.py", (ATTACKS / f"{attack}.py").read_text(encoding="utf-8"))
+        write_source(submission / "hw.py", _attacker(attack))
         for layer in _layers():
             results = tmp_path / "autograder" / f"results-{attack}-{layer}" / "results.json"
-            env = {k: v for k, v in os.environ.items() if not k.startswith("GRADER_")}
-            if layer == "base":
-                env["GRADER_ISOLATION"] = "base"
-            done = subprocess.run(
-                [
-                    sys.executable,
-                    "-m",
-                    "grader",
-                    "gradescope",
-                    str(source / "exercises"),
-                    "--submission",
-                    str(submission),
-                    "--results",
-                    str(results),
-                    "--trials",
-                    str(TRIALS),
-                ],
-                env=env,
-                capture_output=True,
-                text=True,
-                timeout=300,
-                check=False,
+            done = _grader(
+                layer,
+                "gradescope",
+                str(source / "exercises"),
+                "--submission",
+                str(submission),
+                "--results",
+                str(results),
+                "--trials",
+                str(TRIALS),
             )
             assert done.returncode == 0, done.stderr[-2000:]
             first = written[results] = results.read_bytes()
@@ -420,25 +423,15 @@ def test_gradescope_keeps_its_result_and_ships_no_solution(tmp_path: Path) -> No
 def test_a_student_checking_an_attack_gets_an_answer_and_leaves_nothing(layer: str, tmp_path: Path) -> None:
     """`grader check`, as a student runs it: a hand-in that links to the solution is refused, naming the
     link; attacks on the grader leave its answer standing and nothing behind."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GRADER_")}
-    if layer == "base":
-        env["GRADER_ISOLATION"] = "base"
     linked = tmp_path / "linked"
     linked.mkdir()
     (linked / "hw.py").symlink_to(GRAPH2 / "solution.py")
-    check = [sys.executable, "-m", "grader", "check", str(GRAPH2)]
-    refused = subprocess.run([*check, str(linked)], env=env, capture_output=True, text=True, timeout=120)
+    refused = _grader(layer, "check", str(GRAPH2), str(linked), timeout=120)
     assert refused.returncode == 2 and "symbolic link" in refused.stderr, refused.stderr
     assert "def graph2" not in refused.stdout + refused.stderr
     for attack in ("kill_grader", "prlimit_parent_files", "late_forger"):
-        path = ATTACKS / f"{attack}.py"
-        done = subprocess.run(
-            [*check, str(path), "--trials", str(TRIALS), "--json"],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
+        path = write_source(tmp_path / attack / "hw.py", _attacker(attack))
+        done = _grader(layer, "check", str(GRAPH2), str(path), "--trials", str(TRIALS), "--json")
         assert done.returncode in (0, 1), (attack, done.stderr[-2000:])
         result = json.loads(done.stdout)
         assert result["max_score"] == 10 and "LEAK" not in done.stdout

@@ -1,16 +1,7 @@
-"""Attack: leaves a detached process that rewrites results.json and the gradebook after the grader exits."""
+"""Attack: leaves a detached process that rewrites results.json and the gradebook after the grader exits.
 
-import numpy as np
-import torch
-
-
-def graph2(W_np, x_np, b_np):
-    W = torch.tensor(W_np, requires_grad=True)
-    f = torch.sigmoid(W @ torch.tensor(x_np) + torch.tensor(b_np)).sum()
-    f.backward()
-    s = 1.0 / (1.0 + np.exp(-(W_np @ x_np + b_np)))
-    return f, W.grad, (s * (1 - s)) @ x_np.T
-
+Only the attack is here: the test puts a correct graph2 before it.
+"""
 import os
 
 # A detached shell (its command line carries the marker) waits for the grader to be done, then forges.
