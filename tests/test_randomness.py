@@ -11,7 +11,7 @@ from typing import Any
 
 from conftest import CORRECT_GRAPH2, GRAPH2, grader_command, line_of, write_source
 
-from grader.handin.discover import runs_at_import, submission_from_path
+from grader.handin.discover import submission_from_path
 
 # The seed question's own check loop (shared/seeds/002), left at the top level of a float32 hand-in:
 # np.allclose on random sizes fails some runs and passes others, at import.
@@ -114,8 +114,8 @@ def test_declarations_alone_do_not_run_code_at_import(tmp_path: Path) -> None:
             print(graph2(1, 2, 3))
     '''
     path = write_source(tmp_path / "quiet" / "hw.py", quiet)
-    assert runs_at_import(submission_from_path(path, "graph2"), "graph2") == ()
+    assert submission_from_path(path, "graph2").runs_at_import == ()
     text = textwrap.dedent(quiet).lstrip() + "np.random.seed(0)\nfor i in range(3):\n    pass\n"
     busy = write_source(tmp_path / "busy" / "hw.py", text)
-    found = runs_at_import(submission_from_path(busy, "graph2"), "graph2")
+    found = submission_from_path(busy, "graph2").runs_at_import
     assert found == (f"hw.py line {line_of(text, 'np.random.seed')}", f"hw.py line {line_of(text, 'for i')}")

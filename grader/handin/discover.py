@@ -46,6 +46,7 @@ def submission_from_path(path: Path, entry: str, name: str | None = None) -> Sub
         root=root,
         files=tuple(ordered),
         contents=tuple(contents[f] for f in ordered),
+        runs_at_import=_runs_at_import([(f, trees[f]) for f in ordered], entry),
     )
 
 
@@ -75,13 +76,14 @@ def _parsed(path: Path, content: bytes) -> ast.Module | None:
         return None
 
 
-def runs_at_import(submission: Submission, entry: str, shown: int = 3) -> tuple[str, ...]:
-    """Where the files the worker imports (up to the one defining `entry`) run code at their top level
-    (a check loop, a call, a print), as "hw.py line 12": it runs once, before the trials. At most
-    `shown` places."""
+def _runs_at_import(
+    trees: list[tuple[str, ast.Module | None]], entry: str, shown: int = 3
+) -> tuple[str, ...]:
+    """Where the files the worker imports, in its order (up to the one defining `entry`), run code at
+    their top level (a check loop, a call, a print), as "hw.py line 12": it runs once, before the
+    trials. At most `shown` places."""
     places: list[str] = []
-    for relative, content in zip(submission.files, submission.contents, strict=True):
-        tree = _parsed(submission.root / relative, content)
+    for relative, tree in trees:
         for node in tree.body if tree is not None else []:
             if _does_work(node) and len(places) < shown:
                 places.append(f"{relative} line {node.lineno}")

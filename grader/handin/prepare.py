@@ -26,6 +26,7 @@ class Submission:
     root: Path
     files: tuple[str, ...]
     contents: tuple[bytes, ...] = ()  # each file's bytes, read once without following links (files.py)
+    runs_at_import: tuple[str, ...] = ()  # where the files imported run code at their top ("hw.py line 12")
 
     @property
     def path(self) -> Path:

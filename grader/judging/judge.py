@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from grader.exercise.spec import Exercise, ReturnSpec
-from grader.handin.discover import runs_at_import
 from grader.handin.prepare import Submission
 from grader.judging import consistency, diagnosis
 from grader.judging.classify import classify_return
@@ -71,7 +70,7 @@ def judge(
         seconds=report.seconds,
         only_trial=only_trial,
         import_seconds=report.import_seconds,
-        runs_at_import=runs_at_import(submission, exercise.spec.entry),
+        runs_at_import=submission.runs_at_import,
     )
 
 
