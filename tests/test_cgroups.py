@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -89,9 +90,17 @@ def test_groups_of_a_grader_that_was_killed_are_tidied_up() -> None:
     orphan = group.path.parent / f"grader-{_free_pid()}-0"
     orphan.mkdir()
     try:
-        _run_forker(cgroups.PidsGroup(orphan), "7412")
-        assert len(_sleepers("7412")) > 0
-        cgroups._remove_stale(group.path.parent)
+        try:
+            _run_forker(cgroups.PidsGroup(orphan), "7412")
+            assert len(_sleepers("7412")) > 0
+            cgroups._remove_stale(group.path.parent)
+        except subprocess.CalledProcessError as killed:
+            # Another grader on the machine (the other test process) tidied the orphan first, killing
+            # what it held: the same outcome, reached by someone else.
+            assert killed.returncode == -signal.SIGKILL, killed
+        deadline = time.monotonic() + 5
+        while orphan.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
         assert not orphan.exists()
         assert group.path.exists()  # this grader's own group is alive and kept
         assert _sleepers("7412") == []
