@@ -29,6 +29,7 @@ class Verdict(_Word):
     PRECISION = "precision"
     INSTABILITY = "instability"
     LOGIC = "logic"
+    AUTOGRAD = "autograd"  # a return meant to be derived by hand came from autograd: whatever its values
     ERROR = "error"
 
     @property

@@ -145,6 +145,9 @@ def test_case(gradings: Gradings, exercise_id: str, file: str) -> None:
         f"{file} ({wrong.mistake}):\n{describe(result)}"
     )
     assert any(v is not Verdict.PASS for v in got.values()), f"known-wrong {file} passes everything"
+    # Hand derivations, however wrong, are never taken for autograd's: none of these copies it.
+    unexpected = [n for n, v in got.items() if v is Verdict.AUTOGRAD and wrong.expect.get(n) is not v]
+    assert not unexpected, f"{file}: {unexpected} judged autograd:\n{describe(result)}"
     named = {r.name: r.misconception for r in result.returns}
     for name, start in wrong.misconceptions.items():
         assert (named[name] or "").startswith(start), f"{file}: {name} named {named[name]!r}, not {start}..."

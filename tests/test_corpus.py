@@ -10,6 +10,9 @@
   trials each return in `returns` must be `logic`, and the others neither `logic` nor `error`. Its
   `misconception` is the start of the name the diagnosis must give those returns, or `none` for a
   mistake no candidate describes (then none may be named). Correct and unstable code is never named one.
+- `autograd`: a return to be derived by hand copied from autograd (`.grad`, `autograd.grad`, `torch.func`,
+  a backward pass run by torch); each return in `returns` must be `autograd`, the others neither `logic`
+  nor `error`. No variant of another kind may ever be judged `autograd`.
 
 Each exercise's references are computed once for all its variants, which are graded two at a time the
 first time one of them is asked for. `tests/corpus/report.py` prints the same gradings as a table.
@@ -45,7 +48,7 @@ SEED = 0
 CORRECT_TRIALS = int(os.environ.get("GRADER_CORPUS_TRIALS", "2000"))
 OTHER_TRIALS = 1_000  # a bug or an unstable formula shows on far fewer
 WORKERS = 2
-KINDS = ("correct", "unstable", "bug")
+KINDS = ("correct", "unstable", "bug", "autograd")
 PRECISIONS = ("float64", "float32", "float16", "bfloat16")
 
 
@@ -65,7 +68,11 @@ class Variant:
 
     @property
     def expected_verdict(self) -> Verdict | None:
-        return {"unstable": Verdict.INSTABILITY, "bug": Verdict.LOGIC}.get(self.kind)
+        return {
+            "unstable": Verdict.INSTABILITY,
+            "bug": Verdict.LOGIC,
+            "autograd": Verdict.AUTOGRAD,
+        }.get(self.kind)
 
 
 class ManifestError(Exception):
@@ -177,10 +184,11 @@ def problems(variant: Variant, result: SubmissionResult | Exception) -> list[str
                 found.append(
                     f"{ret.name}: expected {expected.value}, got {ret.verdict.value} — {ret.message}"
                 )
-        elif ret.verdict in (Verdict.LOGIC, Verdict.ERROR) or (
+        elif ret.verdict in (Verdict.LOGIC, Verdict.ERROR, Verdict.AUTOGRAD) or (
             variant.kind == "correct" and ret.verdict is Verdict.INSTABILITY
         ):
-            # Correct code is never called a mistake, nor told that its formula is unstable.
+            # Correct code is never called a mistake, nor told that its formula is unstable; a hand
+            # derivation is never taken for autograd's.
             found.append(f"{ret.name}: {ret.verdict.value} — {ret.message}")
         wanted = variant.misconception if ret.name in variant.returns and variant.kind == "bug" else None
         named = ret.misconception

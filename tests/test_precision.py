@@ -77,6 +77,13 @@ VARIANTS = {
             e = np.exp(z_np.astype(np.float32))
             return np.log(e.sum()), e / e.sum()
     """,
+    # np.asarray(..., dtype=...) is the narrowing the rerun cannot lift (astype it can)
+    "naive_asarray32": """
+        import numpy as np
+        def lse(z_np):
+            e = np.exp(np.asarray(z_np, dtype=np.float32))
+            return np.log(e.sum()), e / e.sum()
+    """,
     "factor2_32": """
         import torch
         def lse(z_np):
@@ -88,7 +95,7 @@ VARIANTS = {
     "factor2_numpy32": """
         import numpy as np
         def lse(z_np):
-            z = z_np.astype(np.float32)
+            z = np.asarray(z_np, dtype=np.float32)  # not lifted by the rerun
             m = z.max()
             e = np.exp(z - m)
             return m + np.log(e.sum()), 2 * e / e.sum()
@@ -154,10 +161,16 @@ def test_the_same_naive_code_in_float64_passes(graded: dict[str, SubmissionResul
     assert verdicts(graded["naive64"]) == {"f": Verdict.PASS, "grad": Verdict.PASS}
 
 
+def test_numpy_astype_float32_is_lifted_by_the_rerun(graded: dict[str, SubmissionResult]) -> None:
+    result = graded["naive_numpy32"]
+    assert verdicts(result) == {"f": Verdict.INSTABILITY, "grad": Verdict.INSTABILITY}
+    assert "right when rerun at float64" in result.returns[0].message
+
+
 def test_hard_coded_numpy_float32_overflow_is_instability_and_says_so(
     graded: dict[str, SubmissionResult],
 ) -> None:
-    result = graded["naive_numpy32"]
+    result = graded["naive_asarray32"]
     assert verdicts(result) == {"f": Verdict.INSTABILITY, "grad": Verdict.INSTABILITY}
     assert "hard-codes" in result.returns[0].message
 

@@ -15,7 +15,7 @@ from grader.exercise.spec import Exercise, load_exercise
 from grader.exercise.trials import make_trials
 from grader.handin.discover import submission_from_path
 from grader.handin.prepare import prepare
-from grader.judging.reruns import RERUN_LIMIT, plan_reruns
+from grader.judging.reruns import HAS_EXTENDED, plan_reruns
 from grader.outcomes import Failure, FailureKind, Verdict
 from grader.sandbox.payload import ReturnedArray
 from grader.sandbox.report import Pass, RerunRequest, Returned, TrialOutput
@@ -71,22 +71,27 @@ def test_trials_beyond_rounding_are_rerun_and_come_back_at_float64(
     assert isinstance(rerun, Returned) and rerun.dtype == "float64"  # .float() lifted in the rerun
 
 
-def test_the_reruns_are_the_worst_trials_up_to_the_limit(graph2_refs: tuple[Exercise, References]) -> None:
+def test_every_trial_beyond_rounding_is_rerun_and_float64_ones_above_float64(
+    graph2_refs: tuple[Exercise, References],
+) -> None:
+    """No limit: which trials are rerun must not depend on how many there are, or a verdict would."""
     exercise, _ = graph2_refs
-    many = compute_references(exercise, make_trials(exercise, 0, RERUN_LIMIT + 20))
+    many = compute_references(exercise, make_trials(exercise, 0, 420))
     outputs = {}
-    for trial in many.trials:  # what a transposed user_grad returns, the other returns right
+    for trial in many.trials:  # a transposed user_grad in float64, a float32 auto_grad off by a factor
         values = dict(many.expected[trial.index])
         values["user_grad"] = values["user_grad"].T.copy()
+        values["auto_grad"] = (2 * values["auto_grad"]).astype(np.float32)
         outputs[trial.index] = _output(trial.index, values)
     plan = plan_reruns(exercise, many, Pass(outputs))
-    assert len(plan.request.trials) == RERUN_LIMIT and list(plan.request.trials) == sorted(
-        plan.request.trials
-    )
     wrong = plan.comparisons["user_grad"]
-    chosen = min(wrong[t].max_ratio for t in plan.request.trials)
-    left = [wrong[t].max_ratio for t in wrong if t not in plan.request.trials]
-    assert left and max(left) <= chosen  # worst first
+    beyond = sorted(t for t, c in wrong.items() if c.verdict is Verdict.LOGIC)
+    assert len(beyond) > 400
+    assert list(plan.request.trials) == [t.index for t in many.trials]  # auto_grad is wrong in each
+    if HAS_EXTENDED:
+        assert list(plan.request.extended) == beyond  # float64 code: rerun above float64
+    else:
+        assert plan.request.extended == ()
 
 
 def test_a_first_pass_that_stopped_asks_for_nothing(graph2_refs: tuple[Exercise, References]) -> None:

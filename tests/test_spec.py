@@ -197,7 +197,10 @@ def test_grad_wrt_an_integer_input(tmp_path: Path) -> None:
         tmp_path / "ex",
         [
             ("b_np: {shape: [d, 1], dist: uniform}", "b_np: {shape: [d, 1], dist: integer, low: 0, high: 3}"),
-            ("{name: user_grad, grad: {of: f, wrt: W_np}}", "{name: user_grad, grad: {of: f, wrt: b_np}}"),
+            (
+                "{name: user_grad, grad: {of: f, wrt: W_np}, by_hand: true}",
+                "{name: user_grad, grad: {of: f, wrt: b_np}}",
+            ),
         ],
     )
     text = (folder / "exercise.yaml").read_text(encoding="utf-8")

@@ -69,4 +69,4 @@ def test_every_failure_kind_the_worker_may_send_is_a_failure_kind() -> None:
 
 def test_only_the_unstable_rerun_outcomes_make_instability() -> None:
     unstable = {o for o in RerunOutcome if o.unstable}
-    assert unstable == {RerunOutcome.FOLLOWS_RERUN, RerunOutcome.OVERFLOWS, RerunOutcome.RIGHT_AT_FLOAT64}
+    assert unstable == {RerunOutcome.OVERFLOWS, RerunOutcome.RIGHT_HIGHER, RerunOutcome.SHRINKS}

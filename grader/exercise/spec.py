@@ -82,6 +82,8 @@ class ReturnSpec(_Model):
     vjp: VjpSpec | None = None
     atol: float | None = Field(default=None, ge=0)
     rtol: float | None = Field(default=None, ge=0)
+    # Derived by hand: the grader checks that it does not come from torch's autograd (judging/provenance.py).
+    by_hand: bool = False
 
     @model_validator(mode="after")
     def _one_kind(self) -> ReturnSpec:

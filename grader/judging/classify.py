@@ -107,7 +107,9 @@ def _message(
             f"outside the exercise's tolerance ({tolerance}) on {of}, but within "
             f"{precision} rounding (max {envelopes}): rounding, not a mistake; compute in float64 to pass"
         )
-    worst = max(decisive, key=lambda c: c.max_ratio)
+    # A mistake is measured where the values are finite: an overflowing trial would only say "inf".
+    finite = [c for c in decisive if np.isfinite(c.max_ratio)] if verdict is Verdict.LOGIC else []
+    worst = max(finite or decisive, key=lambda c: c.max_ratio)
     ratio = f"{worst.max_ratio:.3g} {worst.precision} rounding envelopes"
     if not np.isfinite(worst.max_ratio):
         ratio = f"NaN or infinite values where finite ones were due, in {worst.precision}"
@@ -116,12 +118,12 @@ def _message(
     if not np.isfinite(relative) and worst.failing:  # no relative error where the answer is 0
         size = f"{max(e.abs_error for e in worst.failing):.3g} on entries that should be 0"
     if verdict is Verdict.INSTABILITY:
-        why = worst.note if worst.rerun is RerunOutcome.OVERFLOWS else "right when rerun at float64"
+        why = worst.note
         return (
             f"beyond rounding on {of} ({ratio}), but {why}: a numerically unstable formula "
             "(overflow in exp, cancellation), not a mistake in the maths; rewrite it stably "
             "(subtract the max before exp, use log-sum-exp, avoid subtracting nearly equal numbers)"
         )
-    if worst.precision == "float64" or worst.rerun is RerunOutcome.STILL_WRONG:
+    if worst.rerun is RerunOutcome.STILL_WRONG:
         return f"wrong by up to {size} at any precision on {of} ({ratio}): a mistake in the formula"
     return f"wrong by up to {size} on {of} ({ratio}); {worst.note}: a mistake in the formula, not rounding"

@@ -41,6 +41,11 @@ class Precision:
     tiny: float  # smallest normal number
     largest: float  # largest finite number: beyond it, the format overflows
 
+    @property
+    def bits(self) -> int:
+        """Significant bits, the implicit one included."""
+        return round(-math.log2(self.eps)) + 1
+
 
 PRECISIONS = {
     "float64": Precision(
@@ -68,21 +73,28 @@ class EntryError:
 
 
 class RerunOutcome(Enum):
-    """What running a trial again at float64 showed of a trial beyond rounding (reruns.py decides)."""
+    """What running a trial again above its precision showed of a trial beyond rounding (reruns.py
+    decides, from that trial's runs alone)."""
 
     NONE = "none"  # not beyond rounding: nothing to decide
-    NOT_RERUN = "not rerun"  # beyond the rerun limit, with no rerun trial to follow
-    FOLLOWS_RERUN = "follows the reruns"  # beyond the limit: like the trials rerun, right at float64
+    NOT_RERUN = "not rerun"  # the reruns stopped before this trial (an earlier one timed out)
     RERUN_FAILED = "rerun failed"  # the rerun raised, timed out or returned nothing usable
-    HARD_CODED = "hard-coded precision"  # the rerun came back in the same low precision: judged there
+    HARD_CODED = "hard-coded precision"  # the rerun came back no finer than the first run: judged there
     OVERFLOWS = "overflows"  # infinities or NaN where finite values were due: the format's range
-    RIGHT_AT_FLOAT64 = "right at float64"
-    STILL_WRONG = "still wrong at float64"
+    RIGHT_HIGHER = "right at higher precision"
+    SHRINKS = "error shrinks with the precision"  # by the ratio of the formats' unit roundoffs: rounding
+    CANCELLED = "cancelled at both precisions"  # 0 where values below the format's resolution were due
+    STILL_WRONG = "still wrong at higher precision"
 
     @property
     def unstable(self) -> bool:
         """Whether it shows a numerically unstable formula rather than a mistake."""
-        return self in (RerunOutcome.FOLLOWS_RERUN, RerunOutcome.OVERFLOWS, RerunOutcome.RIGHT_AT_FLOAT64)
+        return self in (
+            RerunOutcome.OVERFLOWS,
+            RerunOutcome.RIGHT_HIGHER,
+            RerunOutcome.SHRINKS,
+            RerunOutcome.CANCELLED,
+        )
 
 
 @dataclass(frozen=True)
@@ -93,6 +105,7 @@ class Comparison:
     verdict: Verdict
     precision: str = "float64"
     precision_reason: str = ""
+    dtype: str = ""  # as returned, where it failed: a float64 array may hold a narrower format's values
     max_ratio: float = 0.0  # worst |error| / envelope over the entries
     max_rel_error: float = 0.0
     failing: tuple[EntryError, ...] = ()  # worst first
@@ -141,8 +154,8 @@ def infer_precision(got: np.ndarray | Sequence[np.ndarray], dtype: str) -> tuple
         return plain
     values = np.concatenate([np.ravel(a).astype(np.float64, copy=False) for a in arrays])
     values = values[np.isfinite(values)]
-    mantissa = np.frexp(values)[0] * 16
-    if np.all(mantissa == np.floor(mantissa)):  # at most 4 significant bits everywhere: no evidence
+    bits = _significant_bits(values)
+    if bits <= 4:  # at most 4 significant bits everywhere: no evidence
         return plain
     with np.errstate(over="ignore", invalid="ignore"):
         as32 = values.astype(np.float32)
@@ -151,9 +164,23 @@ def infer_precision(got: np.ndarray | Sequence[np.ndarray], dtype: str) -> tuple
         fits16 = bool(np.all(values.astype(np.float16).astype(np.float64) == values))
     # bfloat16 first: its values (8 significant bits) mostly fit float16 too, not the other way round.
     for fits, name in ((fits_bf16, "bfloat16"), (fits16, "float16"), (fits32, "float32")):
-        if fits and PRECISIONS[name].eps > returned.eps:
-            return PRECISIONS[name], f"{dtype} array holding {name} values"
+        precision = PRECISIONS[name]
+        # Values computed in a format use its bits: each of float32's needs more than 12 of its 24 with
+        # probability 1 - 2^-12. Fewer everywhere is what cancellation leaves of float64 values
+        # (1 - (1 - e^x) at x in [-60, -30] keeps at most 10 bits), not evidence of the narrower format.
+        if fits and precision.eps > returned.eps and bits > precision.bits // 2:
+            return precision, f"{dtype} array holding {name} values"
     return plain
+
+
+def _significant_bits(values: np.ndarray) -> int:
+    """The most significant bits any of `values` (float64) needs: 53 less its mantissa's trailing zeros."""
+    mantissa = (np.abs(np.frexp(values)[0]) * 2.0**53).astype(np.int64)
+    mantissa = mantissa[mantissa != 0]
+    if mantissa.size == 0:
+        return 0
+    lowest = mantissa & -mantissa  # the lowest set bit of each
+    return int(53 - np.log2(lowest.astype(np.float64)).min())
 
 
 def ulp(values: np.ndarray, precision: Precision) -> np.ndarray:
@@ -172,6 +199,29 @@ def _allowed(
         magnitude = MAGNITUDE_FACTOR * (abs_expected + scale) + SPREAD_FACTOR * spread
     allowed: np.ndarray = precision.eps * magnitude + MAGNITUDE_FACTOR * precision.tiny
     return allowed
+
+
+def entry_errors(
+    expected: np.ndarray, got: np.ndarray, spread: np.ndarray | None, precision: Precision
+) -> tuple[np.ndarray, np.ndarray]:
+    """One trial's (|error|, rounding envelope) per entry, as `compare` judges them: NaN counts as an
+    infinite error, an infinity where the true value is beyond the format's range as none."""
+    abs_expected = np.abs(expected)
+    abs_error = _abs_errors(expected, abs_expected, got.astype(np.float64).reshape(expected.shape), precision)
+    scale = np.full(expected.shape, abs_expected.max() if expected.size else 0.0)
+    return abs_error, _allowed(abs_expected, scale, spread, precision)
+
+
+def _abs_errors(
+    expected: np.ndarray, abs_expected: np.ndarray, got64: np.ndarray, precision: Precision
+) -> np.ndarray:
+    # An infinity where the true value exceeds the format's range is the best that format can do.
+    beyond_range = abs_expected > precision.largest
+    both_inf = np.isinf(got64) & (np.sign(got64) == np.sign(expected)) & (np.isinf(expected) | beyond_range)
+    with np.errstate(invalid="ignore"):
+        abs_error: np.ndarray = np.where(both_inf, 0.0, np.abs(got64 - expected))
+    abs_error[np.isnan(abs_error)] = np.inf
+    return abs_error
 
 
 def shape_problem(expected_shape: tuple[int, ...], got_shape: tuple[int, ...]) -> str | None:
@@ -284,7 +334,14 @@ def compare_many(
                 [expected[k] for k in members], None if spreads is None else [spreads[k] for k in members]
             )
         judged = _compare_flat(
-            spec, [trials[k] for k in members], [expected[k] for k in members], flat, got64, precision, reason
+            spec,
+            [trials[k] for k in members],
+            [expected[k] for k in members],
+            flat,
+            got64,
+            precision,
+            reason,
+            dtype,
         )
         results.update(zip(members, judged, strict=True))
     return [results[k] for k in range(len(expected))]
@@ -298,18 +355,10 @@ def _compare_flat(
     got64: np.ndarray,
     precision: Precision,
     reason: str,
+    dtype: str,
 ) -> list[Comparison]:
     """Trials judged at one precision; `got64` holds their returned entries end to end, in trial order."""
-    # An infinity where the true value exceeds the format's range is the best that format can do.
-    beyond_range = flat.abs_expected > precision.largest
-    both_inf = (
-        np.isinf(got64)
-        & (np.sign(got64) == np.sign(flat.expected))
-        & (np.isinf(flat.expected) | beyond_range)
-    )
-    with np.errstate(invalid="ignore"):
-        abs_error = np.where(both_inf, 0.0, np.abs(got64 - flat.expected))
-    abs_error[np.isnan(abs_error)] = np.inf
+    abs_error = _abs_errors(flat.expected, flat.abs_expected, got64, precision)
     ratio = abs_error / _allowed(flat.abs_expected, flat.scale, flat.spread, precision)
     within_envelope = ratio <= 1.0
     if spec.explicit_tolerance:
@@ -341,6 +390,7 @@ def _compare_flat(
                 bool(envelope_ok[b]),
                 precision,
                 reason,
+                dtype,
             )
         )
     return results
@@ -356,6 +406,7 @@ def _failing(
     within_envelope: bool,
     precision: Precision,
     reason: str,
+    dtype: str,
 ) -> Comparison:
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         rel_error = np.where(abs_error == 0, 0.0, abs_error / np.abs(expected))
@@ -379,6 +430,7 @@ def _failing(
         verdict=Verdict.PRECISION if within_envelope else Verdict.LOGIC,
         precision=precision.name,
         precision_reason=reason,
+        dtype=dtype,
         max_ratio=float(ratio.max()),
         max_rel_error=float(rel_error.max()),
         failing=failing,

@@ -16,7 +16,7 @@ import numpy as np
 
 from grader.exercise.spec import Exercise, ReturnSpec
 from grader.handin.prepare import Submission
-from grader.judging import consistency, diagnosis
+from grader.judging import consistency, diagnosis, provenance
 from grader.judging.classify import classify_return
 from grader.judging.compare import Comparison
 from grader.judging.reruns import RerunPlan, resolve_beyond_rounding, returned
@@ -47,6 +47,8 @@ def judge(
         judged = classify_return(exercise, spec.name, comparisons, by_index, expected, got)
         if judged.verdict is Verdict.LOGIC:
             judged = _diagnosed(exercise, references, spec, report, judged, comparisons)
+        if spec.by_hand:
+            judged = provenance.checked(judged, report.first, report.provenance)
         returns.append(judged)
     for probe in plan.probes:
         returns = _checked_for_consistency(returns, probe, report)

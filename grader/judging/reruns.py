@@ -1,9 +1,18 @@
-"""Beyond rounding: which trials to run again at float64, and what their reruns say.
+"""Beyond rounding: which trials to run again above their precision, and what their reruns say.
 
 A trial whose values lie beyond the rounding envelope is either a mistake (wrong at any precision) or an
-unstable formula (right once the arithmetic is more precise). The first pass is compared here, the
-trials to rerun are chosen from it (`plan_reruns`, a pure function of the first pass), and once the worker
-has rerun them each trial beyond rounding is decided (`resolve_beyond_rounding`).
+unstable formula: rounding (or the format's range) that the formula amplifies, whose error shrinks as the
+arithmetic gets more precise. The first pass is compared here, the trials to rerun are chosen from it
+(`plan_reruns`, a pure function of the first pass), and once the worker has rerun them each trial beyond
+rounding is decided from its own runs alone (`resolve_beyond_rounding`): never from which other trials
+were rerun, so a verdict cannot change with the number of trials.
+
+Every trial beyond rounding is rerun at float64 (float32 code lifted: torch's dtypes by a function mode,
+numpy's `astype` by the inputs' class). Code that computed in float64 already is also rerun with numpy's
+inputs in extended precision (`np.longdouble`: 80-bit on x86-64, 11 more bits and a range to 1e4932).
+Torch has nothing above float64; where the extended rerun cannot run (torch tensors made from the inputs,
+numpy.linalg) a float64 trial is judged on its first run: NaN or infinities where finite values were due
+are the format's range (instability), any other error beyond float64 rounding is a mistake.
 """
 
 from __future__ import annotations
@@ -15,7 +24,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from grader.exercise.spec import Exercise, ReturnSpec
-from grader.judging import consistency
+from grader.judging import consistency, provenance
 from grader.judging.compare import (
     PRECISIONS,
     Comparison,
@@ -23,18 +32,29 @@ from grader.judging.compare import (
     Precision,
     RerunOutcome,
     compare_many,
+    entry_errors,
     flatten,
     infer_precision,
 )
 from grader.memo import PerObject
 from grader.outcomes import Verdict
 from grader.sandbox.payload import ReturnProblem
+from grader.sandbox.protocol import EXTENDED
 from grader.sandbox.report import Pass, RerunRequest, Returned, TrialOutput, WorkerReport
 
 if TYPE_CHECKING:
     from grader.exercise.reference import References
 
-RERUN_LIMIT = 200  # trials rerun at float64 per submission; the rest follow them (see below)
+# numpy's extended precision where it is wider than float64 (not on Windows or macOS, where it is float64).
+EXTENDED_EPS = float(np.finfo(np.longdouble).eps)
+HAS_EXTENDED = PRECISIONS["float64"].eps > EXTENDED_EPS
+# Amplified rounding scales with the unit roundoff: rerun with u' instead of u, its error becomes about
+# u'/u of what it was (2^-11 from float64 to x86's extended, 2^-29 from float32 to float64), a mistake's
+# stays (within a factor 2 where rounding of a similar size adds to it). Rounding shrinks less where the
+# rerun loses terms too: measured 7.3-fold on softplus_tails trial 677 (log(1 + exp(x)) summed over 32
+# entries, those below -44.4 lost in extended precision as well), 50-fold on trial 133; 2048-fold
+# where nothing is lost. An error that shrinks by this factor or more is rounding.
+SHRINK_FACTOR = 4.0
 # The expected values end to end, per return and trials compared: a class shares them.
 _flattened: PerObject[Flattened] = PerObject(kept=32)
 
@@ -49,23 +69,28 @@ class RerunPlan:
 
 
 def plan_reruns(exercise: Exercise, references: References, first: Pass) -> RerunPlan:
-    """Compare the first pass, and pick the trials to rerun at float64: those beyond rounding, worst first.
+    """Compare the first pass, and pick the trials to rerun: every trial beyond rounding, at float64, and
+    those of them computed in float64 again in extended precision; where returns are to be derived by
+    hand, a trial or two again with autograd's results scaled (provenance.py).
 
-    Code that already returns float64 is rerun too: what it returned may have been computed in float32
-    and overflowed (an infinity says nothing about its precision), and the rerun costs little. Where a
-    value and its gradient are both wrong, two probes ask whether the gradient is at least that of the
-    student's own value. A first pass that stopped early asks for nothing more.
+    Code that already returns float64 is rerun at float64 too: what it returned may have been computed in
+    float32 and overflowed (an infinity says nothing about its precision), and the rerun costs little.
+    Where a value and its gradient are both wrong, two probes ask whether the gradient is at least that of
+    the student's own value. A first pass that stopped early asks for nothing more.
     """
     comparisons = {
         spec.name: compare_first_pass(spec, references, first.outputs) for spec in exercise.spec.returns
     }
     if first.stopped is not None:
         return RerunPlan(comparisons, (), RerunRequest())
-    worst: dict[int, float] = {}
+    beyond: set[int] = set()
+    in_float64: set[int] = set()
     for judged in comparisons.values():
         for c in judged.values():
             if c.verdict is Verdict.LOGIC:
-                worst[c.trial] = max(worst.get(c.trial, 0.0), c.max_ratio)
+                beyond.add(c.trial)
+                if c.dtype == "float64":  # computed in float64, or in a narrower format and widened
+                    in_float64.add(c.trial)
     by_index = {t.index: t for t in references.trials}
     probes = []
     for number, pair in enumerate(consistency.pairs(exercise)):
@@ -77,8 +102,12 @@ def plan_reruns(exercise: Exercise, references: References, first: Pass) -> Reru
         ]
         if both:
             probes.append(consistency.make_probe(pair, by_index[min(both)], number))
-    trials = tuple(sorted(sorted(worst, key=lambda t: -worst[t])[:RERUN_LIMIT]))
-    request = RerunRequest(trials, tuple(moved for p in probes for moved in (p.plus, p.minus)))
+    request = RerunRequest(
+        tuple(sorted(beyond)),
+        tuple(moved for p in probes for moved in (p.plus, p.minus)),
+        tuple(sorted(in_float64)) if HAS_EXTENDED else (),
+        provenance.trials_to_check(exercise, first),
+    )
     return RerunPlan(comparisons, tuple(probes), request)
 
 
@@ -130,7 +159,16 @@ def compare_first_pass(
     return comparisons
 
 
-Rerun = tuple[np.ndarray, str] | str  # (array, dtype) returned at float64, or what went wrong with it
+Rerun = tuple[np.ndarray, str] | str  # (array, dtype) returned by a rerun, or what went wrong with it
+
+
+def _rerun_of(run: Pass, index: int, name: str) -> Rerun | None:
+    if index in run.outputs:
+        item = run.outputs[index].by_name[name]
+        return item.problem if isinstance(item, ReturnProblem) else (item.array, item.dtype)
+    if index in run.failures:
+        return run.failures[index].message
+    return None
 
 
 def resolve_beyond_rounding(
@@ -140,42 +178,21 @@ def resolve_beyond_rounding(
     compared: Mapping[int, Comparison],
     got: Mapping[int, np.ndarray],
 ) -> dict[int, Comparison]:
-    """Trials beyond rounding, decided by their reruns at float64 between instability and logic."""
-    beyond = [c for c in compared.values() if c.verdict is Verdict.LOGIC]
+    """Trials beyond rounding, each decided by its own reruns between instability and logic."""
     resolved: dict[int, Comparison] = {}
-    reruns = report.reruns
-    for comparison in beyond:
-        index = comparison.trial
-        rerun: Rerun
-        if index in reruns.outputs:
-            item = reruns.outputs[index].by_name[spec.name]
-            rerun = item.problem if isinstance(item, ReturnProblem) else (item.array, item.dtype)
-        elif index in reruns.failures:
-            rerun = reruns.failures[index].message
-        else:
+    for comparison in compared.values():
+        if comparison.verdict is not Verdict.LOGIC:
             continue
+        index = comparison.trial
         resolved[index] = resolve_with_rerun(
             comparison,
             spec,
             references.expected[index][spec.name],
             references.spread[index][spec.name],
             got[index],
-            rerun,
+            _rerun_of(report.reruns, index, spec.name),
+            _rerun_of(report.extended, index, spec.name),
         )
-    # Beyond the rerun limit, trials follow those rerun: one still wrong at float64 is enough for logic.
-    confirmed = [r for r in resolved.values() if r.verdict is Verdict.LOGIC]
-    for comparison in beyond:
-        if comparison.trial in resolved:
-            continue
-        if resolved and not confirmed:
-            note = f"like the {len(resolved)} trials rerun at float64, which were right there"
-            resolved[comparison.trial] = replace(
-                comparison, verdict=Verdict.INSTABILITY, rerun=RerunOutcome.FOLLOWS_RERUN, note=note
-            )
-        else:
-            resolved[comparison.trial] = replace(
-                comparison, rerun=RerunOutcome.NOT_RERUN, note="it was not rerun at float64"
-            )
     return resolved
 
 
@@ -185,33 +202,133 @@ def resolve_with_rerun(
     expected: np.ndarray,
     spread: np.ndarray,
     got: np.ndarray,
-    rerun: Rerun,
+    rerun: Rerun | None,
+    extended: Rerun | None = None,
 ) -> Comparison:
-    """Decide a trial that failed beyond rounding: right when rerun at float64 means instability."""
+    """Decide a trial that failed beyond rounding from its reruns (at float64; in extended precision for
+    float64 code): an error that shrinks with the precision, or an overflow, is instability."""
     precision = PRECISIONS[original.precision]
+    rerun, extended = (_same_shape(r, expected) for r in (rerun, extended))
+    lifted_to_extended = isinstance(extended, tuple) and extended[1] == EXTENDED
+    # float64 values that fit a narrower format: that format's work widened, or float64 values that lost
+    # their low bits (1 - (1 - e) keeps a few). A rerun at float64 lifts every narrower format it can; if
+    # it changed nothing and numpy's floats went to extended precision, the work was float64.
+    if (
+        precision.name != "float64"
+        and original.dtype == "float64"
+        and lifted_to_extended
+        and isinstance(rerun, tuple)
+        and np.array_equal(rerun[0].reshape(got.shape), got, equal_nan=True)
+    ):
+        precision = PRECISIONS["float64"]
+        original = replace(original, precision=precision.name, precision_reason="computed in float64")
+    if precision.name == "float64" and isinstance(extended, tuple) and lifted_to_extended:
+        return _judged_by_scaling(original, expected, spread, got, extended[0], "extended precision")
+    if rerun is None:
+        return _without_rerun(original, expected, got, precision, "it was not rerun")
     if isinstance(rerun, str):
-        why = f"its rerun at float64 failed ({rerun})"
-        if _overflows(expected, got, precision):
-            note = f"it overflows {precision.name} and {why}: the range of the precision used, not a mistake"
-            return _decided(original, RerunOutcome.OVERFLOWS, note)
-        return _decided(original, RerunOutcome.RERUN_FAILED, why)
+        return _without_rerun(original, expected, got, precision, f"its rerun at float64 failed ({rerun})")
     array, dtype = rerun
     lifted, _ = infer_precision(array, dtype)
-    if lifted.name != "float64":
-        if _overflows(expected, got, precision):
-            note = (
-                f"it overflows {precision.name}, which the code hard-codes (the rerun could not lift it): "
-                "the range of the precision used, not a mistake"
+    if lifted.eps < precision.eps:
+        return _judged_by_scaling(original, expected, spread, got, array, "float64")
+    if precision.name == "float64":
+        if not np.array_equal(array.reshape(got.shape), got, equal_nan=True):
+            # float64 values, yet computed otherwise when lifted: float32 inside, which the rerun lifted.
+            return _judged_by_scaling(original, expected, spread, got, array, "float64")
+        why = "no precision above float64 could check it"
+        if isinstance(extended, str):
+            why += f": its rerun in extended precision failed ({extended})"
+        elif extended is not None:
+            why += (
+                ": its rerun in extended precision returned float64 (float(), .item(), torch tensors or an "
+                "explicit dtype drop the extra precision)"
             )
-            return _decided(original, RerunOutcome.OVERFLOWS, note)
-        note = (
-            f"the code hard-codes {lifted.name}, so it could not be rerun at float64: judged at {lifted.name}"
-        )
-        return _decided(original, RerunOutcome.HARD_CODED, note)
-    check = compare_many(spec, [original.trial], [expected], [array], [dtype], [spread], at=precision)[0]
-    if check.verdict in (Verdict.PASS, Verdict.PRECISION):
-        return _decided(original, RerunOutcome.RIGHT_AT_FLOAT64, "right when rerun at float64")
-    note = f"still wrong when rerun at float64 ({check.max_ratio:.3g} envelopes)"
+        return _without_rerun(original, expected, got, precision, why)
+    note = f"the code hard-codes {lifted.name}, so it could not be rerun higher: judged at {lifted.name}"
+    return _without_rerun(original, expected, got, precision, note, RerunOutcome.HARD_CODED)
+
+
+def _same_shape(rerun: Rerun | None, expected: np.ndarray) -> Rerun | None:
+    """A rerun's array, or why it is of no use: code that returns another shape when lifted."""
+    if isinstance(rerun, tuple) and rerun[0].size != expected.size:
+        return f"it returned shape {rerun[0].shape}, expected {expected.shape}"
+    return rerun
+
+
+def _without_rerun(
+    original: Comparison,
+    expected: np.ndarray,
+    got: np.ndarray,
+    precision: Precision,
+    why: str,
+    outcome: RerunOutcome = RerunOutcome.RERUN_FAILED,
+) -> Comparison:
+    """Judged on the first run alone: NaN or infinities where finite values were due are the format's
+    range, anything else beyond its rounding a mistake."""
+    if _overflows(expected, got, precision):
+        note = f"it overflows {precision.name} ({why}): the range of the precision used, not a mistake"
+        return _decided(original, RerunOutcome.OVERFLOWS, note)
+    if why == "it was not rerun":
+        outcome = RerunOutcome.NOT_RERUN
+    return _decided(original, outcome, why)
+
+
+def _judged_by_scaling(
+    original: Comparison,
+    expected: np.ndarray,
+    spread: np.ndarray,
+    got: np.ndarray,
+    rerun: np.ndarray,
+    rerun_name: str,
+) -> Comparison:
+    """The entries beyond rounding in the first run, seen again in a rerun at precision `rerun_name`.
+
+    Zeros where a value below the first run's resolution of 1 was due, no worse in the rerun, are set
+    aside: 1 + x - 1 loses such an x in any precision that cannot hold it, so they say nothing. Of the
+    others: right in the rerun (within the first run's envelope) is instability. Infinities or NaN in the
+    first run: the rerun must be right there, or not finite either (log(1 - sigmoid(x)) is -inf wherever
+    1 - sigmoid(x) cancels to 0, in any precision): no evidence of a mistake. Finite errors
+    must shrink with the formats' unit roundoffs (by SHRINK_FACTOR at least). Otherwise still
+    wrong: a mistake.
+    """
+    precision = PRECISIONS[original.precision]
+    rerun_eps = EXTENDED_EPS if rerun_name == "extended precision" else PRECISIONS["float64"].eps
+    first_error, allowed = entry_errors(expected, got, spread, precision)
+    rerun_error, _ = entry_errors(expected, rerun, spread, precision)
+    got, rerun = (a.astype(np.float64).reshape(expected.shape) for a in (got, rerun))
+    failing = first_error > allowed
+    lost = failing & (got == 0) & (np.abs(expected) < precision.eps) & (rerun_error <= first_error)
+    judged = failing & ~lost
+    overflowed = judged & ~np.isfinite(got)
+    finite = judged & ~overflowed
+    right = rerun_error <= allowed
+    at = f"at {rerun_name}" if rerun_name == "float64" else f"in {rerun_name}"
+    if np.all(right[judged]):
+        if not judged.any():
+            note = (
+                f"it returns 0 where values below {precision.eps:.2g} were due, also when rerun {at}: "
+                "cancellation (1 + x - 1 loses an x that small)"
+            )
+            return _decided(original, RerunOutcome.CANCELLED, note)
+        return _decided(original, RerunOutcome.RIGHT_HIGHER, f"right when rerun {at}")
+    if np.any(overflowed & ~right & np.isfinite(rerun)):
+        wrong = "still wrong"
+    elif not np.any(finite & ~right):
+        note = f"it overflows {precision.name}, and still does when rerun {at}: the format's range"
+        return _decided(original, RerunOutcome.OVERFLOWS, note)
+    else:
+        before, after = float(first_error[finite].sum()), float(rerun_error[finite].sum())
+        if rerun_eps < precision.eps and after * SHRINK_FACTOR <= before:
+            shrink = f"{before / after:.3g}-fold" if after > 0 else "to nothing"
+            note = (
+                f"its error shrank {shrink} when rerun {at} (up to {precision.eps / rerun_eps:.3g}-fold "
+                "for rounding): rounding that the formula amplifies"
+            )
+            return _decided(original, RerunOutcome.SHRINKS, note)
+        wrong = "still wrong" if after >= before / 2 else f"wrong by {after / before:.2g} of the first run"
+    check = np.where(judged, rerun_error / allowed, 0.0)
+    note = f"{wrong} when rerun {at} ({float(check.max()):.3g} envelopes)"
     return _decided(original, RerunOutcome.STILL_WRONG, note)
 
 

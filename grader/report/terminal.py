@@ -20,6 +20,7 @@ STYLE = {
     Verdict.PRECISION: "yellow",
     Verdict.INSTABILITY: "magenta",
     Verdict.LOGIC: "red",
+    Verdict.AUTOGRAD: "bold magenta",
     Verdict.ERROR: "bold red",
 }
 _GRID_LIMIT = 12
@@ -30,6 +31,7 @@ VERDICT_MEANINGS = {
     "the maths is right",
     Verdict.INSTABILITY: "beyond rounding, but right at higher precision: a numerically unstable formula",
     Verdict.LOGIC: "wrong at any precision: a mistake in the formula",
+    Verdict.AUTOGRAD: "to be derived by hand, but computed by autograd (it moved with autograd's results)",
     Verdict.ERROR: "no usable value: exception, timeout, crash, wrong type or shape, missing function",
 }
 

@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter, field_validator
 
-from grader.sandbox.protocol import NUMERIC_DTYPES
+from grader.sandbox.protocol import EXTENDED, NUMERIC_DTYPES, Run
 from grader.text import valid_unicode
 
 _TEXT = 64_000
@@ -50,7 +50,7 @@ class ReturnedArray(_Message):
     @field_validator("dtype")
     @classmethod
     def _numeric(cls, dtype: str) -> str:
-        if dtype not in NUMERIC_DTYPES | {"bfloat16"}:
+        if dtype not in NUMERIC_DTYPES | {"bfloat16", EXTENDED}:
             raise ValueError(f"dtype {dtype!r} is not a numeric dtype")
         return dtype
 
@@ -64,7 +64,7 @@ class ReturnProblem(_Message):
 class TrialFailed(_Message):
     type: Literal["trial-error"]
     trial: int = Field(ge=0)
-    rerun: bool
+    run: Run
     kind: Literal["exception", "timeout", "exit", "memory", "bad-return"]
     message: Text = Field(max_length=_TEXT)
     traceback: Text = Field(default="", max_length=_TEXT)
@@ -80,7 +80,7 @@ class Trials(_Message):
     trial as (trial, seconds, the kind of each of its returns); their arrays follow in that order."""
 
     type: Literal["trials"]
-    rerun: bool
+    run: Run
     kinds: list[ReturnKind] = Field(min_length=1)
     items: list[TrialItem] = Field(min_length=1)
 

@@ -13,6 +13,7 @@ import struct
 import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from enum import Enum
 from typing import Any
 
 import numpy as np
@@ -43,6 +44,25 @@ _BIG_ENDIAN = sys.byteorder == "big"
 MAX_HEADER_BYTES = 1 << 20
 MAX_PAYLOAD_BYTES = 256 << 20
 MAX_DIMS = 8
+
+
+# The worker's label for arrays it computed in numpy's extended precision (80-bit on x86-64): they travel
+# rounded to float64, which the reference is computed in.
+EXTENDED = "longdouble"
+
+
+# The provenance run scales autograd's results by this, exact in binary: what comes from autograd moves
+# by 12.5%, far beyond any rounding; what was derived by hand does not move at all.
+AUTOGRAD_SCALE = 1.125
+
+
+class Run(Enum):
+    """Which run of a trial a result belongs to."""
+
+    FIRST = "first"  # as the student's code runs it
+    FLOAT64 = "float64"  # again, with every float lifted to at least float64
+    EXTENDED = "extended"  # again, numpy's floats in extended precision: above float64
+    PROVENANCE = "provenance"  # again as first run, with every gradient torch's autograd gives scaled
 
 
 class ProtocolError(Exception):

@@ -1,8 +1,8 @@
 """What a sandboxed run hands back to the grader: immutable values, one per pass of the worker.
 
-The worker runs in two passes on the grader's word: first every trial, then (after the grader has looked
-at the first pass) the reruns and probes it asks for. Each pass comes back as its own value; nothing is
-filled in while the other is read.
+The worker runs in passes on the grader's word: first every trial, then (after the grader has looked at
+the first pass) the reruns and probes it asks for, at float64 and then in extended precision. Each pass
+comes back as its own value; nothing is filled in while another is read.
 """
 
 from __future__ import annotations
@@ -68,10 +68,14 @@ class Pass:
 
 @dataclass(frozen=True)
 class RerunRequest:
-    """What the worker runs after its first pass, at float64: trials again, and probes (new inputs)."""
+    """What the worker runs after its first pass: trials again at float64, probes (new inputs) at float64,
+    trials again in numpy's extended precision (for code that computed in float64 already), and trials
+    again as first run with autograd's results scaled (where returns are to be derived by hand)."""
 
     trials: tuple[int, ...] = ()
     probes: tuple[Trial, ...] = ()
+    extended: tuple[int, ...] = ()
+    provenance: tuple[int, ...] = ()  # trials again as first run, with autograd's results scaled
 
 
 @dataclass(frozen=True)
@@ -79,7 +83,9 @@ class WorkerReport:
     """Both passes of one submission's worker, and what it printed."""
 
     first: Pass
-    reruns: Pass
+    reruns: Pass  # at float64, probes included
+    extended: Pass = field(default_factory=Pass)  # in extended precision
+    provenance: Pass = field(default_factory=Pass)  # with autograd's results scaled
     stdout: str = ""
     stderr: str = ""
     output_bytes: int = 0
@@ -94,4 +100,10 @@ class WorkerReport:
 
     def relocated(self, where: Callable[[Failure], Failure]) -> WorkerReport:
         """The same report with every failure's text rewritten by `where` (a notebook's cells and lines)."""
-        return replace(self, first=self.first.relocated(where), reruns=self.reruns.relocated(where))
+        return replace(
+            self,
+            first=self.first.relocated(where),
+            reruns=self.reruns.relocated(where),
+            extended=self.extended.relocated(where),
+            provenance=self.provenance.relocated(where),
+        )

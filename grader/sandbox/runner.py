@@ -45,7 +45,7 @@ from grader.sandbox.payload import (
     TrialFailed,
     Trials,
 )
-from grader.sandbox.protocol import PROGRESS, Frame, FrameDecoder, ProtocolError, encode
+from grader.sandbox.protocol import PROGRESS, Frame, FrameDecoder, ProtocolError, Run, encode
 from grader.sandbox.report import Pass, RerunRequest, Returned, ReturnItem, TrialOutput, WorkerReport
 
 KILL_GRACE_SECONDS = 1.0
@@ -77,7 +77,7 @@ class _Capture:
 class _Reading:
     """The pass being read: the trials still owed, in order, and what came back so far."""
 
-    rerun: bool
+    run: Run
     pending: list[int]
     outputs: dict[int, TrialOutput] = field(default_factory=dict)
     failures: dict[int, Failure] = field(default_factory=dict)
@@ -86,13 +86,14 @@ class _Reading:
 
     @property
     def over(self) -> bool:
-        return self.done or self.stopped is not None
+        # A rerun is over at its last answer: the extended run's answers follow without a marker.
+        return self.done or self.stopped is not None or (self.run is not Run.FIRST and not self.pending)
 
     def current(self) -> int | None:
         return self.pending[0] if self.pending else None
 
     def result(self) -> Pass:
-        if not self.rerun:
+        if self.run is Run.FIRST:
             return Pass(self.outputs, self.failures, self.stopped)
         # A rerun that ends early is no failure of the submission, whose first pass is complete: what it
         # says of its trial is kept, the rest were simply not rerun.
@@ -173,26 +174,37 @@ class RunningWorker:
 
     def first_pass(self) -> Pass:
         """Every trial's result, under the deadlines; `stopped` says why the pass ended early, if it did."""
-        reading = _Reading(rerun=False, pending=list(self._order))
+        reading = _Reading(Run.FIRST, pending=list(self._order))
         self._read(reading)
         self._first = reading.result()
         return self._first
 
     def rerun(self, request: RerunRequest) -> WorkerReport:
-        """Run `request` (trials again at float64, and probes) after a complete first pass; the report of
-        both passes. After a first pass that stopped early, nothing more runs."""
+        """Run `request` (trials again at float64, probes, trials again in extended precision, trials
+        again with autograd scaled) after a complete first pass; the report of every pass. After a first
+        pass that stopped early, nothing more runs; after a rerun that did, nothing more of it."""
         first = self._first if self._first is not None else self.first_pass()
-        reruns = Pass()
+        passes = {run: Pass() for run in (Run.FLOAT64, Run.EXTENDED, Run.PROVENANCE)}
         if first.stopped is None and not self._finished:
             self._request(request)
-            reading = _Reading(rerun=True, pending=[*request.trials, *(p.index for p in request.probes)])
-            self._read(reading)
-            reruns = reading.result()
+            owed = {
+                Run.FLOAT64: [*request.trials, *(p.index for p in request.probes)],
+                Run.EXTENDED: list(request.extended),
+                Run.PROVENANCE: list(request.provenance),
+            }
+            for run, pending in owed.items():  # in the worker's order; after one stops, nothing more
+                reading = _Reading(run, pending)
+                self._read(reading)
+                passes[run] = reading.result()
+                if reading.stopped is not None:
+                    break
         self._drain_output()
         stdout, stderr = self._captures[self._stdout], self._captures[self._stderr]
         return WorkerReport(
             first=first,
-            reruns=reruns,
+            reruns=passes[Run.FLOAT64],
+            extended=passes[Run.EXTENDED],
+            provenance=passes[Run.PROVENANCE],
             stdout=stdout.text(),
             stderr=stderr.text(),
             output_bytes=stdout.total + stderr.total,
@@ -264,6 +276,8 @@ class RunningWorker:
         header = {
             "type": "rerun",
             "trials": list(request.trials),
+            "extended": list(request.extended),
+            "provenance": list(request.provenance),
             "probes": [[p.index, list(p.inputs)] for p in request.probes],
         }
         arrays = [array for p in request.probes for array in p.inputs.values()]
@@ -364,14 +378,14 @@ class RunningWorker:
         elif isinstance(message, Fatal):
             reading.stopped = failures.fatal(message)
         elif isinstance(message, PassDone):
-            if reading.rerun or reading.pending:
+            if reading.run is not Run.FIRST or reading.pending:
                 reading.stopped = failures.corrupted(f"first pass ended before trial {reading.current()}")
             reading.done = True
         elif isinstance(message, Done):
             # The worker's last word: after its reruns, or instead of them (nothing more to ask it).
             self._finished = reading.done = True
         elif isinstance(message, TrialFailed):
-            if _in_order(reading, message.trial, message.rerun):
+            if _in_order(reading, message.trial, message.run):
                 kind = FailureKind(message.kind)
                 failure = Failure(kind, message.message, message.traceback, message.trial)
                 reading.failures[message.trial] = failure
@@ -386,7 +400,7 @@ class RunningWorker:
         names = self._exercise.return_names
         start = 0
         for trial, seconds, kinds in message.items:
-            if not _in_order(reading, trial, message.rerun):
+            if not _in_order(reading, trial, message.run):
                 return
             key = tuple(kinds)
             layout = layouts.get(key)
@@ -426,9 +440,9 @@ class RunningWorker:
         return failures.ended(code, trial)
 
 
-def _in_order(reading: _Reading, trial: int, rerun: bool) -> bool:
+def _in_order(reading: _Reading, trial: int, run: Run) -> bool:
     """Whether this is the answer the grader waits for; the run ends as corrupted otherwise."""
-    if trial == reading.current() and rerun == reading.rerun:
+    if trial == reading.current() and run is reading.run:
         return True
     reading.stopped = failures.corrupted(
         f"answer for trial {trial} while trial {reading.current()} was running"

@@ -29,8 +29,11 @@ import numpy as np
 
 from grader.outcomes import FailureKind
 from grader.sandbox.protocol import (
+    AUTOGRAD_SCALE,
+    EXTENDED,
     NUMERIC_DTYPES,
     PROGRESS,
+    Run,
     WireArray,
     encode,
     encode_wire,
@@ -65,7 +68,7 @@ class Channel:
         self._owner = os.getpid()
         self._progress = mmap.mmap(progress_fd, PROGRESS.size)
         os.close(progress_fd)
-        self._rerun = False
+        self._run = Run.FIRST
         self._kinds: dict[tuple[str, str | None, str], int] = {}
         self._items: list[list[Any]] = []
         self._arrays: list[WireArray] = []
@@ -83,17 +86,17 @@ class Channel:
         self.flush()
         self._write(encode(header, arrays or []))
 
-    def queue(self, trial: int, rerun: bool, seconds: float, returns: list[Converted]) -> None:
+    def queue(self, trial: int, run: Run, seconds: float, returns: list[Converted]) -> None:
         """A trial's result, sent with the next ones unless enough time or data has gathered.
 
         `returns`: per return, (name, dtype label, source, array) or (name, None, problem, None).
         """
         self._guard()
-        if self._items and rerun != self._rerun:
+        if self._items and run is not self._run:
             self.flush()
         if not self._items:
             self._since = time.monotonic()
-            self._rerun = rerun
+            self._run = run
         kinds = []
         for name, label, source, array in returns:
             kinds.append(self._kinds.setdefault((name, label, source), len(self._kinds)))
@@ -114,7 +117,7 @@ class Channel:
             else {"name": name, "ok": False, "problem": source}
             for name, label, source in self._kinds
         ]
-        header = {"type": "trials", "rerun": self._rerun, "kinds": kinds, "items": self._items}
+        header = {"type": "trials", "run": self._run.value, "kinds": kinds, "items": self._items}
         frame = encode_wire(header, self._arrays)
         self._kinds, self._items, self._arrays, self._queued_bytes = {}, [], [], 0
         self._write(frame)
@@ -195,23 +198,64 @@ def main(job_dir: Path, jobs_fd: int, results_fd: int, progress_fd: int) -> None
     channel.send({"type": "ready", "import_seconds": round(imported, 6)})
     for index, inputs in inputs_by_trial.items():
         channel.starting(index)
-        _run_trial(channel, entry, index, inputs, job, submission_dir, rerun=False)
-    # Second pass, on the grader's request: the trials it found wrong beyond rounding, run again at
-    # float64, to tell an unstable formula (right at higher precision) from a mistake (wrong at any).
+        _run_trial(channel, entry, index, inputs, job, submission_dir, Run.FIRST)
+    # Second pass, on the grader's request: the trials it found wrong beyond rounding, run again above
+    # the precision they were computed in, to tell an unstable formula (its error shrinks with the
+    # precision) from a mistake (wrong at any): at float64, then the probes (new inputs: an input moved a
+    # little), then numpy's extended precision for code that computed in float64 already.
     channel.send({"type": "pass-done"})
-    # Then the probes the grader asks for: new inputs (an input moved a little), also at float64.
     request = next(frames, None)
     if request is not None:
         arrays = iter(request.arrays)
         probes = {index: {n: next(arrays) for n in names} for index, names in request.header["probes"]}
+        runs = [
+            *((index, inputs_by_trial[index], Run.FLOAT64) for index in request.header["trials"]),
+            *((index, inputs, Run.FLOAT64) for index, inputs in probes.items()),
+            *((index, inputs_by_trial[index], Run.EXTENDED) for index in request.header["extended"]),
+        ]
         with _float64_everywhere():
-            for index in request.header["trials"]:
+            for index, inputs, run in runs:
                 channel.starting(index)
-                _run_trial(channel, entry, index, inputs_by_trial[index], job, submission_dir, rerun=True)
-            for index, inputs in probes.items():
+                _run_trial(channel, entry, index, inputs, job, submission_dir, run)
+        # Last, where the exercise asks for returns derived by hand: trials again as the first pass ran
+        # them, but with autograd's results scaled. A return derived by hand does not move.
+        with _autograd_scaled():
+            for index in request.header["provenance"]:
                 channel.starting(index)
-                _run_trial(channel, entry, index, inputs, job, submission_dir, rerun=True)
+                _run_trial(channel, entry, index, inputs_by_trial[index], job, submission_dir, Run.PROVENANCE)
     channel.send({"type": "done"})
+
+
+class _Lifted(np.ndarray):
+    """A rerun's float input: asked for a narrower float (`astype(np.float32)`), it gives its own precision.
+
+    numpy has no mode like torch's to catch a hard-coded dtype; `astype` is how numpy code narrows, and
+    what derives from this array (ufuncs, products, slices, views) stays of its class. `np.asarray(x,
+    dtype=np.float32)` and scalar constructors are not caught: the returned dtype says so to the grader.
+    """
+
+    _lifted_to: np.dtype[Any] = np.dtype(np.float64)
+
+    @classmethod
+    def of(cls, array: np.ndarray) -> _Lifted:
+        """A copy of `array` in this class's precision."""
+        return array.astype(cls._lifted_to).view(cls)
+
+    def astype(self, dtype: Any, *args: Any, **kwargs: Any) -> Any:
+        wanted = np.dtype(dtype)
+        if wanted.kind == "f" and wanted.itemsize < self._lifted_to.itemsize:
+            wanted = self._lifted_to
+        return super().astype(wanted, *args, **kwargs)
+
+
+class _LiftedToExtended(_Lifted):
+    _lifted_to = np.dtype(np.longdouble)
+
+
+_WIDER_THAN_FLOAT64 = np.finfo(np.longdouble).eps < np.finfo(np.float64).eps
+_LIFTED: dict[Run, type[_Lifted]] = {Run.FLOAT64: _Lifted}
+if _WIDER_THAN_FLOAT64:  # 80-bit on x86-64 Linux, 128-bit on aarch64; float64 itself on Windows and macOS
+    _LIFTED[Run.EXTENDED] = _LiftedToExtended
 
 
 @contextlib.contextmanager
@@ -260,6 +304,36 @@ def _float64_everywhere() -> Iterator[None]:
             yield
     finally:
         torch.set_default_dtype(previous)
+
+
+@contextlib.contextmanager
+def _autograd_scaled() -> Iterator[None]:
+    """Every gradient torch's autograd computes, scaled by AUTOGRAD_SCALE.
+
+    backward(), autograd.grad, torch.func (grad, vjp, jacrev), autograd.functional: each seeds the engine
+    with the gradients of its outputs (ones for a scalar loss, `dout` for backward(dout)), and the engine
+    is linear in them. Scaling the seeds scales every result, and nothing computed without autograd.
+    """
+    if "torch" not in sys.modules:  # code that never imported torch uses no autograd
+        yield
+        return
+    from torch.autograd.variable import Variable
+
+    engine = Variable._execution_engine
+
+    class Scaled:
+        def run_backward(self, outputs: Any, seeds: Any, *args: Any, **kwargs: Any) -> Any:
+            scaled = tuple(None if s is None else s * AUTOGRAD_SCALE for s in seeds)
+            return engine.run_backward(outputs, scaled, *args, **kwargs)
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(engine, name)
+
+    Variable._execution_engine = Scaled()  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        Variable._execution_engine = engine
 
 
 def _seed_randomness(seed: int, trial: int | None) -> None:
@@ -380,12 +454,16 @@ def _run_trial(
     inputs: dict[str, np.ndarray],
     job: dict[str, Any],
     submission_dir: Path,
-    rerun: bool,
+    run: Run,
 ) -> None:
-    narrow = None if rerun else job["inputs_as"]  # a rerun checks the same code at float64
+    # A rerun checks the same code, lifted; the provenance run, the same code as it first ran.
+    narrow = job["inputs_as"] if run in (Run.FIRST, Run.PROVENANCE) else None
+    lifted = _LIFTED.get(run)
 
     def fresh(name: str) -> np.ndarray:
         array = inputs[name]
+        if array.dtype.kind == "f" and lifted is not None:
+            return lifted.of(array)
         return array.astype(narrow) if narrow is not None and array.dtype.kind == "f" else array.copy()
 
     args = [tuple(fresh(n) for n in arg) if isinstance(arg, list) else fresh(arg) for arg in job["args"]]
@@ -407,7 +485,7 @@ def _run_trial(
             {
                 "type": "trial-error",
                 "trial": index,
-                "rerun": rerun,
+                "run": run.value,
                 "kind": kind.value,
                 "message": message,
                 "traceback": _student_traceback(exc, submission_dir),
@@ -428,14 +506,14 @@ def _run_trial(
             {
                 "type": "trial-error",
                 "trial": index,
-                "rerun": rerun,
+                "run": run.value,
                 "kind": FailureKind.BAD_RETURN.value,
                 "message": f"returned {got}; expected a tuple of {len(names)}: ({', '.join(names)})",
                 "traceback": "",
             }
         )
         return
-    channel.queue(index, rerun, seconds, [_converted(n, v) for n, v in zip(names, values, strict=True)])
+    channel.queue(index, run, seconds, [_converted(n, v) for n, v in zip(names, values, strict=True)])
 
 
 def _type_name(value: Any) -> str:
@@ -478,6 +556,8 @@ def _to_array(value: Any) -> tuple[np.ndarray, str, str] | str:
     elif isinstance(value, np.ndarray | np.generic):
         array = np.asarray(value)
         label = numeric_dtype_name(array.dtype) or str(array.dtype)
+        if array.dtype == np.longdouble and _WIDER_THAN_FLOAT64:
+            array, label = array.astype(np.float64), EXTENDED
         source = "numpy.ndarray" if isinstance(value, np.ndarray) else f"numpy.{type(value).__name__}"
     elif type(value) in (float, int, bool):
         array = np.asarray(value, dtype=np.float64)

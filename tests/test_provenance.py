@@ -1,0 +1,159 @@
+"""Returns to be derived by hand that come from autograd get the verdict autograd and no points, however
+they were taken (`.grad`, `autograd.grad`, `torch.func`, a backward pass run by torch), in any precision;
+a hand derivation never does, even one written with torch operations next to a backward() call."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import EXERCISES, GRAPH2, grade_source, write_source
+
+from grader.exercise.spec import Exercise, load_exercise
+from grader.judging.provenance import MOVED, copied_from_autograd
+from grader.outcomes import Verdict
+from grader.results import SubmissionResult
+from grader.sandbox.payload import ReturnedArray
+from grader.sandbox.report import Pass, Returned, TrialOutput
+
+FORWARD = """
+    import numpy as np
+    import torch
+
+
+    def graph2(W_np, x_np, b_np):
+        W = torch.tensor(W_np, dtype=DTYPE, requires_grad=True)
+        x, b = torch.tensor(x_np, dtype=DTYPE), torch.tensor(b_np, dtype=DTYPE)
+        z = W @ x + b
+        z.retain_grad()
+        f = torch.sigmoid(z).sum()
+        f.backward(retain_graph=True)
+"""
+COPIES = {
+    "grad_numpy": "user_grad = W.grad.numpy().copy()",
+    "grad_detach_clone": "user_grad = W.grad.detach().clone()",
+    "intermediate_grad": "user_grad = z.grad.clone() @ x.T  # dz from autograd, the last step by hand",
+    "autograd_grad": "(user_grad,) = torch.autograd.grad(f, W)",
+    "fresh_graph": (
+        "W2 = W.detach().clone().requires_grad_()\n"
+        "        (user_grad,) = torch.autograd.grad(torch.sigmoid(W2 @ x + b).sum(), W2)"
+    ),
+    "func_grad": "user_grad = torch.func.grad(lambda w: torch.sigmoid(w @ x + b).sum())(W.detach())",
+    "func_vjp": (
+        "_, pull = torch.func.vjp(lambda w: torch.sigmoid(w @ x + b), W.detach())\n"
+        "        (user_grad,) = pull(torch.ones_like(z))"
+    ),
+    "jacobian": (
+        "user_grad = torch.autograd.functional.jacobian(lambda w: torch.sigmoid(w @ x + b).sum(), W.detach())"
+    ),
+}
+HAND = {
+    "numpy": (
+        "u = W_np @ x_np + b_np\n        s = 1 / (1 + np.exp(-u))\n        user_grad = (s * (1 - s)) @ x_np.T"
+    ),
+    "torch_ops": (
+        "with torch.no_grad():\n"
+        "            s = torch.sigmoid(z)  # the forward value, used by hand\n"
+        "            user_grad = (s * (1 - s)) @ x.T"
+    ),
+    "detached_forward": (
+        "s = torch.sigmoid(z).detach().numpy()\n        user_grad = (s * (1 - s)) @ x.numpy().T"
+    ),
+}
+DTYPES = {"float64": "torch.float64", "float32": "torch.float32", "float16": "torch.float16"}
+
+
+def source(body: str, dtype: str) -> str:
+    return FORWARD.replace("DTYPE", DTYPES[dtype]) + f"        {body}\n        return f, W.grad, user_grad\n"
+
+
+def graded(graph2: Exercise, tmp_path: Path, name: str, body: str, dtype: str) -> SubmissionResult:
+    return grade_source(graph2, tmp_path, f"{name}_{dtype}.py", source(body, dtype), trials=20)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("copy", sorted(COPIES))
+def test_every_autograd_copy_is_named_and_scores_nothing(
+    graph2: Exercise, tmp_path: Path, copy: str, dtype: str
+) -> None:
+    result = graded(graph2, tmp_path, copy, COPIES[copy], dtype)
+    by_name = {r.name: r for r in result.returns}
+    user_grad = by_name["user_grad"]
+    assert user_grad.verdict is Verdict.AUTOGRAD, user_grad.message
+    assert user_grad.score == 0
+    assert "computed by autograd, not derived by hand" in user_grad.message
+    # auto_grad is autograd's by design, and f is no gradient: both keep their verdicts
+    assert by_name["auto_grad"].verdict in (Verdict.PASS, Verdict.PRECISION)
+    assert by_name["f"].verdict in (Verdict.PASS, Verdict.PRECISION)
+
+
+@pytest.mark.parametrize("dtype", sorted(DTYPES))
+@pytest.mark.parametrize("hand", sorted(HAND))
+def test_a_hand_derivation_is_never_taken_for_autograd(
+    graph2: Exercise, tmp_path: Path, hand: str, dtype: str
+) -> None:
+    result = graded(graph2, tmp_path, hand, HAND[hand], dtype)
+    assert Verdict.AUTOGRAD not in {r.verdict for r in result.returns}, [r.message for r in result.returns]
+    assert result.score == result.max_score, [r.message for r in result.returns]
+
+
+@pytest.fixture(scope="module")
+def batchnorm() -> Exercise:
+    return load_exercise(EXERCISES / "batchnorm_backward")
+
+
+def test_a_backward_pass_run_by_torch_is_autograd_on_every_return(
+    batchnorm: Exercise, tmp_path: Path
+) -> None:
+    body = """
+        import torch
+
+
+        def batchnorm_backward(dout, cache):
+            x_np, gamma_np, beta_np, eps = cache
+            x, gamma, beta = (torch.tensor(a, requires_grad=True) for a in (x_np, gamma_np, beta_np))
+            mu = x.mean(0)
+            out = gamma * (x - mu) / torch.sqrt(((x - mu) ** 2).mean(0) + float(eps)) + beta
+            out.backward(torch.tensor(dout))
+            return x.grad.numpy(), gamma.grad.numpy(), beta.grad.numpy()
+    """
+    result = grade_source(batchnorm, tmp_path, "torch_backward.py", body, trials=20)
+    assert {r.name: r.verdict for r in result.returns} == dict.fromkeys(
+        ("dx", "dgamma", "dbeta"), Verdict.AUTOGRAD
+    )
+    assert result.score == 0
+
+
+def test_the_cli_reports_autograd_in_json(
+    run_grader: Callable[..., subprocess.CompletedProcess[str]], tmp_path: Path
+) -> None:
+    path = write_source(tmp_path / "copy.py", source(COPIES["grad_numpy"], "float64"))
+    proc = run_grader("check", GRAPH2, path, "--trials", "5", "--json")
+    assert proc.returncode == 1, proc.stderr
+    result = json.loads(proc.stdout)
+    verdicts = {r["name"]: r["verdict"] for r in result["returns"]}
+    assert verdicts["user_grad"] == "autograd"
+    assert result["score"] == 6  # f and auto_grad keep their points
+
+
+def _pass(arrays: dict[int, np.ndarray]) -> Pass:
+    description = ReturnedArray(name="g", ok=True, dtype="float64", source="numpy.ndarray")
+    return Pass({i: TrialOutput(i, {"g": Returned(description, a)}, 0.0) for i, a in arrays.items()})
+
+
+@pytest.mark.parametrize(
+    ("again", "copied"),
+    [
+        (np.array([1.0, -2.0, 4.0]) * 1.125, True),  # moved with autograd
+        (np.array([1.0, -2.0, 4.0 + 1e-12]), False),  # nothing beyond a last bit
+        (np.array([1.0 + 8 * MOVED, -2.0, 4.0]), True),  # partly from autograd
+        (np.array([np.nan, -2.0, 4.0]), False),  # NaN is no movement
+    ],
+)
+def test_what_counts_as_moved(again: np.ndarray, copied: bool) -> None:
+    first, provenance = _pass({3: np.array([1.0, -2.0, 4.0])}), _pass({3: again})
+    assert (copied_from_autograd("g", first, provenance) is not None) is copied
