@@ -151,6 +151,9 @@ class RunningWorker:
         kept = self._limits.output_kb << 10
         self._captures = {self._stdout: _Capture(kept), self._stderr: _Capture(kept)}
         self._decoder = FrameDecoder()
+        # Frames read with the end of one pass that belong to the next (the reruns follow one another
+        # without a marker): the next pass reads them first.
+        self._unread: list[Frame] = []
         self._open = {self._results, self._stdout, self._stderr}
 
     def send(self, trials: Sequence[Trial]) -> None:
@@ -299,6 +302,11 @@ class RunningWorker:
     def _read(self, reading: _Reading) -> None:
         """Read output streams and result frames until the pass is over, a deadline passes, or the worker
         ends; what it learns goes into `reading`."""
+        if self._unread:
+            frames, self._unread = self._unread, []
+            self._receive_frames(reading, frames)
+            if reading.over:
+                return
         trickling = False
         while self._open and not reading.over:
             now = time.monotonic()
@@ -347,15 +355,21 @@ class RunningWorker:
 
     def _receive_chunk(self, reading: _Reading, chunk: bytes) -> None:
         try:
-            for frame in self._decoder.feed(chunk):
-                self._last_frame = time.monotonic()
-                self._receive(reading, frame)
-                if reading.over:
-                    return
+            frames = self._decoder.feed(chunk)
         except ProtocolError as exc:
             reading.stopped = failures.corrupted(
                 f"the result channel was corrupted: {exc}", self._running(reading)
             )
+            return
+        self._receive_frames(reading, frames)
+
+    def _receive_frames(self, reading: _Reading, frames: list[Frame]) -> None:
+        for number, frame in enumerate(frames):
+            self._last_frame = time.monotonic()
+            self._receive(reading, frame)
+            if reading.over:
+                self._unread = frames[number + 1 :]
+                return
 
     def _deadline(self) -> float:
         limits = self._limits
