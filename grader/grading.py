@@ -1,7 +1,7 @@
 """Grade one submission on one exercise, step by step, each step a value for the next:
 
-    hand-in → prepared files → worker started → trials and references → first pass → rerun plan
-    → reruns → judged result
+    hand-in → prepared files → worker started → trials and references → first pass (carried on by a
+    fresh worker where a trial's deadline stopped it) → rerun plan → reruns → judged result
 
 Nothing here decides a verdict: that is the judging modules' (grader/judging/).
 """
@@ -42,8 +42,9 @@ def grade(
     The worker comes from `pool`, by default the process's shared pool of warm workers.
     """
     handin = prepare(submission)
+    student = student_seed(exercise, seed)
     # First: its start-up overlaps ours.
-    worker = RunningWorker(exercise, handin, inputs_as, pool, student_seed(exercise, seed))
+    worker = RunningWorker(exercise, handin, inputs_as, pool, student)
     try:
         if references is None:
             trials = make_trials(exercise, seed, trial_count or exercise.spec.trials, only_trial)
@@ -54,7 +55,16 @@ def grade(
             references = compute_references(exercise, trials)
         else:
             worker.send(references.trials)
-        plan = plan_reruns(exercise, references, worker.first_pass())
+        first = worker.first_pass()
+        if first.overrun is not None:
+            # A trial past its deadline may be the machine's load, not the code: a fresh worker runs the
+            # trials on from it, once. Closed first: the pool may have no other slot to give.
+            earlier = worker.report()
+            worker.close()
+            worker = RunningWorker(exercise, handin, inputs_as, pool, student, after=earlier)
+            worker.send(references.trials)
+            first = worker.first_pass()
+        plan = plan_reruns(exercise, references, first)
         report = worker.rerun(plan.request)
     finally:
         worker.close()

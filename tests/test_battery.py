@@ -36,7 +36,10 @@ BATTERY = Path(__file__).resolve().parent / "battery"
 MANIFEST: list[dict[str, Any]] = yaml.safe_load((BATTERY / "manifest.yaml").read_text(encoding="utf-8"))[
     "items"
 ]
-LIMITS = "\nlimits: {trial_seconds: 2, submission_seconds: 20, import_seconds: 20, memory_mb: 2048}\n"
+LIMITS = (
+    "\nlimits: {trial_seconds: 2, first_call_seconds: 2, submission_seconds: 20, import_seconds: 20, "
+    "memory_mb: 2048}\n"
+)
 TRIALS = 20
 SEED = 0
 LISTEN_PORT = 47613  # network.py tries to connect here

@@ -137,7 +137,8 @@ SPINNER = """
 @pytest.fixture(scope="module")
 def fast(tmp_path_factory: pytest.TempPathFactory) -> Exercise:
     folder = tmp_path_factory.mktemp("warm") / "graph2"
-    return load_exercise(copy_exercise(folder, append="\nlimits: {trial_seconds: 1}\n"))
+    limits = "\nlimits: {trial_seconds: 1, first_call_seconds: 1}\n"
+    return load_exercise(copy_exercise(folder, append=limits))
 
 
 def graded(

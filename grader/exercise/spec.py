@@ -23,6 +23,14 @@ SPEC_FILE = "exercise.yaml"
 MISCONCEPTION = "__misconception"  # the name a declared misconception's expression is assigned to
 
 SizeExpr = int | str
+# The first call's CPU deadline unless an exercise sets one: `torch.func.grad` costs ~1.2 s of CPU on its
+# first use (lazy imports; issue 15), torch.compile or scipy more; 30 s leaves room for several of them.
+FIRST_CALL_SECONDS = 30.0
+# A call's wall time is capped at this many times its CPU deadline. Eight gradings at once on two cores
+# (issue 15) share each core four ways, so a call just within its CPU deadline takes up to four times as
+# long on the clock; beyond that, a timeout is confirmed by a second run before it counts. A call that
+# sleeps or waits still ends.
+WALL_CAP_FACTOR = 4.0
 
 
 class _Model(BaseModel):
@@ -98,16 +106,42 @@ class ReturnSpec(_Model):
 
 
 class Limits(_Model):
-    """Per-submission resource limits; documented defaults, raised per exercise where it needs more."""
+    """Per-submission resource limits; documented defaults, raised per exercise where it needs more.
 
-    trial_seconds: float = Field(default=5.0, gt=0)
-    submission_seconds: float = Field(default=120.0, gt=0)
-    import_seconds: float = Field(default=60.0, gt=0)
+    A trial's deadline counts the worker's CPU time, so that a loaded machine does not make correct code
+    late; its wall time is capped at WALL_CAP_FACTOR times it, so that code that sleeps or waits still
+    ends. The first call after the import has a deadline of its own (`first_call_seconds`): it pays the
+    lazy imports and set-up of what the code uses first (`torch.func`, scipy), over a second of CPU.
+    A trial past its deadline is run again in a fresh worker before it counts as a timeout.
+    """
+
+    trial_seconds: float = Field(default=5.0, gt=0)  # CPU seconds per call, after the first
+    # CPU seconds for the first call after import; by default FIRST_CALL_SECONDS or trial_seconds if more
+    first_call_seconds: float | None = Field(default=None, gt=0)
+    submission_seconds: float = Field(default=120.0, gt=0)  # wall seconds for all trials together
+    import_seconds: float = Field(default=60.0, gt=0)  # wall seconds to start and import the hand-in
     memory_mb: int = Field(default=4096, ge=256)
     output_kb: int = Field(default=64, ge=1)
     file_mb: int = Field(default=64, ge=1)
     open_files: int = Field(default=256, ge=32)
     processes: int = Field(default=64, ge=16)  # processes and threads at once, the worker's own included
+
+    @model_validator(mode="after")
+    def _first_call_covers_a_trial(self) -> Limits:
+        # The first call does a trial's work and pays the lazy imports on top: it never has less.
+        if self.first_call_seconds is not None and self.first_call_seconds < self.trial_seconds:
+            raise ValueError(
+                f"first_call_seconds ({self.first_call_seconds:g}) is less than trial_seconds "
+                f"({self.trial_seconds:g}): the first call does a trial's work, and its lazy imports too"
+            )
+        return self
+
+    @property
+    def first_call_cpu_seconds(self) -> float:
+        """The CPU seconds the first call after import may use."""
+        if self.first_call_seconds is not None:
+            return self.first_call_seconds
+        return max(FIRST_CALL_SECONDS, self.trial_seconds)
 
 
 class WrongSolution(_Model):

@@ -1,37 +1,95 @@
-"""Why a worker produced nothing more, in words a student can act on: pure functions of what was seen."""
+"""Why a worker produced nothing more, in words a student can act on: pure functions of what was seen.
+
+Each says where (the trial), what (the numbers measured, and what was allowed), the likely cause, the fix.
+"""
 
 from __future__ import annotations
 
 import signal
 
-from grader.exercise.spec import Limits
+from grader.exercise.spec import WALL_CAP_FACTOR, Limits
 from grader.outcomes import Failure, FailureKind
 from grader.sandbox.payload import Fatal
 from grader.sandbox.protocol import CLOSED_CHANNEL_EXIT
+from grader.sandbox.report import Overrun
 
 OUTPUT_HARD_LIMIT = 32 << 20  # beyond this much printing the run is stopped, not just truncated
 
 
-def timed_out(limits: Limits, imported: bool, whole_run_over: bool, trial: int | None) -> Failure:
-    """A deadline passed: the import's, the whole run's, or the running trial's."""
-    if not imported:
-        return Failure(
-            FailureKind.TIMEOUT,
-            f"importing the submission took longer than {limits.import_seconds:g} s "
-            "(is there a long loop at the top level of the file?)",
-        )
-    if whole_run_over:
-        return Failure(
-            FailureKind.TIMEOUT,
-            f"all trials together took longer than {limits.submission_seconds:g} s",
-            trial=trial,
-        )
+def import_timed_out(limits: Limits) -> Failure:
     return Failure(
         FailureKind.TIMEOUT,
-        f"trial {trial} ran past its {limits.trial_seconds:g} s deadline "
-        "and did not stop when asked (an infinite loop?)",
+        f"importing the submission took longer than {limits.import_seconds:g} s "
+        "(is there a long loop at the top level of the file?)",
+    )
+
+
+def run_timed_out(limits: Limits, trial: int | None) -> Failure:
+    where = f" (stopped in trial {trial})" if trial is not None else ""
+    return Failure(
+        FailureKind.TIMEOUT,
+        f"all trials together took longer than {limits.submission_seconds:g} s{where}: make each call faster",
         trial=trial,
     )
+
+
+def overran(overrun: Overrun, traceback: str = "") -> Failure:
+    """A call past its deadline, seen once: where, what (CPU used and allowed), the likely cause, the fix."""
+    used = _used(overrun, f"{overrun.cpu_seconds:.2f} s of CPU")
+    message = f"trial {overrun.trial} ran past {_deadline(overrun)} ({used}; {_cause_and_fix(overrun)}"
+    return Failure(FailureKind.TIMEOUT, message, traceback, overrun.trial)
+
+
+def overran_twice(first: Overrun, second: Overrun, traceback: str = "") -> Failure:
+    """A call past its deadline again when run in a fresh worker: not the machine's load."""
+    trial, why = second.trial, _cause_and_fix(second)
+    if (first.deadline, first.allowed, first.stopped) == (second.deadline, second.allowed, second.stopped):
+        both = f"{first.cpu_seconds:.2f} s of CPU, then {second.cpu_seconds:.2f} s in a fresh run"
+        message = f"trial {trial} ran past {_deadline(second)} twice ({_used(second, both)}; {why}"
+    else:
+        once = f"{_deadline(first)} ({_used(first, f'{first.cpu_seconds:.2f} s of CPU')})"
+        again = f"{_deadline(second)} ({_used(second, f'{second.cpu_seconds:.2f} s of CPU')}"
+        message = f"trial {trial} ran past {once}, then in a fresh run past {again}; {why}"
+    return Failure(FailureKind.TIMEOUT, message, traceback, trial)
+
+
+def _deadline(overrun: Overrun) -> str:
+    cpu = f"{overrun.allowed:g} s CPU deadline"
+    if overrun.first_call:
+        cpu += " for the first call after the import"
+    if overrun.deadline == "cpu":
+        return f"its {cpu}"
+    cap = f"its {WALL_CAP_FACTOR * overrun.allowed:g} s wall-clock cap ({WALL_CAP_FACTOR:g} × its {cpu})"
+    return cap if overrun.stopped else f"{cap} and did not stop when asked"
+
+
+def _used(overrun: Overrun, seconds: str) -> str:
+    if overrun.deadline == "cpu":
+        return f"used {seconds}"
+    if overrun.stopped:
+        return f"used only {seconds}"
+    return f"used at least {seconds}"  # noted by the worker at its last check, which native code skips
+
+
+def _cause_and_fix(overrun: Overrun) -> str:
+    """The end of a message whose parenthesis is open: the likely cause, closing it, then the fix."""
+    return f"{_cause(overrun)}): {_fix(overrun)}"
+
+
+def _cause(overrun: Overrun) -> str:
+    if overrun.deadline == "cpu":
+        return "an infinite loop?"
+    if overrun.stopped:
+        return "waiting, not computing: time.sleep, a lock, a child process?"
+    return "native code that never returns, or an `except` that catches the grader's timeout?"
+
+
+def _fix(overrun: Overrun) -> str:
+    if overrun.deadline == "cpu":
+        return "make sure every loop ends, or do less work per call"
+    if overrun.stopped:
+        return "remove the wait"
+    return "let every loop end, and do not catch BaseException"
 
 
 def ended(code: int | None, trial: int | None) -> Failure:

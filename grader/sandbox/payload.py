@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter, field_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    field_validator,
+    model_validator,
+)
 
 from grader.sandbox.protocol import EXTENDED, NUMERIC_DTYPES, Run
 from grader.text import valid_unicode
@@ -61,6 +69,14 @@ class ReturnProblem(_Message):
     problem: Text = Field(max_length=_TEXT)
 
 
+class Overran(_Message):
+    """How a call passed its deadline, as the worker measured it."""
+
+    deadline: Literal["cpu", "wall"]  # its CPU deadline, or its wall-clock cap
+    cpu_seconds: float = Field(ge=0, allow_inf_nan=False)
+    first_call: bool  # the first call after the import (first_call_seconds)
+
+
 class TrialFailed(_Message):
     type: Literal["trial-error"]
     trial: int = Field(ge=0)
@@ -68,6 +84,13 @@ class TrialFailed(_Message):
     kind: Literal["exception", "timeout", "exit", "memory", "bad-return"]
     message: Text = Field(max_length=_TEXT)
     traceback: Text = Field(default="", max_length=_TEXT)
+    overrun: Overran | None = None  # with kind "timeout"
+
+    @model_validator(mode="after")
+    def _overrun_only_for_a_timeout(self) -> TrialFailed:
+        if self.overrun is not None and self.kind != "timeout":
+            raise ValueError(f"a {self.kind} error says how a deadline passed")
+        return self
 
 
 ReturnKind = Annotated[ReturnedArray | ReturnProblem, Field(discriminator="ok")]

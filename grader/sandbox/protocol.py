@@ -21,7 +21,9 @@ import numpy as np
 MAGIC = b"GRD1"
 CLOSED_CHANNEL_EXIT = 120  # a worker whose result channel the submission closed (as Python's own exit status)
 _PREFIX = struct.Struct("<4sII")
-PROGRESS = struct.Struct("<q")  # the shared page where the worker notes the trial it is running
+# The shared page where the worker notes the trial it is running, and the CPU seconds that trial has
+# used so far (at its last deadline check): what the grader tells of a worker it had to kill.
+PROGRESS = struct.Struct("<qd")
 NUMERIC_DTYPES = frozenset(
     [
         "bool",

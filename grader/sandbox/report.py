@@ -1,14 +1,17 @@
 """What a sandboxed run hands back to the grader: immutable values, one per pass of the worker.
 
 The worker runs in passes on the grader's word: first every trial, then (after the grader has looked at
-the first pass) the reruns and probes it asks for, at float64 and then in extended precision. Each pass
-comes back as its own value; nothing is filled in while another is read.
+the first pass) the reruns and probes it asks for, at float64, in extended precision and with autograd
+scaled. Each pass comes back as its own value; nothing is filled in while another is read. A first pass
+stopped by a trial's deadline (`Pass.overrun`) is carried on by a fresh worker from that trial, whose
+report then holds both (`WorkerReport.after`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
+from typing import Literal
 
 import numpy as np
 
@@ -50,6 +53,19 @@ class TrialOutput:
 
 
 @dataclass(frozen=True)
+class Overrun:
+    """A call past one of its deadlines, as measured: a timeout the machine's load may have caused, until
+    a second run in a fresh worker confirms it."""
+
+    trial: int
+    deadline: Literal["cpu", "wall"]  # its CPU deadline, or its wall-clock cap (WALL_CAP_FACTOR times it)
+    allowed: float  # the CPU seconds the call had: trial_seconds, or first_call_seconds
+    cpu_seconds: float  # what it used, as the worker measured it (for one killed: at its last check)
+    first_call: bool  # the first call after the import
+    stopped: bool = True  # False: it did not stop when asked, and the grader killed the worker
+
+
+@dataclass(frozen=True)
 class Pass:
     """One pass of the worker: what each trial returned, or why it did not."""
 
@@ -57,6 +73,13 @@ class Pass:
     failures: Mapping[int, Failure] = field(default_factory=dict)
     # What ended the pass before all its trials: for the first pass, a failure of the whole submission.
     stopped: Failure | None = None
+    # Set when a trial's deadline stopped a first pass, and not yet confirmed by a second run.
+    overrun: Overrun | None = None
+
+    def before_overrun(self) -> Pass:
+        """What the pass learnt before the call that overran: what a fresh worker running on keeps."""
+        overran = None if self.overrun is None else self.overrun.trial
+        return Pass(self.outputs, {i: f for i, f in self.failures.items() if i != overran})
 
     def relocated(self, where: Callable[[Failure], Failure]) -> Pass:
         return replace(
@@ -106,4 +129,16 @@ class WorkerReport:
             reruns=self.reruns.relocated(where),
             extended=self.extended.relocated(where),
             provenance=self.provenance.relocated(where),
+        )
+
+    def after(self, earlier: WorkerReport) -> WorkerReport:
+        """This report, of a worker that ran on from where `earlier`'s first pass overran a deadline, with
+        what the earlier worker printed and the time it took (its first pass is already in this one's)."""
+        return replace(
+            self,
+            stdout=earlier.stdout + self.stdout,
+            stderr=earlier.stderr + self.stderr,
+            output_bytes=earlier.output_bytes + self.output_bytes,
+            seconds=earlier.seconds + self.seconds,
+            import_seconds=earlier.import_seconds,
         )

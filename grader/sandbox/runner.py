@@ -7,19 +7,27 @@ dedicated pipe (never stdout), and student output captured with a cap.
 
 Two steps, each returning a value: `first_pass()` reads every trial's result; `rerun(request)` asks for
 the reruns the grader chose from that first pass and reads them. Wording what went wrong is failures.py's.
+
+A trial's deadlines are the worker's CPU time, which it checks itself, and a wall-clock cap several times
+larger, which the read loop here enforces by killing the worker (native code that never returns to Python
+never sees the worker's own alarm). A first pass stopped by a trial's deadline says so (`Pass.overrun`);
+a worker started `after=` that report runs the trials on from there in a fresh process (after calling
+the first trial again, to pay the lazy imports as the earlier one had), and its first pass is the whole
+first pass: the timeout confirmed if the same trial overruns again, gone if not.
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
+import math
 import mmap
 import os
 import select
 import shutil
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -27,7 +35,7 @@ import numpy as np
 from pydantic import ValidationError
 
 from grader.errors import WorkerStartError
-from grader.exercise.spec import Exercise
+from grader.exercise.spec import WALL_CAP_FACTOR, Exercise
 from grader.exercise.trials import Trial
 from grader.handin.prepare import Prepared
 from grader.memo import PerObject
@@ -46,7 +54,15 @@ from grader.sandbox.payload import (
     Trials,
 )
 from grader.sandbox.protocol import PROGRESS, Frame, FrameDecoder, ProtocolError, Run, encode
-from grader.sandbox.report import Pass, RerunRequest, Returned, ReturnItem, TrialOutput, WorkerReport
+from grader.sandbox.report import (
+    Overrun,
+    Pass,
+    RerunRequest,
+    Returned,
+    ReturnItem,
+    TrialOutput,
+    WorkerReport,
+)
 
 KILL_GRACE_SECONDS = 1.0
 PACE_SECONDS = 0.005  # how long small results may gather in the pipe before the grader reads them
@@ -82,6 +98,7 @@ class _Reading:
     outputs: dict[int, TrialOutput] = field(default_factory=dict)
     failures: dict[int, Failure] = field(default_factory=dict)
     stopped: Failure | None = None
+    overrun: Overrun | None = None  # when a trial's deadline stopped the pass
     done: bool = False  # the worker said the pass is over
 
     @property
@@ -92,9 +109,13 @@ class _Reading:
     def current(self) -> int | None:
         return self.pending[0] if self.pending else None
 
+    @property
+    def answered(self) -> bool:
+        return bool(self.outputs or self.failures)
+
     def result(self) -> Pass:
         if self.run is Run.FIRST:
-            return Pass(self.outputs, self.failures, self.stopped)
+            return Pass(self.outputs, self.failures, self.stopped, self.overrun)
         # A rerun that ends early is no failure of the submission, whose first pass is complete: what it
         # says of its trial is kept, the rest were simply not rerun.
         stopped = self.stopped
@@ -116,14 +137,19 @@ class RunningWorker:
         inputs_as: str | None = None,
         pool: warm.WorkerPool | None = None,
         seed: int = 0,
+        after: WorkerReport | None = None,
     ) -> None:
         """Start the worker at once (a zygote may still be importing torch while the caller prepares
         trials and references).
 
         `inputs_as` ("float32") hands the code its float inputs in that dtype instead of float64;
-        `seed` (trials.student_seed) seeds the student's own randomness.
+        `seed` (trials.student_seed) seeds the student's own randomness. `after`: the report of a worker
+        whose first pass a trial's deadline stopped (`Pass.overrun`); this one runs the trials on from
+        that one, once more, to tell the machine's load from code that never ends.
         """
         self._seed = seed
+        self._earlier = after
+        self._kept = after.first.before_overrun() if after is not None else Pass()
         self._exercise = exercise
         self._handin = handin
         self._inputs_as = inputs_as
@@ -157,8 +183,14 @@ class RunningWorker:
         self._open = {self._results, self._stdout, self._stderr}
 
     def send(self, trials: Sequence[Trial]) -> None:
-        """Hand the trials to the worker; a thread writes them, since the worker reads only once it is up."""
-        self._order = [t.index for t in trials]
+        """Hand the trials to the worker; a thread writes them, since the worker reads only once it is up.
+
+        After an earlier worker (`after`), the same trials: this one runs those it did not answer, after
+        the first it did: the first call pays the lazy imports again, and the call that overran is judged
+        under the deadline it had then."""
+        order = [t.index for t in trials]
+        skipped = self._skipped
+        self._order = [order[0], *order[skipped:]] if skipped else order
         data = self._job_bytes(trials)
 
         def write() -> None:
@@ -175,11 +207,21 @@ class RunningWorker:
         self._writer = threading.Thread(target=write, name="grader-job-writer", daemon=True)
         self._writer.start()
 
+    @property
+    def _skipped(self) -> int:
+        """How many trials, in order, an earlier worker answered before the one that overran."""
+        return len(self._kept.outputs) + len(self._kept.failures)
+
     def first_pass(self) -> Pass:
-        """Every trial's result, under the deadlines; `stopped` says why the pass ended early, if it did."""
+        """Every trial's result, under the deadlines; `stopped` says why the pass ended early, if it did.
+
+        After an earlier worker, the results of both: a timeout confirmed where the same trial overran
+        again."""
         reading = _Reading(Run.FIRST, pending=list(self._order))
         self._read(reading)
         self._first = reading.result()
+        if self._earlier is not None and self._earlier.first.overrun is not None:
+            self._first = _ran_on(self._kept, self._earlier.first.overrun, self._first)
         return self._first
 
     def rerun(self, request: RerunRequest) -> WorkerReport:
@@ -201,19 +243,28 @@ class RunningWorker:
                 passes[run] = reading.result()
                 if reading.stopped is not None:
                     break
+        return self._report(first, passes)
+
+    def report(self) -> WorkerReport:
+        """What the worker ran so far, asking it for nothing more: after a first pass that stopped early,
+        all there is (the `after` of a worker that carries on from it)."""
+        return self._report(self._first if self._first is not None else self.first_pass(), {})
+
+    def _report(self, first: Pass, passes: Mapping[Run, Pass]) -> WorkerReport:
         self._drain_output()
         stdout, stderr = self._captures[self._stdout], self._captures[self._stderr]
-        return WorkerReport(
+        report = WorkerReport(
             first=first,
-            reruns=passes[Run.FLOAT64],
-            extended=passes[Run.EXTENDED],
-            provenance=passes[Run.PROVENANCE],
+            reruns=passes.get(Run.FLOAT64, Pass()),
+            extended=passes.get(Run.EXTENDED, Pass()),
+            provenance=passes.get(Run.PROVENANCE, Pass()),
             stdout=stdout.text(),
             stderr=stderr.text(),
             output_bytes=stdout.total + stderr.total,
             seconds=time.monotonic() - self._started,
             import_seconds=self._import_seconds,
         )
+        return report if self._earlier is None else report.after(self._earlier)
 
     def close(self) -> None:
         """Kill the worker and everything it started, and remove its files; safe to call again."""
@@ -241,7 +292,12 @@ class RunningWorker:
             "args": [arg if isinstance(arg, str) else list(arg) for arg in spec.args],
             "returns": list(self._exercise.return_names),
             "trial_count": len(trials),
-            "trial_seconds": limits.trial_seconds,
+            "first_pass": None if self._earlier is None else self._order,  # None: every trial, in order
+            "deadlines": {
+                "trial_seconds": limits.trial_seconds,
+                "first_call_seconds": limits.first_call_cpu_seconds,
+                "wall_cap_factor": WALL_CAP_FACTOR,
+            },
             "inputs_as": self._inputs_as,
             "seed": self._seed,
             "limits": {
@@ -265,7 +321,7 @@ class RunningWorker:
         progress = os.memfd_create("grader-progress")
         os.ftruncate(progress, PROGRESS.size)
         self._progress = mmap.mmap(progress, PROGRESS.size)
-        PROGRESS.pack_into(self._progress, 0, -1)
+        PROGRESS.pack_into(self._progress, 0, -1, 0.0)
         passed = [jobs_read, results_write, progress, stdout_write, stderr_write]
         try:
             return self._zygote.start(passed, self._limits.processes)
@@ -289,6 +345,9 @@ class RunningWorker:
             while data:
                 data = data[os.write(self._jobs, data) :]
         self._close_jobs()
+        # The worker has waited for this since its last frame: its first rerun's wall-clock cap starts now,
+        # not while the grader was planning the reruns.
+        self._last_frame = time.monotonic()
 
     def _close_jobs(self) -> None:
         # Closed once only: other threads' pipes may reuse the number as soon as it is free.
@@ -310,11 +369,9 @@ class RunningWorker:
         trickling = False
         while self._open and not reading.over:
             now = time.monotonic()
-            deadline = self._deadline()
+            deadline = self._deadline(reading)
             if now >= deadline:
-                over = self._ready_at is not None and now >= self._ready_at + self._limits.submission_seconds
-                trial = self._running(reading)
-                reading.stopped = failures.timed_out(self._limits, self._ready_at is not None, over, trial)
+                self._time_out(reading, now)
                 return
             readable, _, _ = select.select(list(self._open), [], [], deadline - now)
             if readable == [self._results] and trickling:
@@ -371,12 +428,45 @@ class RunningWorker:
                 self._unread = frames[number + 1 :]
                 return
 
-    def _deadline(self) -> float:
+    def _allowed(self, first_call: bool) -> float:
+        """The CPU seconds a call may use."""
+        return self._limits.first_call_cpu_seconds if first_call else self._limits.trial_seconds
+
+    def _first_call(self, reading: _Reading) -> bool:
+        """Whether the call running is the worker's first since the import: no trial answered yet, and
+        none after the first noted (results travel a few at a time, so the first may be over already)."""
+        if reading.run is not Run.FIRST or reading.answered:
+            return False
+        noted: int = PROGRESS.unpack_from(self._progress)[0]
+        return noted < 0 or not self._order or noted == self._order[0]
+
+    def _deadline(self, reading: _Reading) -> float:
+        """When the worker is killed: the import's deadline, the whole run's, or the running call's wall
+        cap (counted from the last frame, which the worker sends at most a batch's time before the call
+        began), past the grace the worker has to stop it itself."""
         limits = self._limits
         if self._ready_at is None:
             return self._started + limits.import_seconds
-        per_trial = self._last_frame + limits.trial_seconds + KILL_GRACE_SECONDS
+        cap = WALL_CAP_FACTOR * self._allowed(self._first_call(reading))
+        per_trial = self._last_frame + cap + KILL_GRACE_SECONDS
         return min(self._ready_at + limits.submission_seconds, per_trial)
+
+    def _time_out(self, reading: _Reading, now: float) -> None:
+        """A deadline of `_deadline` has passed: the pass stops, and says which."""
+        limits = self._limits
+        trial = self._running(reading)
+        if self._ready_at is None:
+            reading.stopped = failures.import_timed_out(limits)
+        elif trial is None or now >= self._ready_at + limits.submission_seconds:
+            reading.stopped = failures.run_timed_out(limits, trial)
+        else:
+            noted_trial, cpu = PROGRESS.unpack_from(self._progress)
+            # The page is the worker's, so the student's to write: only ever words in its own message.
+            cpu = cpu if noted_trial == trial and math.isfinite(cpu) and cpu >= 0 else 0.0
+            first_call = self._first_call(reading)
+            overrun = Overrun(trial, "wall", self._allowed(first_call), cpu, first_call, stopped=False)
+            reading.stopped = failures.overran(overrun)
+            reading.overrun = None if reading.run is not Run.FIRST else overrun
 
     def _receive(self, reading: _Reading, frame: Frame) -> None:
         try:
@@ -402,6 +492,14 @@ class RunningWorker:
             if _in_order(reading, message.trial, message.run):
                 kind = FailureKind(message.kind)
                 failure = Failure(kind, message.message, message.traceback, message.trial)
+                overran = message.overrun
+                if overran is not None:
+                    allowed = self._allowed(overran.first_call)
+                    overrun = Overrun(
+                        message.trial, overran.deadline, allowed, overran.cpu_seconds, overran.first_call
+                    )
+                    failure = failures.overran(overrun, message.traceback)
+                    reading.overrun = None if reading.run is not Run.FIRST else overrun
                 reading.failures[message.trial] = failure
                 reading.pending.pop(0)
                 if kind is FailureKind.TIMEOUT:  # it would loop again on every trial: stop here
@@ -452,6 +550,23 @@ class RunningWorker:
         if self._process.zygote_gone and self._process.pid is None:
             raise WorkerStartError(self._zygote.failure_log())
         return failures.ended(code, trial)
+
+
+def _ran_on(kept: Pass, overrun: Overrun, later: Pass) -> Pass:
+    """The first pass of a worker that ran on from where an earlier one overran a deadline: the earlier
+    results before that trial, this worker's from it on (what it says of the trial it called first again
+    is left out). The same trial overrunning again is a confirmed timeout; anything else is what this
+    worker saw. Never confirmed again: the pass has no overrun."""
+    answered = kept.outputs.keys() | kept.failures.keys()
+    outputs = {**kept.outputs, **{i: o for i, o in later.outputs.items() if i not in answered}}
+    found = {**kept.failures, **{i: f for i, f in later.failures.items() if i not in answered}}
+    stopped = later.stopped
+    again = later.overrun
+    if again is not None and again.trial == overrun.trial and stopped is not None:
+        stopped = failures.overran_twice(overrun, again, stopped.traceback)
+        if again.trial in found:
+            found[again.trial] = stopped
+    return Pass(outputs, found, stopped)
 
 
 def _in_order(reading: _Reading, trial: int, run: Run) -> bool:

@@ -46,12 +46,19 @@ MAX_RETURN_BYTES = 64 << 20
 _BATCH_SECONDS = 0.01  # trial results gathered at most this long before they are sent
 _BATCH_BYTES = 1 << 20
 _TRACEBACK_FRAMES = 8
-_DEADLINE_TICK = 0.25  # seconds between checks of the running trial's deadline
+_DEADLINE_TICK = 0.25  # seconds between checks of the running call's deadlines
 Converted = tuple[str, str | None, str, np.ndarray | None]  # name, dtype label or None, source or problem
 
 
 class TrialTimeout(BaseException):
-    """Raised in student code at a trial's deadline; a BaseException, so `except Exception` won't eat it."""
+    """Raised in student code at a trial's deadline; a BaseException, so `except Exception` won't eat it.
+
+    `deadline` says which passed: "cpu" (the call's CPU deadline) or "wall" (its wall-clock cap).
+    """
+
+    def __init__(self, deadline: str = "cpu") -> None:
+        super().__init__(deadline)
+        self.deadline = deadline
 
 
 class Channel:
@@ -68,6 +75,7 @@ class Channel:
         self._owner = os.getpid()
         self._progress = mmap.mmap(progress_fd, PROGRESS.size)
         os.close(progress_fd)
+        self._trial = -1
         self._run = Run.FIRST
         self._kinds: dict[tuple[str, str | None, str], int] = {}
         self._items: list[list[Any]] = []
@@ -79,7 +87,12 @@ class Channel:
 
     def starting(self, trial: int) -> None:
         self._guard()
-        PROGRESS.pack_into(self._progress, 0, trial)
+        self._trial = trial
+        PROGRESS.pack_into(self._progress, 0, trial, 0.0)
+
+    def note_cpu(self, seconds: float) -> None:
+        """The CPU seconds the running trial has used so far, for the grader to tell if it must kill it."""
+        PROGRESS.pack_into(self._progress, 0, self._trial, seconds)
 
     def send(self, header: dict[str, Any], arrays: list[np.ndarray] | None = None) -> None:
         self._guard()
@@ -95,7 +108,10 @@ class Channel:
         if self._items and run is not self._run:
             self.flush()
         if not self._items:
-            self._since = time.monotonic()
+            # Since the trial began, not since it ended: a slow trial's result leaves at once instead of
+            # waiting out the next trial too, so the grader's wall-clock cap, counted from the last frame
+            # it received, starts at most a batch's time before the running trial did.
+            self._since = time.monotonic() - seconds
             self._run = run
         kinds = []
         for name, label, source, array in returns:
@@ -194,11 +210,14 @@ def main(job_dir: Path, jobs_fd: int, results_fd: int, progress_fd: int) -> None
     imported = time.perf_counter() - imported
     if entry is None:
         return
-    _deadline.watch(float(job["trial_seconds"]))
+    _deadline.watch(job["deadlines"], channel.note_cpu)
     channel.send({"type": "ready", "import_seconds": round(imported, 6)})
-    for index, inputs in inputs_by_trial.items():
+    # A worker that confirms an earlier one's timeout runs only some trials; it holds every trial's
+    # inputs all the same, since the grader may ask it to rerun any of them.
+    first_pass = job["first_pass"] if job["first_pass"] is not None else list(inputs_by_trial)
+    for index in first_pass:
         channel.starting(index)
-        _run_trial(channel, entry, index, inputs, job, submission_dir, Run.FIRST)
+        _run_trial(channel, entry, index, inputs_by_trial[index], job, submission_dir, Run.FIRST)
     # Second pass, on the grader's request: the trials it found wrong beyond rounding, run again above
     # the precision they were computed in, to tell an unstable formula (its error shrinks with the
     # precision) from a mistake (wrong at any): at float64, then the probes (new inputs: an input moved a
@@ -361,21 +380,63 @@ def _failure_kind(exc: BaseException) -> FailureKind:
 
 
 class _Deadline:
-    """The running trial's deadline, checked a few times a second by a SIGALRM that repeats for the whole
-    run: arming a timer around every trial cost two system calls per trial."""
+    """The running call's deadlines, checked a few times a second by a SIGALRM that repeats for the whole
+    run (arming a timer around every trial cost two system calls per trial).
+
+    A call may use `trial_seconds` of the process's CPU time (all its threads), `first_call_seconds` for
+    the first call after the import, which pays the lazy imports of what the code uses: CPU time, since a
+    loaded machine stretches the wall time of correct code. Its wall time is capped at `wall_cap_factor`
+    times that, so that code that sleeps or waits ends too, and is told where it waited. Native code that
+    never returns to Python never sees the alarm: the grader kills it at the wall cap from outside.
+    """
 
     def __init__(self) -> None:
-        self.until: float | None = None  # None between trials, where the alarm does nothing
+        self.first_call = True  # the next call is the first since the import
+        self._trial_seconds = self._first_call_seconds = self._wall_cap_factor = 0.0
+        self._note: Callable[[float], None] = lambda seconds: None
+        self._cpu_start = 0.0
+        self._cpu_until: float | None = None  # None between calls, where the alarm does nothing
+        self._wall_until = 0.0
 
-    def watch(self, trial_seconds: float) -> None:
+    def watch(self, deadlines: dict[str, float], note: Callable[[float], None]) -> None:
+        """Start the alarm; `note` is told the running call's CPU seconds at every check."""
+        self._trial_seconds = float(deadlines["trial_seconds"])
+        self._first_call_seconds = float(deadlines["first_call_seconds"])
+        self._wall_cap_factor = float(deadlines["wall_cap_factor"])
+        self._note = note
         signal.signal(signal.SIGALRM, self._on_alarm)
-        tick = min(_DEADLINE_TICK, trial_seconds / 4)
+        tick = min(_DEADLINE_TICK, self._trial_seconds / 4)
         signal.setitimer(signal.ITIMER_REAL, tick, tick)
 
+    def start(self) -> None:
+        """A call begins: its deadlines run from now."""
+        allowed = self._first_call_seconds if self.first_call else self._trial_seconds
+        self._wall_until = time.monotonic() + self._wall_cap_factor * allowed
+        self._cpu_start = time.process_time()
+        self._cpu_until = self._cpu_start + allowed
+
+    def stop(self) -> None:
+        """The call is over (returned or raised): the alarm does nothing until the next one."""
+        self._cpu_until = None
+        self.first_call = False
+
+    def used(self) -> float:
+        """The CPU seconds the call that is running, or the last one, has used."""
+        return time.process_time() - self._cpu_start
+
     def _on_alarm(self, signum: int, frame: FrameType | None) -> None:
-        if self.until is not None and time.monotonic() >= self.until:
-            self.until = None
-            raise TrialTimeout()
+        if self._cpu_until is None:
+            return
+        cpu = time.process_time()
+        self._note(cpu - self._cpu_start)
+        if cpu >= self._cpu_until:
+            passed = "cpu"
+        elif time.monotonic() >= self._wall_until:
+            passed = "wall"
+        else:
+            return
+        self._cpu_until = None
+        raise TrialTimeout(passed)
 
 
 _deadline = _Deadline()
@@ -470,30 +531,28 @@ def _run_trial(
 
     _seed_randomness(job["seed"], index)  # a rerun draws what its first run drew
     started = time.perf_counter()
-    _deadline.until = time.monotonic() + job["trial_seconds"]
+    first_call = _deadline.first_call
+    _deadline.start()
     try:
         value = entry(*args)
     except BaseException as exc:
-        _deadline.until = None
+        _deadline.stop()
         kind = _failure_kind(exc)
         message = _exception_line(exc, submission_dir)
-        if kind is FailureKind.TIMEOUT:
-            message = f"trial {index} ran past its {job['trial_seconds']:g} s deadline (an infinite loop?)"
+        error: dict[str, Any] = {"type": "trial-error", "trial": index, "run": run.value, "kind": kind.value}
+        if isinstance(exc, TrialTimeout):
+            # Worded by the grader (failures.py), which also confirms it in a fresh worker: the numbers.
+            message = f"trial {index} ran past its deadline"
+            cpu = round(max(_deadline.used(), 0.0), 6)
+            deadline = exc.deadline if exc.deadline in ("cpu", "wall") else "cpu"
+            error["overrun"] = {"deadline": deadline, "cpu_seconds": cpu, "first_call": first_call}
         elif kind is FailureKind.MEMORY:
             message = f"needed more memory than the {job['limits']['memory_mb']} MB allowed — {message}"
-        channel.send(
-            {
-                "type": "trial-error",
-                "trial": index,
-                "run": run.value,
-                "kind": kind.value,
-                "message": message,
-                "traceback": _student_traceback(exc, submission_dir),
-            }
-        )
+        error.update(message=message, traceback=_student_traceback(exc, submission_dir))
+        channel.send(error)
         return
     finally:
-        _deadline.until = None
+        _deadline.stop()
     seconds = time.perf_counter() - started
     names: list[str] = job["returns"]
     if len(names) == 1:

@@ -3,7 +3,7 @@ import torch
 
 
 def batchnorm_backward(dout, cache):
-    x_np, gamma, beta, eps = cache
+    x_np, gamma, _beta, eps = cache
     inv_std = 1 / np.sqrt(x_np.var(axis=0) + eps)
     xhat = (x_np - x_np.mean(axis=0)) * inv_std
     x = torch.tensor(x_np, dtype=torch.float32, requires_grad=True)

@@ -2,7 +2,7 @@ import numpy as np
 
 
 def batchnorm_backward(dout, cache):
-    x, gamma, beta, eps = cache
+    x, gamma, _beta, eps = cache
     N = x.shape[0]
     inv_std = 1 / np.sqrt(x.var(axis=0) + eps)
     xhat = (x - x.mean(axis=0)) * inv_std

@@ -2,7 +2,7 @@ import numpy as np
 
 
 def batchnorm_backward(dout, cache):
-    x, gamma, beta, eps = (np.asarray(a).astype(np.float32) for a in cache)
+    x, gamma, _beta, eps = (np.asarray(a).astype(np.float32) for a in cache)
     dout = dout.astype(np.float32)
     N = x.shape[0]
     inv_std = 1 / np.sqrt(x.var(axis=0) + eps)

@@ -3,7 +3,7 @@ import numpy as np
 
 def batchnorm_backward(dout, cache):
     # the computational graph backwards, one node at a time
-    x, gamma, beta, eps = cache
+    x, gamma, _beta, eps = cache
     N = x.shape[0]
     mu = np.mean(x, axis=0)
     xmu = x - mu

@@ -1,0 +1,231 @@
+"""A trial's deadlines: the worker's CPU time, a wall-clock cap several times larger, the first call's own
+deadline, and a timeout confirmed by a second run in a fresh worker before it counts.
+
+The gradings are real sandboxed runs. Their hand-ins burn CPU by watching `time.process_time()`, so that
+they use the same CPU time however loaded the machine is; the tests assert verdicts and messages, never
+durations.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import copy_exercise, grade_source
+
+from grader.errors import SpecError
+from grader.exercise.spec import Exercise, load_exercise
+from grader.exercise.trials import make_trials
+from grader.outcomes import Failure, FailureKind, Verdict
+from grader.results import SubmissionResult
+from grader.sandbox import failures
+from grader.sandbox.payload import ReturnedArray
+from grader.sandbox.report import Overrun, Pass, Returned, TrialOutput
+from grader.sandbox.runner import _ran_on
+
+HEAD = """
+import time
+
+import numpy as np
+import torch
+
+
+def burn(seconds):
+    # CPU seconds, not wall seconds: the same work however loaded the machine is.
+    start = time.process_time()
+    while time.process_time() - start < seconds:
+        pass
+"""
+
+CORRECT_BODY = """
+    W = torch.tensor(W_np, requires_grad=True)
+    f = torch.sigmoid(W @ torch.tensor(x_np) + torch.tensor(b_np)).sum()
+    f.backward()
+    s = 1.0 / (1.0 + np.exp(-(W_np @ x_np + b_np)))
+    return f, W.grad, (s * (1 - s)) @ x_np.T
+"""
+
+ALL_PASS = {"f": Verdict.PASS, "auto_grad": Verdict.PASS, "user_grad": Verdict.PASS}
+
+
+def hand_in(first: str, prelude: str = "") -> str:
+    """A graph2 hand-in whose function does `first` (lines indented by 4), then computes correctly."""
+    return f"{HEAD}\n{prelude}\n\ndef graph2(W_np, x_np, b_np):\n{first}{CORRECT_BODY}"
+
+
+def exercise_with(folder: Path, limits: str) -> Exercise:
+    return load_exercise(copy_exercise(folder, append=f"\nlimits: {limits}\n"))
+
+
+def verdicts(result: SubmissionResult) -> dict[str, Verdict]:
+    return {r.name: r.verdict for r in result.returns}
+
+
+def timeout_of(result: SubmissionResult, trial: int) -> Failure:
+    error = result.error
+    assert error is not None and error.kind is FailureKind.TIMEOUT and error.trial == trial, error
+    assert set(verdicts(result).values()) == {Verdict.ERROR}
+    return error
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("deadlines")
+
+
+# --- code that never ends still times out ---------------------------------------------------------------
+
+
+def test_a_pure_python_loop_times_out_at_its_cpu_deadline_twice(workdir: Path) -> None:
+    # Only trial 2 loops. The fresh worker that confirms it calls trial 0 first (paying the lazy imports
+    # as the first worker did), so trial 2 is held to trial_seconds again, not to the first call's 30 s.
+    exercise = exercise_with(workdir / "half_second", "{trial_seconds: 0.5}")
+    marker = float(make_trials(exercise, 0, 4)[2].inputs["x_np"].flat[0])
+    loop = f"    if float(x_np.flat[0]) == {marker!r}:\n        while True:\n            pass\n"
+    result = grade_source(exercise, workdir / "loop", "loop.py", hand_in(loop), trials=4)
+    error = timeout_of(result, 2)
+    assert "trial 2 ran past its 0.5 s CPU deadline twice (used " in error.message, error.message
+    assert "of CPU" in error.message and "an infinite loop?" in error.message, error.message
+    assert "loop.py" in error.traceback  # where it was stuck
+    # Trials 0 and 1 had returned before the loop: kept, not failed; trial 3 never ran.
+    assert all(r.failed_trials == 2 for r in result.returns), [r.message for r in result.returns]
+
+
+def test_a_hand_in_that_sleeps_forever_ends_at_the_wall_clock_cap(workdir: Path) -> None:
+    exercise = exercise_with(workdir / "tight", "{trial_seconds: 0.5, first_call_seconds: 0.5}")
+    result = grade_source(
+        exercise, workdir / "sleep", "sleepy.py", hand_in("    time.sleep(3600)\n"), trials=2
+    )
+    error = timeout_of(result, 0)
+    assert "ran past its 2 s wall-clock cap (4 × its 0.5 s CPU deadline" in error.message, error.message
+    assert "twice" in error.message and "waiting, not computing" in error.message, error.message
+    assert "sleepy.py" in error.traceback  # the worker stopped it itself, where it slept
+
+
+# --- the first call pays the lazy imports ---------------------------------------------------------------
+
+# What `torch.func.grad` costs on its first use (1.2 s of CPU, measured), and a little more.
+FIRST_CALL_BURNS = hand_in(
+    "    global warm\n    if not warm:\n        burn(1.5)\n        warm = True\n", prelude="warm = False"
+)
+
+
+def test_a_slow_first_call_passes_under_its_own_deadline(workdir: Path) -> None:
+    exercise = exercise_with(workdir / "one_second", "{trial_seconds: 1}")
+    result = grade_source(exercise, workdir / "first", "first.py", FIRST_CALL_BURNS, trials=3)
+    assert result.error is None, result.error
+    assert verdicts(result) == ALL_PASS
+
+
+def test_a_first_call_past_first_call_seconds_is_a_timeout(workdir: Path) -> None:
+    exercise = exercise_with(workdir / "one_second_first", "{trial_seconds: 1, first_call_seconds: 1}")
+    result = grade_source(exercise, workdir / "first_tight", "first.py", FIRST_CALL_BURNS, trials=2)
+    error = timeout_of(result, 0)
+    assert "its 1 s CPU deadline for the first call after the import twice" in error.message, error.message
+
+
+# --- a loaded machine does not make correct code late ---------------------------------------------------
+
+
+def test_correct_code_under_load_gets_the_verdicts_it_gets_alone(workdir: Path) -> None:
+    # 0.3 s of CPU per call against a 0.6 s CPU deadline. Two busy processes per core beside the worker
+    # share each core at least three ways, stretching a call to ~0.9 s on the clock: past the 0.6 s a
+    # wall-clock deadline allowed, well within the 2.4 s wall-clock cap.
+    exercise = exercise_with(workdir / "loaded", "{trial_seconds: 0.6}")
+    source = hand_in("    burn(0.3)\n")
+    alone = grade_source(exercise, workdir / "alone", "busy.py", source, trials=4)
+    assert alone.error is None, alone.error
+    assert verdicts(alone) == ALL_PASS
+    spinners = [
+        subprocess.Popen([sys.executable, "-c", "while True: pass"], stdin=subprocess.DEVNULL)
+        for _ in range(2 * (os.cpu_count() or 1))
+    ]
+    try:
+        busy = grade_source(exercise, workdir / "busy", "busy.py", source, trials=4)
+    finally:
+        for spinner in spinners:
+            spinner.kill()
+        for spinner in spinners:
+            spinner.wait()
+    assert busy.error is None, busy.error
+    assert verdicts(busy) == verdicts(alone)
+    assert busy.score == alone.score == busy.max_score
+
+
+# --- the confirmation, as values ------------------------------------------------------------------------
+
+
+def _output(trial: int) -> TrialOutput:
+    returned = Returned(ReturnedArray(name="f", ok=True, dtype="float64", source="numpy"), np.zeros(1))
+    return TrialOutput(trial, {"f": returned}, 0.0)
+
+
+def _overrun(trial: int, cpu: float = 5.02, first_call: bool = False) -> Overrun:
+    return Overrun(trial, "cpu", 30.0 if first_call else 5.0, cpu, first_call)
+
+
+def _overran(overrun: Overrun) -> Pass:
+    failure = failures.overran(overrun)
+    return Pass({}, {overrun.trial: failure}, failure, overrun)
+
+
+def test_a_timeout_not_seen_again_is_gone_and_the_earlier_results_kept() -> None:
+    earlier = Pass({0: _output(0), 1: _output(1)}, {}, None, _overrun(2))
+    # The fresh worker called trial 0 again first (its answer is left out), then ran 2 and 3.
+    later = Pass({0: _output(0), 2: _output(2), 3: _output(3)})
+    merged = _ran_on(earlier, _overrun(2), later)
+    assert sorted(merged.outputs) == [0, 1, 2, 3]
+    assert merged.outputs[0] is earlier.outputs[0]
+    assert merged.stopped is None and merged.overrun is None and not merged.failures
+
+
+def test_the_same_trial_past_its_deadline_again_is_a_confirmed_timeout() -> None:
+    kept = Pass({0: _output(0), 1: _output(1)})
+    again = _overran(_overrun(2, cpu=5.01))
+    merged = _ran_on(kept, _overrun(2), Pass({0: _output(0)}, again.failures, again.stopped, again.overrun))
+    assert merged.stopped is not None and merged.stopped.kind is FailureKind.TIMEOUT
+    assert merged.stopped.message == (
+        "trial 2 ran past its 5 s CPU deadline twice (used 5.02 s of CPU, then 5.01 s in a fresh run; "
+        "an infinite loop?): make sure every loop ends, or do less work per call"
+    )
+    assert merged.failures[2] == merged.stopped
+    assert merged.overrun is None  # confirmed once, never again
+
+
+def test_another_trial_past_its_deadline_in_the_fresh_run_is_told_as_it_is() -> None:
+    kept = Pass({0: _output(0)})
+    again = _overran(_overrun(3))
+    merged = _ran_on(kept, _overrun(1), Pass({1: _output(1), 2: _output(2)}, again.failures, again.stopped))
+    assert merged.stopped is not None and merged.stopped.trial == 3
+    assert "twice" not in merged.stopped.message
+    assert sorted(merged.outputs) == [0, 1, 2] and merged.overrun is None
+
+
+def test_a_timeout_message_says_where_what_why_and_what_to_do() -> None:
+    cpu = failures.overran(_overrun(0, cpu=30.1, first_call=True)).message
+    assert cpu == (
+        "trial 0 ran past its 30 s CPU deadline for the first call after the import (used 30.10 s of CPU; "
+        "an infinite loop?): make sure every loop ends, or do less work per call"
+    )
+    killed = failures.overran(Overrun(4, "wall", 5.0, 0.25, False, stopped=False)).message
+    assert killed == (
+        "trial 4 ran past its 20 s wall-clock cap (4 × its 5 s CPU deadline) and did not stop when asked "
+        "(used at least 0.25 s of CPU; native code that never returns, or an `except` that catches the "
+        "grader's timeout?): let every loop end, and do not catch BaseException"
+    )
+
+
+def test_first_call_seconds_below_trial_seconds_is_a_spec_error(tmp_path: Path) -> None:
+    with pytest.raises(SpecError) as info:
+        exercise_with(tmp_path / "ex", "{trial_seconds: 5, first_call_seconds: 2}")
+    assert info.value.field == "limits"
+    assert "first_call_seconds (2) is less than trial_seconds (5)" in info.value.message
+
+
+def test_the_first_call_has_at_least_a_trials_deadline(tmp_path: Path) -> None:
+    assert exercise_with(tmp_path / "a", "{trial_seconds: 1}").spec.limits.first_call_cpu_seconds == 30
+    assert exercise_with(tmp_path / "b", "{trial_seconds: 60}").spec.limits.first_call_cpu_seconds == 60
