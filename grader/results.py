@@ -36,6 +36,9 @@ class ReturnResult:
     max_ratio: float
     failing_entries: tuple[EntryError, ...] = ()
     case: FailingCase | None = None
+    # The decisive trials' error in the first run over their rerun's above it (None: not measured): the
+    # smallest for instability, the largest for logic, the margins of the rule (judging/reruns.py).
+    shrink: float | None = None
     misconception: str | None = None  # the mistake the values show, when they match one
     feedback: str = ""  # what that mistake means and how to fix it
 

@@ -46,11 +46,18 @@ def test_the_zygote_the_grader_starts_by_name_exists() -> None:
 
 
 def test_verdicts_are_ordered_by_severity() -> None:
-    ordered = [Verdict.PASS, Verdict.PRECISION, Verdict.INSTABILITY, Verdict.LOGIC, Verdict.ERROR]
+    ordered = [
+        Verdict.PASS,
+        Verdict.PRECISION,
+        Verdict.INSTABILITY,
+        Verdict.LOGIC,
+        Verdict.AUTOGRAD,
+        Verdict.ERROR,
+    ]
     assert sorted(reversed(ordered)) == ordered
     assert max([Verdict.PRECISION, Verdict.LOGIC, Verdict.PASS]) is Verdict.LOGIC
     assert Verdict.ERROR > Verdict.LOGIC >= Verdict.LOGIC and Verdict.PASS < Verdict.PRECISION
-    assert [v.severity for v in ordered] == [0, 1, 2, 3, 4]
+    assert [v.severity for v in ordered] == [0, 1, 2, 3, 4, 5]
     with pytest.raises(TypeError):
         _ = Verdict.PASS < "logic"  # not compared as strings
 
@@ -69,4 +76,9 @@ def test_every_failure_kind_the_worker_may_send_is_a_failure_kind() -> None:
 
 def test_only_the_unstable_rerun_outcomes_make_instability() -> None:
     unstable = {o for o in RerunOutcome if o.unstable}
-    assert unstable == {RerunOutcome.OVERFLOWS, RerunOutcome.RIGHT_HIGHER, RerunOutcome.SHRINKS}
+    assert unstable == {
+        RerunOutcome.OVERFLOWS,
+        RerunOutcome.RIGHT_HIGHER,
+        RerunOutcome.SHRINKS,
+        RerunOutcome.CANCELLED,
+    }

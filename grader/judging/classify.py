@@ -46,6 +46,8 @@ def classify_return(
             mask=smallest.failing_mask,
         )
         entries = smallest.failing
+    shrinks = [c.shrink for c in decisive if c.shrink is not None]
+    shrink = (min if verdict is Verdict.INSTABILITY else max)(shrinks) if shrinks else None
     return ReturnResult(
         name=name,
         verdict=verdict,
@@ -58,6 +60,7 @@ def classify_return(
         max_ratio=worst_ratio,
         failing_entries=entries,
         case=case,
+        shrink=shrink,
     )
 
 

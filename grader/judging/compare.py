@@ -81,6 +81,7 @@ class RerunOutcome(Enum):
     RERUN_FAILED = "rerun failed"  # the rerun raised, timed out or returned nothing usable
     HARD_CODED = "hard-coded precision"  # the rerun came back no finer than the first run: judged there
     OVERFLOWS = "overflows"  # infinities or NaN where finite values were due: the format's range
+    NEVER_FINITE = "never finite"  # NaN or infinities on every trial, which no rerun confirmed: no range
     RIGHT_HIGHER = "right at higher precision"
     SHRINKS = "error shrinks with the precision"  # by the ratio of the formats' unit roundoffs: rounding
     CANCELLED = "cancelled at both precisions"  # 0 where values below the format's resolution were due
@@ -115,6 +116,7 @@ class Comparison:
     problem: str = ""  # for verdict error: what was wrong with the value
     ran: bool = True  # False: the submission stopped before this trial was called (an import error, say)
     rerun: RerunOutcome = RerunOutcome.NONE
+    shrink: float | None = None  # how many times smaller the failing entries' error was in the rerun
     note: str = ""  # in words: what the rerun at float64 showed, or how the values were judged
 
     @classmethod

@@ -19,7 +19,7 @@ from grader.handin.prepare import Submission
 from grader.judging import consistency, diagnosis, provenance
 from grader.judging.classify import classify_return
 from grader.judging.compare import Comparison
-from grader.judging.reruns import RerunPlan, resolve_beyond_rounding, returned
+from grader.judging.reruns import RerunPlan, finite_somewhere, resolve_beyond_rounding, returned
 from grader.outcomes import Failure, Verdict
 from grader.results import ReturnResult, SubmissionResult, display_path, student_location
 from grader.sandbox.payload import ReturnProblem
@@ -100,6 +100,7 @@ def _judge_return(
     got = {i: item.array for i, item in returned(first.outputs, spec.name).items()}
     judged.update(compared)
     judged.update(resolve_beyond_rounding(spec, references, report, compared, got))
+    judged = finite_somewhere(judged)
     return [judged[t.index] for t in references.trials], got
 
 

@@ -222,10 +222,10 @@ def resolve_with_rerun(
     ):
         precision = PRECISIONS["float64"]
         original = replace(original, precision=precision.name, precision_reason="computed in float64")
-    if precision.name == "float64" and isinstance(extended, tuple) and lifted_to_extended:
+    if precision.name == "float64" and lifted_to_extended and isinstance(extended, tuple):
         return _judged_by_scaling(original, expected, spread, got, extended[0], "extended precision")
     if rerun is None:
-        return _without_rerun(original, expected, got, precision, "it was not rerun")
+        return _without_rerun(original, expected, got, precision, "it was not rerun", RerunOutcome.NOT_RERUN)
     if isinstance(rerun, str):
         return _without_rerun(original, expected, got, precision, f"its rerun at float64 failed ({rerun})")
     array, dtype = rerun
@@ -249,6 +249,22 @@ def resolve_with_rerun(
     return _without_rerun(original, expected, got, precision, note, RerunOutcome.HARD_CODED)
 
 
+def finite_somewhere(judged: Mapping[int, Comparison]) -> dict[int, Comparison]:
+    """One return's trials, with overflow that no rerun confirmed kept as instability only where the code
+    is right on some trial: a formula that overflows at large values is right at the others, while NaN or
+    infinities on every trial are no format's range (a NaN constant is no unstable formula, and may not
+    earn an exercise's instability credit)."""
+    if any(c.verdict in (Verdict.PASS, Verdict.PRECISION) for c in judged.values()):
+        return dict(judged)
+    note = "NaN or infinite on every trial, and no rerun above the precision used made them finite"
+    return {
+        trial: replace(c, verdict=Verdict.LOGIC, rerun=RerunOutcome.NEVER_FINITE, note=note)
+        if c.rerun is RerunOutcome.OVERFLOWS
+        else c
+        for trial, c in judged.items()
+    }
+
+
 def _same_shape(rerun: Rerun | None, expected: np.ndarray) -> Rerun | None:
     """A rerun's array, or why it is of no use: code that returns another shape when lifted."""
     if isinstance(rerun, tuple) and rerun[0].size != expected.size:
@@ -269,8 +285,6 @@ def _without_rerun(
     if _overflows(expected, got, precision):
         note = f"it overflows {precision.name} ({why}): the range of the precision used, not a mistake"
         return _decided(original, RerunOutcome.OVERFLOWS, note)
-    if why == "it was not rerun":
-        outcome = RerunOutcome.NOT_RERUN
     return _decided(original, outcome, why)
 
 
@@ -304,6 +318,8 @@ def _judged_by_scaling(
     finite = judged & ~overflowed
     right = rerun_error <= allowed
     at = f"at {rerun_name}" if rerun_name == "float64" else f"in {rerun_name}"
+    before, after = float(first_error[finite].sum()), float(rerun_error[finite].sum())
+    shrink = before / after if after > 0 else np.inf
     if np.all(right[judged]):
         if not judged.any():
             note = (
@@ -311,30 +327,31 @@ def _judged_by_scaling(
                 "cancellation (1 + x - 1 loses an x that small)"
             )
             return _decided(original, RerunOutcome.CANCELLED, note)
-        return _decided(original, RerunOutcome.RIGHT_HIGHER, f"right when rerun {at}")
+        return _decided(original, RerunOutcome.RIGHT_HIGHER, f"right when rerun {at}", shrink)
     if np.any(overflowed & ~right & np.isfinite(rerun)):
         wrong = "still wrong"
     elif not np.any(finite & ~right):
         note = f"it overflows {precision.name}, and still does when rerun {at}: the format's range"
         return _decided(original, RerunOutcome.OVERFLOWS, note)
     else:
-        before, after = float(first_error[finite].sum()), float(rerun_error[finite].sum())
-        if rerun_eps < precision.eps and after * SHRINK_FACTOR <= before:
-            shrink = f"{before / after:.3g}-fold" if after > 0 else "to nothing"
+        if rerun_eps < precision.eps and shrink >= SHRINK_FACTOR:
+            by = f"{shrink:.3g}-fold" if np.isfinite(shrink) else "to nothing"
             note = (
-                f"its error shrank {shrink} when rerun {at} (up to {precision.eps / rerun_eps:.3g}-fold "
+                f"its error shrank {by} when rerun {at} (up to {precision.eps / rerun_eps:.3g}-fold "
                 "for rounding): rounding that the formula amplifies"
             )
-            return _decided(original, RerunOutcome.SHRINKS, note)
-        wrong = "still wrong" if after >= before / 2 else f"wrong by {after / before:.2g} of the first run"
+            return _decided(original, RerunOutcome.SHRINKS, note, shrink)
+        wrong = "still wrong" if shrink <= 2 else f"wrong by {1 / shrink:.2g} of the first run"
     check = np.where(judged, rerun_error / allowed, 0.0)
     note = f"{wrong} when rerun {at} ({float(check.max()):.3g} envelopes)"
-    return _decided(original, RerunOutcome.STILL_WRONG, note)
+    return _decided(original, RerunOutcome.STILL_WRONG, note, shrink if finite.any() else None)
 
 
-def _decided(original: Comparison, outcome: RerunOutcome, note: str) -> Comparison:
+def _decided(
+    original: Comparison, outcome: RerunOutcome, note: str, shrink: float | None = None
+) -> Comparison:
     verdict = Verdict.INSTABILITY if outcome.unstable else original.verdict
-    return replace(original, verdict=verdict, rerun=outcome, note=note)
+    return replace(original, verdict=verdict, rerun=outcome, note=note, shrink=shrink)
 
 
 def _overflows(expected: np.ndarray, got: np.ndarray, precision: Precision) -> bool:

@@ -32,6 +32,7 @@ from test_corpus import (
 )
 
 from grader.report.json_report import ResultOut, result_model
+from grader.results import SubmissionResult
 
 SHORT = {"float64": "f64", "float32": "f32", "float16": "f16", "bfloat16": "bf16"}
 
@@ -50,6 +51,10 @@ class Margins:
     correct: tuple[float, str] = (0.0, "-")
     correct_accepted: tuple[float, str] = (0.0, "-")
     bug: tuple[float, str] = (math.inf, "-")
+    # How many times smaller the error was when rerun above the precision used (judging/reruns.py calls
+    # 4-fold or more instability): the least an unstable variant's shrank, the most a bug's did.
+    unstable_shrink: tuple[float, str] = (math.inf, "-")
+    bug_shrink: tuple[float, str] = (0.0, "-")
 
     def line(self, exercise_id: str) -> str:
         def text(pair: tuple[float, str]) -> str:
@@ -57,7 +62,8 @@ class Margins:
 
         return (
             f"{exercise_id:<11} largest correct ratio {text(self.correct)}; among returns judged pass or "
-            f"precision {text(self.correct_accepted)}; smallest bug ratio {text(self.bug)}"
+            f"precision {text(self.correct_accepted)}; smallest bug ratio {text(self.bug)}; rerun shrink: "
+            f"smallest unstable {text(self.unstable_shrink)}, largest bug {text(self.bug_shrink)}"
         )
 
 
@@ -107,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
             if doubtful:
                 where = f"{exercise_id}/{variant.file} ({variant.precision})"
                 questionable.append(f"? {where}: instability on {doubtful}")
-            _margins(variant, model, margins)
+            _margins(variant, model, result, margins)
             if found:
                 trials = trials_for(variant, correct_trials, other_trials)
                 contradictions.append(_contradiction(variant, found, model, trials))
@@ -128,7 +134,15 @@ def _ratio(value: float | None) -> float:
     return math.inf if value is None else value  # None: NaN or infinite values
 
 
-def _margins(variant: Variant, model: ResultOut, margins: Margins) -> None:
+def _margins(variant: Variant, model: ResultOut, result: SubmissionResult, margins: Margins) -> None:
+    for judged in result.returns:
+        where = f"{variant.file} {judged.name}"
+        if judged.shrink is None or judged.name not in variant.returns:
+            continue
+        if variant.kind == "unstable":
+            margins.unstable_shrink = min(margins.unstable_shrink, (judged.shrink, where))
+        elif variant.kind == "bug":
+            margins.bug_shrink = max(margins.bug_shrink, (judged.shrink, where))
     for r in model.returns:
         ratio, where = _ratio(r.max_envelope_ratio), f"{variant.file} {r.name}"
         if variant.kind == "correct":
