@@ -11,6 +11,8 @@ difference of medians is the cost per submission, the ratio of medians its share
 - batchnorm_backward solution (numpy, every return by hand);
 - softmax_large's naive float64 softmax (every trial rerun at float64 and in extended precision) against
   its solution, to show what the reruns cost a class's unstable hand-ins.
+Whole gradings are noisy next to two calls of a function, so the provenance run is also timed alone: the
+same worker's second pass with and without it (`rerun(RerunRequest(provenance=...))`).
 """
 
 from __future__ import annotations
@@ -26,7 +28,11 @@ from grader.exercise.spec import Exercise, load_exercise
 from grader.exercise.trials import make_trials
 from grader.grading import grade
 from grader.handin.discover import submission_from_path
+from grader.handin.prepare import prepare
+from grader.judging.provenance import PROVENANCE_TRIALS
 from grader.outcomes import Verdict
+from grader.sandbox.report import RerunRequest
+from grader.sandbox.runner import RunningWorker
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -58,6 +64,33 @@ def pair(label: str, a: tuple[Exercise, Path], b: tuple[Exercise, Path], trials:
     )
 
 
+def second_pass(exercise: Exercise, path: Path, references: References, provenance: bool) -> float:
+    """Seconds from the rerun request to its report, after a complete first pass."""
+    worker = RunningWorker(exercise, prepare(submission_from_path(path, exercise.spec.entry)))
+    try:
+        worker.send(references.trials)
+        worker.first_pass()
+        request = RerunRequest(provenance=tuple(range(PROVENANCE_TRIALS)) if provenance else ())
+        started = time.perf_counter()
+        report = worker.rerun(request)
+        taken = time.perf_counter() - started
+    finally:
+        worker.close()
+    assert len(report.provenance.outputs) == len(request.provenance)
+    return taken
+
+
+def provenance_alone(exercise: Exercise, path: Path, trials: int, repeats: int) -> None:
+    references = compute_references(exercise, make_trials(exercise, 0, trials))
+    with_run, without = [], []
+    for _ in range(repeats):
+        with_run.append(second_pass(exercise, path, references, True))
+        without.append(second_pass(exercise, path, references, False))
+    a, b = statistics.median(with_run), statistics.median(without)
+    change = f"+{(a - b) * 1000:.2f} ms"
+    print(f"{exercise.id} provenance run alone: {a * 1000:.2f} ms against {b * 1000:.2f} ms ({change})")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeats", type=int, default=7)
@@ -73,6 +106,7 @@ def main() -> None:
             args.trials,
             args.repeats,
         )
+        provenance_alone(exercise, solution, args.trials, args.repeats)
     large = load_exercise(ROOT / "exercises" / "softmax_large")
     pair(
         "softmax_large, naive float64 (every trial rerun twice) vs solution",
