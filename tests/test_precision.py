@@ -77,11 +77,17 @@ VARIANTS = {
             e = np.exp(z_np.astype(np.float32))
             return np.log(e.sum()), e / e.sum()
     """,
-    # np.asarray(..., dtype=...) is the narrowing the rerun cannot lift (astype it can)
     "naive_asarray32": """
         import numpy as np
         def lse(z_np):
             e = np.exp(np.asarray(z_np, dtype=np.float32))
+            return np.log(e.sum()), e / e.sum()
+    """,
+    # np.float32(array) is the narrowing the rerun cannot lift (astype and dtype= it can)
+    "naive_npfloat32": """
+        import numpy as np
+        def lse(z_np):
+            e = np.exp(np.float32(z_np))
             return np.log(e.sum()), e / e.sum()
     """,
     "factor2_32": """
@@ -95,7 +101,7 @@ VARIANTS = {
     "factor2_numpy32": """
         import numpy as np
         def lse(z_np):
-            z = np.asarray(z_np, dtype=np.float32)  # not lifted by the rerun
+            z = np.float32(z_np)  # not lifted by the rerun
             m = z.max()
             e = np.exp(z - m)
             return m + np.log(e.sum()), 2 * e / e.sum()
@@ -161,8 +167,12 @@ def test_the_same_naive_code_in_float64_passes(graded: dict[str, SubmissionResul
     assert verdicts(graded["naive64"]) == {"f": Verdict.PASS, "grad": Verdict.PASS}
 
 
-def test_numpy_astype_float32_is_lifted_by_the_rerun(graded: dict[str, SubmissionResult]) -> None:
-    result = graded["naive_numpy32"]
+@pytest.mark.parametrize("name", ["naive_numpy32", "naive_asarray32"])
+def test_numpy_float32_requests_are_lifted_by_the_rerun(
+    graded: dict[str, SubmissionResult], name: str
+) -> None:
+    """astype(np.float32) and np.asarray(x, dtype=np.float32) alike."""
+    result = graded[name]
     assert verdicts(result) == {"f": Verdict.INSTABILITY, "grad": Verdict.INSTABILITY}
     assert "right when rerun at float64" in result.returns[0].message
 
@@ -170,7 +180,7 @@ def test_numpy_astype_float32_is_lifted_by_the_rerun(graded: dict[str, Submissio
 def test_hard_coded_numpy_float32_overflow_is_instability_and_says_so(
     graded: dict[str, SubmissionResult],
 ) -> None:
-    result = graded["naive_asarray32"]
+    result = graded["naive_npfloat32"]
     assert verdicts(result) == {"f": Verdict.INSTABILITY, "grad": Verdict.INSTABILITY}
     assert "hard-codes" in result.returns[0].message
 

@@ -6,15 +6,19 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import EXERCISES, ROOT
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from grader.exercise.spec import ReturnSpec
+from grader.exercise.spec import ReturnSpec, load_exercise
+from grader.grading import grade
+from grader.handin.discover import submission_from_path
 from grader.judging.compare import Comparison, RerunOutcome, compare, infer_precision
 from grader.judging.reruns import EXTENDED_EPS, HAS_EXTENDED, resolve_with_rerun
 from grader.outcomes import Verdict
 from grader.sandbox.protocol import EXTENDED
 
+CORPUS = ROOT / "tests" / "corpus"
 SPEC = ReturnSpec(name="g", value="g")
 U64 = 2.0**-52
 needs_extended = pytest.mark.skipif(not HAS_EXTENDED, reason="numpy's longdouble is float64 here")
@@ -153,3 +157,20 @@ def test_cancelled_float64_values_are_not_read_as_float32() -> None:
     assert infer_precision(values, "float64")[0].name == "float64"
     genuine = (np.exp(x) / (1 + np.exp(x))).astype(np.float32).astype(np.float64)
     assert infer_precision(genuine, "float64")[0].name == "float32"
+
+
+@pytest.mark.parametrize(
+    ("exercise_id", "variant", "name"),
+    [
+        ("softmax_ce", "unstable_naive_astype32.py", "user_grad"),  # numpy float32, lifted by the rerun
+        ("softmax_large", "unstable_naive_torch_f64.py", "dz"),  # torch float64: NaN, no rerun above
+    ],
+)
+def test_a_verdict_does_not_change_with_the_trial_count(exercise_id: str, variant: str, name: str) -> None:
+    """Every trial beyond rounding is rerun and decided alone: 250 trials or 2,000, the same verdicts
+    (with at most 200 rerun, the others following them, a float32 softmax flipped between the two)."""
+    exercise = load_exercise(EXERCISES / exercise_id)
+    submission = submission_from_path(CORPUS / exercise_id / variant, exercise.spec.entry)
+    few, many = (grade(exercise, submission, 0, trials) for trials in (250, 2000))
+    assert {r.name: r.verdict for r in few.returns} == {r.name: r.verdict for r in many.returns}
+    assert {r.name: r.verdict for r in many.returns}[name] is Verdict.INSTABILITY

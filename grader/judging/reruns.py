@@ -209,7 +209,12 @@ def resolve_with_rerun(
     float64 code): an error that shrinks with the precision, or an overflow, is instability."""
     precision = PRECISIONS[original.precision]
     rerun, extended = (_same_shape(r, expected) for r in (rerun, extended))
-    lifted_to_extended = isinstance(extended, tuple) and extended[1] == EXTENDED
+    # Computed in extended precision: returned in it, or in float64 with other values than the first run
+    # had (the code stored extended results in a float64 array: np.zeros(shape) for an accumulator).
+    lifted_to_extended = isinstance(extended, tuple) and (
+        extended[1] == EXTENDED
+        or not np.array_equal(extended[0].reshape(got.shape), got.astype(np.float64), equal_nan=True)
+    )
     # float64 values that fit a narrower format: that format's work widened, or float64 values that lost
     # their low bits (1 - (1 - e) keeps a few). A rerun at float64 lifts every narrower format it can; if
     # it changed nothing and numpy's floats went to extended precision, the work was float64.

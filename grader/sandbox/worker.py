@@ -279,14 +279,74 @@ if _WIDER_THAN_FLOAT64:  # 80-bit on x86-64 Linux, 128-bit on aarch64; float64 i
 
 @contextlib.contextmanager
 def _float64_everywhere() -> Iterator[None]:
-    """float64 as torch's default, and explicit float32/float16/bfloat16 requests lifted to float64.
+    """float64 as torch's default, and explicit float32/float16/bfloat16 requests lifted to float64, in
+    torch and in numpy's constructors (numpy's `astype` is lifted by the inputs' class, `_Lifted`).
 
-    What it cannot lift (numpy's astype(np.float32), torch.FloatTensor(...)) stays in low precision;
-    the grader sees that in the dtype and values returned.
+    What it cannot lift (`np.float32(x)`, torch.FloatTensor(...)) stays in low precision; the grader sees
+    that in the dtype and values returned.
     """
-    if "torch" not in sys.modules:  # a numpy-only submission: nothing to lift
+    with _numpy_lifted():
+        if "torch" not in sys.modules:  # a numpy-only submission: nothing more to lift
+            yield
+        else:
+            with _torch_lifted():
+                yield
+
+
+# numpy's constructors that take a dtype, and where it comes positionally.
+_NUMPY_DTYPE_AT = {
+    "array": 1,
+    "asarray": 1,
+    "asanyarray": 1,
+    "ascontiguousarray": 1,
+    "zeros": 1,
+    "ones": 1,
+    "empty": 1,
+    "full": 2,
+    "zeros_like": 1,
+    "ones_like": 1,
+    "empty_like": 1,
+    "full_like": 2,
+}
+
+
+def _at_least_float64(dtype: Any) -> Any:
+    try:
+        wanted = np.dtype(dtype)
+    except TypeError:
+        return dtype  # not a dtype: numpy says so to the student
+    return np.float64 if dtype is not None and wanted.kind == "f" and wanted.itemsize < 8 else dtype
+
+
+@contextlib.contextmanager
+def _numpy_lifted() -> Iterator[None]:
+    """`np.asarray(x, dtype=np.float32)` and the other constructors' narrower float dtypes as float64."""
+    originals = {name: getattr(np, name) for name in _NUMPY_DTYPE_AT}
+
+    def lifting(function: Callable[..., Any], at: int) -> Callable[..., Any]:
+        @functools.wraps(function)
+        def lifted(*args: Any, **kwargs: Any) -> Any:
+            if "dtype" in kwargs:
+                kwargs["dtype"] = _at_least_float64(kwargs["dtype"])
+            elif len(args) > at:
+                args = (*args[:at], _at_least_float64(args[at]), *args[at + 1 :])
+            return function(*args, **kwargs)
+
+        return lifted
+
+    for name, function in originals.items():
+        setattr(np, name, lifting(function, _NUMPY_DTYPE_AT[name]))
+    try:
         yield
-        return
+    finally:
+        for name, function in originals.items():
+            setattr(np, name, function)
+
+
+@contextlib.contextmanager
+def _torch_lifted() -> Iterator[None]:
+    """float64 as torch's default; `dtype=torch.float32`, `.float()`, `.half()`, `torch.FloatTensor` and
+    the other narrower requests as float64."""
     import torch
     from torch.overrides import TorchFunctionMode
 
