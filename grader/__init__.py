@@ -4,4 +4,4 @@ Kept import-free on purpose: the sandboxed worker imports this package beside st
 and must not pay for (or expose) the grader's own dependencies.
 """
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

@@ -334,7 +334,7 @@ def _judged_by_scaling(
             return _decided(original, RerunOutcome.CANCELLED, note)
         return _decided(original, RerunOutcome.RIGHT_HIGHER, f"right when rerun {at}", shrink)
     if np.any(overflowed & ~right & np.isfinite(rerun)):
-        wrong = "still wrong"
+        wrong, shrink = "still wrong", np.nan  # decided where the values overflowed, not by the shrink
     elif not np.any(finite & ~right):
         note = f"it overflows {precision.name}, and still does when rerun {at}: the format's range"
         return _decided(original, RerunOutcome.OVERFLOWS, note)
@@ -349,7 +349,8 @@ def _judged_by_scaling(
         wrong = "still wrong" if shrink <= 2 else f"wrong by {1 / shrink:.2g} of the first run"
     check = np.where(judged, rerun_error / allowed, 0.0)
     note = f"{wrong} when rerun {at} ({float(check.max()):.3g} envelopes)"
-    return _decided(original, RerunOutcome.STILL_WRONG, note, shrink if finite.any() else None)
+    measured = finite.any() and not np.isnan(shrink)
+    return _decided(original, RerunOutcome.STILL_WRONG, note, shrink if measured else None)
 
 
 def _decided(
