@@ -73,23 +73,14 @@ def _used(overrun: Overrun, seconds: str) -> str:
 
 def _cause_and_fix(overrun: Overrun) -> str:
     """The end of a message whose parenthesis is open: the likely cause, closing it, then the fix."""
-    return f"{_cause(overrun)}): {_fix(overrun)}"
-
-
-def _cause(overrun: Overrun) -> str:
     if overrun.deadline == "cpu":
-        return "an infinite loop?"
-    if overrun.stopped:
-        return "waiting, not computing: time.sleep, a lock, a child process?"
-    return "native code that never returns, or an `except` that catches the grader's timeout?"
-
-
-def _fix(overrun: Overrun) -> str:
-    if overrun.deadline == "cpu":
-        return "make sure every loop ends, or do less work per call"
-    if overrun.stopped:
-        return "remove the wait"
-    return "let every loop end, and do not catch BaseException"
+        cause, fix = "an infinite loop?", "make sure every loop ends, or do less work per call"
+    elif overrun.stopped:
+        cause, fix = "waiting, not computing: time.sleep, a lock, a child process?", "remove the wait"
+    else:
+        cause = "native code that never returns, or an `except` that catches the grader's timeout?"
+        fix = "let every loop end, and do not catch BaseException"
+    return f"{cause}): {fix}"
 
 
 def ended(code: int | None, trial: int | None) -> Failure:

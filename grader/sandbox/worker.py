@@ -248,9 +248,10 @@ def main(job_dir: Path, jobs_fd: int, results_fd: int, progress_fd: int) -> None
 class _Lifted(np.ndarray):
     """A rerun's float input: asked for a narrower float (`astype(np.float32)`), it gives its own precision.
 
-    numpy has no mode like torch's to catch a hard-coded dtype; `astype` is how numpy code narrows, and
-    what derives from this array (ufuncs, products, slices, views) stays of its class. `np.asarray(x,
-    dtype=np.float32)` and scalar constructors are not caught: the returned dtype says so to the grader.
+    numpy has no mode like torch's to catch a hard-coded dtype; `astype` is how numpy code narrows most,
+    and what derives from this array (ufuncs, products, slices, views) stays of its class. Constructors
+    (`np.asarray(x, dtype=np.float32)`) are lifted by `_numpy_lifted`; scalar types called on an array
+    (`np.float32(x)`) are not: the returned dtype says so to the grader.
     """
 
     _lifted_to: np.dtype[Any] = np.dtype(np.float64)
