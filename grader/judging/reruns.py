@@ -242,8 +242,11 @@ def resolve_with_rerun(
             # float64 values, yet computed otherwise when lifted: float32 inside, which the rerun lifted.
             return _judged_by_scaling(original, expected, spread, got, array, "float64")
         why = "no precision above float64 could check it"
-        if isinstance(extended, str):
-            why += f": its rerun in extended precision failed ({extended})"
+        if isinstance(
+            extended, str
+        ):  # torch.tensor(x) of an extended input raises, say: torch stops at float64
+            failed = extended if len(extended) <= 100 else extended[:97] + "..."
+            why += f": its rerun in extended precision failed ({failed})"
         elif extended is not None:
             why += (
                 ": its rerun in extended precision returned float64 (float(), .item(), torch tensors or an "

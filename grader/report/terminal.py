@@ -119,6 +119,8 @@ def _render_failure(console: Console, result: SubmissionResult, ret: ReturnResul
         console.print(f"  [bold]{safe(ret.name)}[/]: [yellow]likely mistake:[/] {name}")
         if ret.feedback:
             console.print(safe(_wrapped(ret.feedback, console.width)))
+    elif ret.verdict is Verdict.AUTOGRAD:
+        console.print(f"  [bold]{safe(ret.name)}[/]: [yellow]to fix:[/] {safe(ret.feedback)}")
     case = ret.case
     if case is None:
         return
