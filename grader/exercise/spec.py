@@ -56,6 +56,12 @@ class InputSpec(_Model):
     mean: float = 0.0
     std: float = Field(default=1.0, gt=0)
     value: float | None = None
+    # How the student's function receives it: a numpy array (as most courses), a torch tensor on the cpu
+    # (EECS498), or for a shape [] input a Python number (a float, or an int for dist integer).
+    type: Literal["numpy", "torch", "python"] = "numpy"
+    # The float dtype it is handed out in; its values are drawn in float64 and rounded to it, so the
+    # grader's float64 reference sees exactly what the student gets.
+    dtype: Literal["float64", "float32"] = "float64"
 
     @model_validator(mode="after")
     def _fields_fit_dist(self) -> InputSpec:
@@ -65,6 +71,10 @@ class InputSpec(_Model):
             raise ValueError("dist 'integer' needs low and high (both inclusive)")
         if self.dist != "constant" and self.value is not None:
             raise ValueError(f"'value' only goes with dist 'constant', not '{self.dist}'")
+        if self.type == "python" and self.shape:
+            raise ValueError(f"type 'python' is for shape [] (a number), not shape {list(self.shape)}")
+        if self.dtype != "float64" and (self.dist == "integer" or self.type == "python"):
+            raise ValueError(f"dtype '{self.dtype}' is for float arrays and tensors, not this input")
         return self
 
     @property
@@ -92,6 +102,8 @@ class ReturnSpec(_Model):
     rtol: float | None = Field(default=None, ge=0)
     # Derived by hand: the grader checks that it does not come from torch's autograd (judging/provenance.py).
     by_hand: bool = False
+    # loose: an extra or missing axis of length 1 is accepted ((1, d) for (d,), as CS224n's checks do).
+    shape: Literal["strict", "loose"] = "strict"
 
     @model_validator(mode="after")
     def _one_kind(self) -> ReturnSpec:

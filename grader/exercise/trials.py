@@ -78,11 +78,16 @@ def _draw(
 ) -> np.ndarray:
     if spec.dist == "uniform":
         low, high = _bound(spec.low, 0.0, sizes), _bound(spec.high, 1.0, sizes)
-        return rng.uniform(low, high, size=shape)
+        return _rounded(rng.uniform(low, high, size=shape), spec)
     if spec.dist == "normal":
-        return rng.normal(spec.mean, spec.std, size=shape)
+        return _rounded(rng.normal(spec.mean, spec.std, size=shape), spec)
     if spec.dist == "integer":
         low, high = int(_bound(spec.low, 0, sizes)), int(_bound(spec.high, 0, sizes))
         return rng.integers(low, high + 1, size=shape, dtype=np.int64)
     assert spec.value is not None  # the spec model guarantees it
-    return np.full(shape, float(spec.value))
+    return _rounded(np.full(shape, float(spec.value)), spec)
+
+
+def _rounded(values: np.ndarray, spec: InputSpec) -> np.ndarray:
+    """Float64 values that the input's dtype holds exactly: what the student gets, the reference too."""
+    return values if spec.dtype == "float64" else values.astype(spec.dtype).astype(np.float64)

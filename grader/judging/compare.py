@@ -226,6 +226,11 @@ def _abs_errors(
     return abs_error
 
 
+def loosely_fits(expected_shape: tuple[int, ...], got_shape: tuple[int, ...]) -> bool:
+    """The same entries in the same order, but for axes of length 1: (1, d) or (d, 1) for (d,)."""
+    return [n for n in got_shape if n != 1] == [n for n in expected_shape if n != 1]
+
+
 def shape_problem(expected_shape: tuple[int, ...], got_shape: tuple[int, ...]) -> str | None:
     """Words for a shape mismatch, or None when shapes are compatible (one-element returns are scalars)."""
     if tuple(got_shape) == tuple(expected_shape):
@@ -321,7 +326,8 @@ def compare_many(
     results: dict[int, Comparison] = {}
     by_dtype: dict[str, list[int]] = defaultdict(list)
     for k, (e, g, d) in enumerate(zip(expected, got, dtypes, strict=True)):
-        problem = None if e.shape == g.shape else shape_problem(e.shape, g.shape)
+        fits = e.shape == g.shape or (spec.shape == "loose" and loosely_fits(e.shape, g.shape))
+        problem = None if fits else shape_problem(e.shape, g.shape)
         if problem is not None:
             results[k] = Comparison(trials[k], Verdict.ERROR, problem=problem, entries=int(e.size))
         else:

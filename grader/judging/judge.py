@@ -18,7 +18,7 @@ from grader.exercise.spec import Exercise, ReturnSpec
 from grader.handin.prepare import Submission
 from grader.judging import consistency, diagnosis, provenance
 from grader.judging.classify import classify_return
-from grader.judging.compare import Comparison
+from grader.judging.compare import Comparison, loosely_fits
 from grader.judging.reruns import RerunPlan, finite_somewhere, resolve_beyond_rounding, returned
 from grader.outcomes import Failure, Verdict
 from grader.results import ReturnResult, SubmissionResult, display_path, student_location
@@ -45,6 +45,7 @@ def judge(
     for spec in exercise.spec.returns:
         comparisons, got = _judge_return(spec, references, report, plan.comparisons[spec.name])
         judged = classify_return(exercise, spec.name, comparisons, by_index, expected, got)
+        judged = _shape_accepted(spec, judged, references, report)
         if judged.verdict is Verdict.LOGIC:
             judged = _diagnosed(exercise, references, spec, report, judged, comparisons)
         if spec.by_hand:
@@ -97,11 +98,35 @@ def _judge_return(
             judged[trial.index] = Comparison(
                 trial.index, Verdict.ERROR, problem=f"{spec.name} {item.problem}"
             )
-    got = {i: item.array for i, item in returned(first.outputs, spec.name).items()}
+    got = {
+        i: _as_expected(spec, item.array, references.expected[i][spec.name])
+        for i, item in returned(first.outputs, spec.name).items()
+    }
     judged.update(compared)
     judged.update(resolve_beyond_rounding(spec, references, report, compared, got))
     judged = finite_somewhere(judged)
     return [judged[t.index] for t in references.trials], got
+
+
+def _as_expected(spec: ReturnSpec, array: np.ndarray, expected: np.ndarray) -> np.ndarray:
+    """A return of a loose shape in the expected one, where it fits: the failing case is shown in it."""
+    if spec.shape == "loose" and array.shape != expected.shape and loosely_fits(expected.shape, array.shape):
+        return array.reshape(expected.shape)
+    return array
+
+
+def _shape_accepted(
+    spec: ReturnSpec, judged: ReturnResult, references: References, report: WorkerReport
+) -> ReturnResult:
+    """A loose return's message says which other shape it came in, so the student knows it was allowed."""
+    if spec.shape != "loose":
+        return judged
+    for index, item in returned(report.first.outputs, spec.name).items():
+        due = references.expected[index][spec.name].shape
+        if item.array.shape != due and loosely_fits(due, item.array.shape):
+            accepted = f"returned with shape {item.array.shape} where {due} is due, as this exercise allows"
+            return replace(judged, message=f"{judged.message}; {accepted}")
+    return judged
 
 
 def _diagnosed(

@@ -299,6 +299,12 @@ class RunningWorker:
                 "wall_cap_factor": WALL_CAP_FACTOR,
             },
             "inputs_as": self._inputs_as,
+            # Inputs handed out otherwise than as float64 numpy arrays: name -> {type, dtype}.
+            "handed": {
+                name: {"type": s.type, "dtype": s.dtype}
+                for name, s in spec.inputs.items()
+                if (s.type, s.dtype) != ("numpy", "float64")
+            },
             "seed": self._seed,
             "limits": {
                 "memory_mb": limits.memory_mb,

@@ -579,14 +579,21 @@ def _run_trial(
     run: Run,
 ) -> None:
     # A rerun checks the same code, lifted; the provenance run, the same code as it first ran.
-    narrow = job["inputs_as"] if run in (Run.FIRST, Run.PROVENANCE) else None
+    as_first = run in (Run.FIRST, Run.PROVENANCE)
     lifted = _LIFTED.get(run)
+    handed: dict[str, dict[str, str]] = job["handed"]
 
-    def fresh(name: str) -> np.ndarray:
+    def fresh(name: str) -> Any:
         array = inputs[name]
+        how = handed.get(name, {"type": "numpy", "dtype": "float64"})
+        narrow = job["inputs_as"] or (how["dtype"] if how["dtype"] != "float64" else None)
         if array.dtype.kind == "f" and lifted is not None:
-            return lifted.of(array)
-        return array.astype(narrow) if narrow is not None and array.dtype.kind == "f" else array.copy()
+            value: np.ndarray = lifted.of(array)
+        elif array.dtype.kind == "f" and as_first and narrow is not None:
+            value = array.astype(narrow)
+        else:
+            value = array.copy()
+        return _handed(value, how["type"])
 
     args = [tuple(fresh(n) for n in arg) if isinstance(arg, list) else fresh(arg) for arg in job["args"]]
 
@@ -634,6 +641,19 @@ def _run_trial(
         )
         return
     channel.queue(index, run, seconds, [_converted(n, v) for n, v in zip(names, values, strict=True)])
+
+
+def _handed(value: np.ndarray, kind: str) -> Any:
+    """An input as the exercise hands it out: a numpy array, a torch tensor on the cpu, a Python number."""
+    if kind == "python":
+        return value.item()  # float, or int for an integer input; float64 even in an extended rerun
+    if kind == "torch":
+        import torch
+
+        if value.dtype == np.longdouble and _WIDER_THAN_FLOAT64:
+            value = value.astype(np.float64)  # torch has nothing wider: the rerun stays at float64
+        return torch.from_numpy(np.ascontiguousarray(value).view(np.ndarray))
+    return value
 
 
 def _type_name(value: Any) -> str:

@@ -1,0 +1,117 @@
+"""Inputs handed out as a course hands them (torch tensors, float32, Python numbers) and returns of a
+looser shape (CS224n's checks take a (1, d) gradient for a (d,) vector): declared in the YAML, seen by the
+student's code exactly so, and graded against a reference computed from the very same values."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import grade_source, write_exercise
+
+from grader.errors import SpecError
+from grader.exercise.spec import Exercise, load_exercise
+from grader.exercise.trials import make_trials
+from grader.outcomes import Verdict
+
+SPEC = """
+    id: kinds
+    title: A linear score, as EECS498 hands it out
+    entry: score
+    args: [W, x, reg]
+    sizes:
+      d: {min: 2, max: 6}
+    inputs:
+      W: {shape: [d, d], dist: normal, type: torch, dtype: float32}
+      x: {shape: [d], dist: uniform, low: 0.5, high: 1.5}
+      reg: {dist: uniform, low: 0.5, high: 2.0, type: python}
+    graph: |
+      s = W @ x
+      loss = reg * sum(s * s)
+    returns:
+      - {name: loss, value: loss}
+      - {name: dx, grad: {of: loss, wrt: x}, shape: SHAPE}
+    trials: 30
+    solution: null
+    starter: null
+"""
+
+TYPED = """
+    import numpy as np
+    import torch
+
+
+    def score(W, x, reg):
+        # what the exercise declares, exactly: a float32 cpu tensor, a float64 array, a Python float
+        assert isinstance(W, torch.Tensor) and W.dtype == torch.float32 and W.device.type == "cpu", W
+        assert isinstance(x, np.ndarray) and x.dtype == np.float64, x
+        assert type(reg) is float, type(reg)
+        Wn = W.double().numpy()
+        s = Wn @ x
+        return reg * float(s @ s), RETURN
+"""
+
+
+def exercise(tmp_path: Path, shape: str = "strict") -> Exercise:
+    return load_exercise(write_exercise(tmp_path / f"kinds_{shape}", SPEC.replace("SHAPE", shape)))
+
+
+def test_the_reference_sees_the_float32_values_the_student_gets(tmp_path: Path) -> None:
+    trial = make_trials(exercise(tmp_path), 0, 3)[2]
+    W = trial.inputs["W"]
+    assert W.dtype.name == "float64" and (W.astype("float32").astype("float64") == W).all()
+
+
+def test_declared_kinds_reach_the_student_and_right_code_passes(tmp_path: Path) -> None:
+    result = grade_source(
+        exercise(tmp_path), tmp_path, "ok.py", TYPED.replace("RETURN", "2 * reg * Wn.T @ s")
+    )
+    assert result.error is None, result.error
+    assert {r.name: r.verdict for r in result.returns} == {"loss": Verdict.PASS, "dx": Verdict.PASS}
+
+
+def test_a_mistake_with_typed_inputs_is_logic(tmp_path: Path) -> None:
+    result = grade_source(exercise(tmp_path), tmp_path, "noreg.py", TYPED.replace("RETURN", "2 * Wn.T @ s"))
+    assert {r.name: r.verdict for r in result.returns}["dx"] is Verdict.LOGIC
+
+
+def test_a_loose_return_takes_a_row_for_a_vector_and_says_so(tmp_path: Path) -> None:
+    row = TYPED.replace("RETURN", "(2 * reg * Wn.T @ s).reshape(1, -1)")
+    loose = grade_source(exercise(tmp_path, "loose"), tmp_path, "row.py", row)
+    dx = next(r for r in loose.returns if r.name == "dx")
+    assert dx.verdict is Verdict.PASS, dx.message
+    assert "returned with shape (1, 2) where (2,) is due, as this exercise allows" in dx.message
+    strict = grade_source(exercise(tmp_path, "strict"), tmp_path, "row.py", row)
+    dx = next(r for r in strict.returns if r.name == "dx")
+    assert dx.verdict is Verdict.ERROR and "an extra axis of length 1" in dx.message
+
+
+def test_a_loose_return_still_needs_the_same_entries(tmp_path: Path) -> None:
+    wrong = TYPED.replace("RETURN", "np.outer(2 * reg * Wn.T @ s, np.ones(2))")
+    dx = next(
+        r
+        for r in grade_source(exercise(tmp_path, "loose"), tmp_path, "w.py", wrong).returns
+        if r.name == "dx"
+    )
+    assert dx.verdict is Verdict.ERROR
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "field"),
+    [
+        ("reg: {dist: uniform, low: 0.5, high: 2.0, type: python}", "reg: {shape: [d], type: python}", "reg"),
+        (
+            "x: {shape: [d], dist: uniform, low: 0.5, high: 1.5}",
+            "x: {shape: [d], dist: integer, low: 0, high: 3, dtype: float32}",
+            "x",
+        ),
+        ("type: torch, dtype: float32}", "type: tensor}", "W"),
+    ],
+)
+def test_a_wrong_kind_is_a_spec_error_at_its_line(tmp_path: Path, old: str, new: str, field: str) -> None:
+    spec = SPEC.replace("SHAPE", "strict")
+    assert old in spec
+    folder = write_exercise(tmp_path / "bad", spec.replace(old, new))
+    with pytest.raises(SpecError) as info:
+        load_exercise(folder)
+    assert field in str(info.value), info.value
