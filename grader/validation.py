@@ -167,7 +167,9 @@ def _summary(result: SubmissionResult) -> str:
 def _starter(exercise: Exercise, relative: str) -> Check:
     """The starter defines the entry with the spec's parameters: students start from the right signature."""
     entry, args = exercise.spec.entry, exercise.spec.args
-    wanted = ", ".join(a if isinstance(a, str) else "(" + ", ".join(a) + ")" for a in args)
+    wanted = ", ".join(
+        a if isinstance(a, str) else "(" + ", ".join(a) + ")" if isinstance(a, tuple) else "..." for a in args
+    )
     name = f"starter {relative}"
     try:
         tree = ast.parse(exercise.path_of(relative).read_text(encoding="utf-8"), relative)

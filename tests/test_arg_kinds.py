@@ -115,3 +115,40 @@ def test_a_wrong_kind_is_a_spec_error_at_its_line(tmp_path: Path, old: str, new:
     with pytest.raises(SpecError) as info:
         load_exercise(folder)
     assert field in str(info.value), info.value
+
+
+PARAM_SPEC = """
+    id: scaled
+    title: A layer with a parameter dict, as CS231n's bn_param
+    entry: scaled_backward
+    args: [dout, x, {dict: {mode: train, eps: eps, momentum: 0.9}}, {value: null}]
+    sizes:
+      n: {min: 2, max: 5}
+    inputs:
+      dout: {shape: [n], dist: normal}
+      x: {shape: [n], dist: uniform, low: 1, high: 2}
+      eps: {dist: uniform, low: 0.1, high: 0.5, type: python}
+    graph: |
+      out = x / (x + eps)
+    returns:
+      - {name: dx, vjp: {of: out, wrt: x, upstream: dout}}
+    trials: 20
+    solution: null
+    starter: null
+"""
+
+
+def test_dict_and_literal_arguments_reach_the_student(tmp_path: Path) -> None:
+    exercise = load_exercise(write_exercise(tmp_path / "scaled", PARAM_SPEC))
+    source = """
+        def scaled_backward(dout, x, param, cache):
+            assert cache is None and param["mode"] == "train" and param["momentum"] == 0.9, (param, cache)
+            eps = param["eps"]
+            assert type(eps) is float
+            return dout * eps / (x + eps) ** 2
+    """
+    result = grade_source(exercise, tmp_path, "layer.py", source)
+    assert result.error is None, result.error
+    assert [r.verdict for r in result.returns] == [Verdict.PASS], [r.message for r in result.returns]
+    wrong = grade_source(exercise, tmp_path, "wrong.py", source.replace("dout * eps", "dout * x"))
+    assert [r.verdict for r in wrong.returns] == [Verdict.LOGIC]

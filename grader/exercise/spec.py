@@ -177,12 +177,31 @@ class Misconception(_Model):
         return (value,) if isinstance(value, str) else value
 
 
+Scalar = bool | int | float | str | None  # a literal in an argument: True, 3, 1e-5, 'train', None
+
+
+class LiteralArg(_Model):
+    """An argument that is the same in every trial: `{value: None}`, `{value: 'train'}`."""
+
+    value: Scalar
+
+
+class DictArg(_Model):
+    """A dict argument, as CS231n's `bn_param = {'mode': 'train', 'eps': eps}`: each entry an input's name
+    (that input, drawn per trial) or a literal."""
+
+    entries: dict[str, Scalar] = Field(alias="dict")
+
+
+Arg = str | tuple[str, ...] | DictArg | LiteralArg
+
+
 class ExerciseSpec(_Model):
     id: str = Field(pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
     title: str
     description: str = ""
     entry: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
-    args: tuple[str | tuple[str, ...], ...]
+    args: tuple[Arg, ...]
     sizes: dict[str, SizeRange | int] = {}
     inputs: dict[str, InputSpec]
     graph: str
@@ -218,6 +237,24 @@ class Exercise:
     @property
     def id(self) -> str:
         return self.spec.id
+
+    def wire_args(self) -> list[Any]:
+        """The arguments as the worker builds them: an input's name, a list of names (a tuple), or
+        {"value": literal} and {"dict": {key: {"input": name} or {"value": literal}}}."""
+        inputs = self.spec.inputs
+
+        def entry(value: Scalar) -> dict[str, Scalar]:
+            return {"input": value} if isinstance(value, str) and value in inputs else {"value": value}
+
+        wired: list[Any] = []
+        for arg in self.spec.args:
+            if isinstance(arg, LiteralArg):
+                wired.append({"value": arg.value})
+            elif isinstance(arg, DictArg):
+                wired.append({"dict": {key: entry(value) for key, value in arg.entries.items()}})
+            else:
+                wired.append(arg if isinstance(arg, str) else list(arg))
+        return wired
 
     @cached_property
     def return_names(self) -> tuple[str, ...]:
@@ -331,6 +368,8 @@ def _check_inputs(spec: ExerciseSpec, where: _Where) -> None:
 
 def _check_args(spec: ExerciseSpec, where: _Where) -> None:
     for i, arg in enumerate(spec.args):
+        if isinstance(arg, LiteralArg | DictArg):
+            continue  # a dict's strings that name inputs are those inputs, the rest literals
         for name in (arg,) if isinstance(arg, str) else arg:
             if name not in spec.inputs:
                 message = f"argument '{name}' is not an input (inputs: {_listing(spec.inputs)})"

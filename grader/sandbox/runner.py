@@ -289,7 +289,7 @@ class RunningWorker:
             "type": "job",
             "entry": spec.entry,
             "files": list(self._handin.imports),
-            "args": [arg if isinstance(arg, str) else list(arg) for arg in spec.args],
+            "args": self._exercise.wire_args(),
             "returns": list(self._exercise.return_names),
             "trial_count": len(trials),
             "first_pass": None if self._earlier is None else self._order,  # None: every trial, in order

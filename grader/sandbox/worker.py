@@ -595,7 +595,19 @@ def _run_trial(
             value = array.copy()
         return _handed(value, how["type"])
 
-    args = [tuple(fresh(n) for n in arg) if isinstance(arg, list) else fresh(arg) for arg in job["args"]]
+    def built(arg: Any) -> Any:
+        if isinstance(arg, str):
+            return fresh(arg)
+        if isinstance(arg, list):
+            return tuple(fresh(n) for n in arg)
+        if "dict" in arg:
+            return {
+                key: built(item["input"]) if "input" in item else item["value"]
+                for key, item in arg["dict"].items()
+            }
+        return arg["value"]
+
+    args = [built(arg) for arg in job["args"]]
 
     _seed_randomness(job["seed"], index)  # a rerun draws what its first run drew
     started = time.perf_counter()
