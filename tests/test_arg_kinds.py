@@ -152,3 +152,51 @@ def test_dict_and_literal_arguments_reach_the_student(tmp_path: Path) -> None:
     assert [r.verdict for r in result.returns] == [Verdict.PASS], [r.message for r in result.returns]
     wrong = grade_source(exercise, tmp_path, "wrong.py", source.replace("dout * eps", "dout * x"))
     assert [r.verdict for r in wrong.returns] == [Verdict.LOGIC]
+
+
+NORM_SPEC = """
+    id: norm
+    title: A normalised running sum, with var, cumsum and permute in the graph
+    entry: norm
+    args: [x, dout]
+    sizes:
+      n: {min: 3, max: 8}
+      d: {min: 1, max: 4}
+    inputs:
+      x: {shape: [n, d], dist: normal, mean: 2, std: 1.5}
+      dout: {shape: [d, n], dist: normal}
+    graph: |
+      xhat = (x - mean(x, dim=0)) / sqrt(var(x, dim=0) + 0.1)
+      y = permute(cumsum(xhat, dim=0), 1, 0)
+    returns:
+      - {name: y, value: y}
+      - {name: dx, vjp: {of: y, wrt: x, upstream: dout}}
+    trials: 200
+    solution: null
+    starter: null
+"""
+
+NORM = """
+    import numpy as np
+    import torch
+
+
+    def norm(x, dout):
+        xt = torch.tensor(x, dtype=DTYPE, requires_grad=True)
+        xhat = (xt - xt.mean(0)) / torch.sqrt(xt.var(0, unbiased=False) + 0.1)
+        y = torch.cumsum(xhat, 0).T
+        y.backward(torch.tensor(dout, dtype=DTYPE))
+        return y, xt.grad
+"""
+
+
+@pytest.mark.parametrize("dtype", ["torch.float64", "torch.float32"])
+def test_var_cumsum_and_permute_give_references_correct_code_meets(tmp_path: Path, dtype: str) -> None:
+    exercise = load_exercise(write_exercise(tmp_path / "norm", NORM_SPEC))
+    result = grade_source(exercise, tmp_path, "norm.py", NORM.replace("DTYPE", dtype), trials=200)
+    assert {r.name: r.verdict for r in result.returns} == {"y": Verdict.PASS, "dx": Verdict.PASS}, [
+        r.message for r in result.returns
+    ]
+    unbiased = NORM.replace("DTYPE", dtype).replace("unbiased=False", "unbiased=True")
+    wrong = grade_source(exercise, tmp_path, "unbiased.py", unbiased, trials=200)
+    assert {r.name: r.verdict for r in wrong.returns}["y"] is Verdict.LOGIC

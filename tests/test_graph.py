@@ -157,6 +157,13 @@ def test_arithmetic_and_matmul_and_T(x: torch.Tensor) -> None:
         ("z = x[1]", lambda x: x[1]),
         ("z = x[:, 1:3]", lambda x: x[:, 1:3]),
         ("z = x[-1, ::2]", lambda x: x[-1, ::2]),
+        # np.var's convention by default (batch normalisation's); unbiased=True divides by n - 1
+        ("z = var(x, dim=0)", lambda x: x.var(0, unbiased=False)),
+        ("z = var(x, dim=0, unbiased=True)", lambda x: x.var(0, unbiased=True)),
+        ("z = std(x, dim=1, keepdim=True)", lambda x: x.std(1, unbiased=False, keepdim=True)),
+        ("z = var(x)", lambda x: x.var(unbiased=False)),
+        ("z = cumsum(x, dim=1)", lambda x: x.cumsum(1)),
+        ("z = permute(reshape(x, 3, 2, 2), 2, 0, 1)", lambda x: x.reshape(3, 2, 2).permute(2, 0, 1)),
     ],
 )
 def test_evaluates_like_torch(x: torch.Tensor, source: str, reference) -> None:  # type: ignore[no-untyped-def]

@@ -14,6 +14,7 @@ from conftest import write_exercise
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
+from grader.errors import SpecError
 from grader.exercise.spec import Exercise, load_exercise
 from grader.exercise.trials import Trial, make_trial, make_trials
 
@@ -192,3 +193,46 @@ def test_inputs_are_read_only(graph2: Exercise, ce_exercise: Exercise) -> None:
                 array += 1
     pristine = make_trial(graph2, 0, 0).inputs["W_np"].copy()
     assert np.array_equal(make_trial(graph2, 0, 0).inputs["W_np"], pristine)
+
+
+DERIVED = """
+    id: derived
+    title: A valid 1-D correlation, its output length derived from the others
+    entry: corr
+    args: [x, w, keep]
+    sizes:
+      L: {min: 4, max: 9}
+      K: {min: 1, max: 3}
+      T: L - K + 1
+    inputs:
+      x: {shape: [L], dist: normal}
+      w: {shape: [K], dist: normal}
+      keep: {shape: [T], dist: bernoulli, p: 0.75}
+    graph: |
+      y = x[0:T] * w[0] * keep
+      loss = sum(y)
+    returns:
+      - {name: y, value: y}
+    trials: 10
+    solution: null
+    starter: null
+"""
+
+
+def test_a_derived_size_follows_the_drawn_ones_and_a_bernoulli_mask_is_0_or_1(tmp_path: Path) -> None:
+    exercise = load_exercise(write_exercise(tmp_path / "derived", DERIVED))
+    trials = make_trials(exercise, 0, 60)
+    assert all(t.sizes["T"] == t.sizes["L"] - t.sizes["K"] + 1 for t in trials)
+    masks = np.concatenate([t.inputs["keep"] for t in trials])
+    assert set(np.unique(masks)) == {0.0, 1.0} and 0.6 < masks.mean() < 0.9
+
+
+@pytest.mark.parametrize(
+    ("size", "message"),
+    [("T: L - K - 3", "a size must be at least 1"), ("T: L - Q + 1", "Q"), ("T: {min: 1, max: T}", "max")],
+)
+def test_a_derived_size_is_checked_where_it_is_written(tmp_path: Path, size: str, message: str) -> None:
+    folder = write_exercise(tmp_path / "bad", DERIVED.replace("T: L - K + 1", size))
+    with pytest.raises(SpecError) as info:
+        load_exercise(folder)
+    assert message in str(info.value) and "sizes" in str(info.value), info.value

@@ -71,6 +71,16 @@ FUNCTIONS: Mapping[str, Signature] = {
     "where": _sig(doc="where(condition, a, b)", positional=(3, 3)),
     "clamp": _sig("min", "max", doc="clamp(x, min=None, max=None)"),
     "one_hot": _sig(doc="one_hot(labels, classes): float64 rows, one_hot(y, C)", positional=(2, 2)),
+    "var": _sig(
+        *_REDUCTION, "unbiased", doc="var(x, dim=None, keepdim=False, unbiased=False): biased by default"
+    ),
+    "std": _sig(
+        *_REDUCTION, "unbiased", doc="std(x, dim=None, keepdim=False, unbiased=False): biased by default"
+    ),
+    "cumsum": _sig("dim", doc="cumsum(x, dim=0)"),
+    "permute": _sig(
+        doc="permute(x, dims): permute(x, (0, 2, 1)) or permute(x, 0, 2, 1)", positional=(2, None)
+    ),
 }
 
 
@@ -88,6 +98,13 @@ def _implementations() -> Mapping[str, Callable[..., Value]]:
             return fn(x, dim=dim, keepdim=keepdim)
 
         return reduced
+
+    def spread(fn: Callable[..., torch.Tensor]) -> Callable[..., torch.Tensor]:
+        def spread_of(x: torch.Tensor, dim: Any = None, keepdim: bool = False, unbiased: bool = False) -> Any:
+            dims = tuple(range(x.dim())) if dim is None else dim
+            return fn(x, dim=dims, keepdim=keepdim, correction=1 if unbiased else 0)
+
+        return spread_of
 
     def like(x: Value, other: Value) -> Value:
         if isinstance(x, torch.Tensor) or not isinstance(other, torch.Tensor):
@@ -112,6 +129,11 @@ def _implementations() -> Mapping[str, Callable[..., Value]]:
         "minimum": lambda a, b: torch.minimum(a, like(b, a)),
         "arange": lambda n: torch.arange(n),
         "one_hot": lambda labels, classes: F.one_hot(labels.long(), classes).to(torch.float64),
+        # biased by default, as batch normalisation and np.var; unbiased=True divides by n - 1
+        "var": spread(torch.var),
+        "std": spread(torch.std),
+        "cumsum": lambda x, dim=0: torch.cumsum(x, dim=dim),
+        "permute": lambda x, *dims: x.permute(*dims),
     }
     for name in FUNCTIONS:
         if name not in table:

@@ -6,6 +6,7 @@ never has to read a pydantic traceback.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
@@ -50,12 +51,13 @@ class SizeRange(_Model):
 
 class InputSpec(_Model):
     shape: tuple[SizeExpr, ...] = ()
-    dist: Literal["uniform", "normal", "integer", "constant"] = "uniform"
+    dist: Literal["uniform", "normal", "integer", "constant", "bernoulli"] = "uniform"
     low: float | str | None = None
     high: float | str | None = None
     mean: float = 0.0
     std: float = Field(default=1.0, gt=0)
     value: float | None = None
+    p: float | None = Field(default=None, gt=0, le=1)  # bernoulli: the chance of each entry being 1
     # How the student's function receives it: a numpy array (as most courses), a torch tensor on the cpu
     # (EECS498), or for a shape [] input a Python number (a float, or an int for dist integer).
     type: Literal["numpy", "torch", "python"] = "numpy"
@@ -69,6 +71,8 @@ class InputSpec(_Model):
             raise ValueError("dist 'constant' needs a value")
         if self.dist == "integer" and (self.low is None or self.high is None):
             raise ValueError("dist 'integer' needs low and high (both inclusive)")
+        if (self.dist == "bernoulli") != (self.p is not None):
+            raise ValueError("dist 'bernoulli' needs p (the chance of a 1), and only it takes p")
         if self.dist != "constant" and self.value is not None:
             raise ValueError(f"'value' only goes with dist 'constant', not '{self.dist}'")
         if self.type == "python" and self.shape:
@@ -202,7 +206,8 @@ class ExerciseSpec(_Model):
     description: str = ""
     entry: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
     args: tuple[Arg, ...]
-    sizes: dict[str, SizeRange | int] = {}
+    # A size is drawn from a range, fixed, or derived from the sizes before it ("L - K + 1").
+    sizes: dict[str, SizeRange | int | str] = {}
     inputs: dict[str, InputSpec]
     graph: str
     returns: tuple[ReturnSpec, ...] = Field(min_length=1)
@@ -219,7 +224,7 @@ class ExerciseSpec(_Model):
 
     @field_validator("sizes")
     @classmethod
-    def _size_names(cls, sizes: dict[str, SizeRange | int]) -> dict[str, SizeRange | int]:
+    def _size_names(cls, sizes: dict[str, SizeRange | int | str]) -> dict[str, SizeRange | int | str]:
         for name in sizes:
             if not name.isidentifier():
                 raise ValueError(f"size name '{name}' is not an identifier")
@@ -268,8 +273,15 @@ class Exercise:
         return sum(self.points(n) for n in self.return_names)
 
     def size_range(self, name: str) -> tuple[int, int]:
+        """The range a drawn (or fixed) size is drawn from; derived sizes have none."""
         size = self.spec.sizes[name]
+        assert not isinstance(size, str), f"size {name} is derived"
         return (size, size) if isinstance(size, int) else (size.min, size.max)
+
+    @cached_property
+    def derived_sizes(self) -> tuple[tuple[str, str], ...]:
+        """(name, expression) of the sizes computed from others, in the spec's order."""
+        return tuple((name, size) for name, size in self.spec.sizes.items() if isinstance(size, str))
 
     def shape(self, input_name: str, sizes: Mapping[str, int]) -> tuple[int, ...]:
         return tuple(evaluate_size_expression(d, sizes) for d in self.spec.inputs[input_name].shape)
@@ -338,6 +350,7 @@ def _cross_check(
 ) -> Program:
     """What the models alone cannot check: names that refer to each other, the graph, the files."""
     where = _Where(path, lines)
+    _check_sizes(spec, where)
     _check_inputs(spec, where)
     _check_args(spec, where)
     program = _parsed_graph(spec, where)
@@ -345,6 +358,33 @@ def _cross_check(
     _check_references_to_returns(spec, program, returns, where)
     _check_files(spec, where, authoring)
     return program
+
+
+def _check_sizes(spec: ExerciseSpec, where: _Where) -> None:
+    """A derived size names only sizes drawn or derived before it, and is at least 1 at every corner of
+    the drawn sizes' ranges (where a linear expression such as L - K + 1 takes its extremes)."""
+    drawn = {
+        n: (s, s) if isinstance(s, int) else (s.min, s.max)
+        for n, s in spec.sizes.items()
+        if not isinstance(s, str)
+    }
+    corners = [dict(zip(drawn, ends, strict=True)) for ends in itertools.product(*drawn.values())]
+    known = list(drawn)
+    for name, size in spec.sizes.items():
+        if not isinstance(size, str):
+            continue
+        try:
+            size_expression_names(size, known)
+            for corner in corners:
+                corner[name] = evaluate_size_expression(size, corner)
+        except GraphError as exc:
+            message = f"{exc.message} (sizes before it: {_listing(known)})"
+            raise where.error(("sizes", name), message) from None
+        least = min(corner[name] for corner in corners)
+        if least < 1:
+            message = f"'{size}' is {least} at the extremes of the sizes it uses; a size must be at least 1"
+            raise where.error(("sizes", name), message)
+        known.append(name)
 
 
 def _check_inputs(spec: ExerciseSpec, where: _Where) -> None:

@@ -46,11 +46,16 @@ def _exercise_key(exercise_id: str) -> int:
 def make_trial(exercise: Exercise, seed: int, index: int) -> Trial:
     rng = np.random.default_rng([seed, _exercise_key(exercise.id), index])
     sizes: dict[str, int] = {}
+    derived = dict(exercise.derived_sizes)
     for name in sorted(exercise.spec.sizes):
+        if name in derived:
+            continue
         low, high = exercise.size_range(name)
         drawn = int(rng.integers(low, high + 1))
         # Trial 0 has every size at its smallest: a mistake that shows at any size is shown at the smallest.
         sizes[name] = low if index == 0 else drawn
+    for name, expression in derived.items():  # in the spec's order: each may use those before it
+        sizes[name] = evaluate_size_expression(expression, sizes)
     inputs = {
         name: _draw(spec, exercise.shape(name, sizes), sizes, rng)
         for name, spec in exercise.spec.inputs.items()
@@ -84,6 +89,9 @@ def _draw(
     if spec.dist == "integer":
         low, high = int(_bound(spec.low, 0, sizes)), int(_bound(spec.high, 0, sizes))
         return rng.integers(low, high + 1, size=shape, dtype=np.int64)
+    if spec.dist == "bernoulli":  # a 0/1 float mask, as dropout's: 1 with chance p
+        assert spec.p is not None  # the spec model guarantees it
+        return (rng.random(size=shape) < spec.p).astype(np.float64)
     assert spec.value is not None  # the spec model guarantees it
     return _rounded(np.full(shape, float(spec.value)), spec)
 
