@@ -259,3 +259,11 @@ def test_softplus_is_exact_in_float64() -> None:
     values = evaluate(parse("s = softplus(x)", ["x"]), {"x": x})
     exact = torch.log1p(torch.exp(-x.abs())) + x.clamp(min=0)
     assert torch.equal(values["s"], exact)
+
+
+def test_var_and_std_stay_usable_as_names(x: torch.Tensor) -> None:
+    """Graphs written before var() and std() existed name a value var: they keep working."""
+    close(
+        run("var = mean(x * x, dim=0)\nz = sqrt(var) + var(x, dim=0)", x=x),
+        (x * x).mean(0).sqrt() + x.var(0, unbiased=False),
+    )

@@ -200,12 +200,26 @@ class DictArg(_Model):
 Arg = str | tuple[str, ...] | DictArg | LiteralArg
 
 
+class CallSpec(_Model):
+    """A call after the entry's, as CS231n's `layer_backward(dout, cache)` after `layer_forward`: its args
+    may name what earlier calls bound (the student's own cache, passed on unseen), and `binds` names what
+    it returns."""
+
+    entry: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    args: tuple[Arg, ...]
+    binds: tuple[str, ...] = Field(min_length=1)
+
+
 class ExerciseSpec(_Model):
     id: str = Field(pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
     title: str
     description: str = ""
     entry: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
     args: tuple[Arg, ...]
+    # Names for what the entry returns, where later calls (`then`) take some of them: the graded returns
+    # are then named among all the calls' binds, and the rest (a cache) is the student's, never compared.
+    binds: tuple[str, ...] | None = None
+    then: tuple[CallSpec, ...] = ()
     # A size is drawn from a range, fixed, or derived from the sizes before it ("L - K + 1").
     sizes: dict[str, SizeRange | int | str] = {}
     inputs: dict[str, InputSpec]
@@ -243,23 +257,16 @@ class Exercise:
     def id(self) -> str:
         return self.spec.id
 
-    def wire_args(self) -> list[Any]:
-        """The arguments as the worker builds them: an input's name, a list of names (a tuple), or
-        {"value": literal} and {"dict": {key: {"input": name} or {"value": literal}}}."""
-        inputs = self.spec.inputs
-
-        def entry(value: Scalar) -> dict[str, Scalar]:
-            return {"input": value} if isinstance(value, str) and value in inputs else {"value": value}
-
-        wired: list[Any] = []
-        for arg in self.spec.args:
-            if isinstance(arg, LiteralArg):
-                wired.append({"value": arg.value})
-            elif isinstance(arg, DictArg):
-                wired.append({"dict": {key: entry(value) for key, value in arg.entries.items()}})
-            else:
-                wired.append(arg if isinstance(arg, str) else list(arg))
-        return wired
+    def wire_calls(self) -> list[dict[str, Any]]:
+        """The calls as the worker makes them, in order: entry, args (as `_wire_args`), binds (None: the
+        call returns the exercise's returns)."""
+        spec = self.spec
+        calls = [(spec.entry, spec.args, spec.binds), *((c.entry, c.args, c.binds) for c in spec.then)]
+        known = set(spec.inputs) | {n for c in spec.then for n in c.binds} | set(spec.binds or ())
+        return [
+            {"entry": entry, "args": _wire_args(args, known), "binds": None if binds is None else list(binds)}
+            for entry, args, binds in calls
+        ]
 
     @cached_property
     def return_names(self) -> tuple[str, ...]:
@@ -288,6 +295,24 @@ class Exercise:
 
     def path_of(self, relative: str) -> Path:
         return self.root / relative
+
+
+def _wire_args(args: tuple[Arg, ...], known: set[str]) -> list[Any]:
+    """Arguments as the worker builds them: a name (an input, or what an earlier call bound), a list of
+    names (a tuple), {"value": literal}, or {"dict": {key: {"input": name} or {"value": literal}}}."""
+
+    def entry(value: Scalar) -> dict[str, Scalar]:
+        return {"input": value} if isinstance(value, str) and value in known else {"value": value}
+
+    wired: list[Any] = []
+    for arg in args:
+        if isinstance(arg, LiteralArg):
+            wired.append({"value": arg.value})
+        elif isinstance(arg, DictArg):
+            wired.append({"dict": {key: entry(value) for key, value in arg.entries.items()}})
+        else:
+            wired.append(arg if isinstance(arg, str) else list(arg))
+    return wired
 
 
 def load_exercise(folder: Path, authoring: bool = True) -> Exercise:
@@ -407,13 +432,32 @@ def _check_inputs(spec: ExerciseSpec, where: _Where) -> None:
 
 
 def _check_args(spec: ExerciseSpec, where: _Where) -> None:
-    for i, arg in enumerate(spec.args):
-        if isinstance(arg, LiteralArg | DictArg):
-            continue  # a dict's strings that name inputs are those inputs, the rest literals
-        for name in (arg,) if isinstance(arg, str) else arg:
-            if name not in spec.inputs:
-                message = f"argument '{name}' is not an input (inputs: {_listing(spec.inputs)})"
-                raise where.error(("args", i), message)
+    """Every argument names an input or what an earlier call bound; binds are new names, and with them
+    the graded returns are among them."""
+    if spec.then and spec.binds is None:
+        raise where.error(("then",), "later calls take what the entry returns: name it with binds")
+    known = set(spec.inputs)
+    calls = [((), spec.args, spec.binds), *((("then", k), c.args, c.binds) for k, c in enumerate(spec.then))]
+    bound: list[str] = []
+    for at, args, binds in calls:
+        for i, arg in enumerate(args):
+            if isinstance(arg, LiteralArg | DictArg):
+                continue  # a dict's strings that name inputs are those inputs, the rest literals
+            for name in (arg,) if isinstance(arg, str) else arg:
+                if name not in known:
+                    listing = _listing(spec.inputs) + (f"; bound before: {_listing(bound)}" if bound else "")
+                    message = f"argument '{name}' is not an input (inputs: {listing})"
+                    raise where.error((*at, "args", i), message)
+        for name in binds or ():
+            if name in known or name in spec.sizes:
+                raise where.error((*at, "binds"), f"bind '{name}' is already an input, size or bind")
+            known.add(name)
+            bound.append(name)
+    if spec.binds is not None:
+        for k, ret in enumerate(spec.returns):
+            if ret.name not in bound:
+                message = f"return '{ret.name}' is not among the calls' binds ({_listing(bound)})"
+                raise where.error(("returns", k, "name"), message)
 
 
 def _parsed_graph(spec: ExerciseSpec, where: _Where) -> Program:

@@ -287,9 +287,8 @@ class RunningWorker:
         spec = self._exercise.spec
         job = {
             "type": "job",
-            "entry": spec.entry,
             "files": list(self._handin.imports),
-            "args": self._exercise.wire_args(),
+            "calls": self._exercise.wire_calls(),
             "returns": list(self._exercise.return_names),
             "trial_count": len(trials),
             "first_pass": None if self._earlier is None else self._order,  # None: every trial, in order

@@ -1,7 +1,7 @@
 """The only grader code that runs beside student code, in a process forked for it by the sandboxed zygote.
 
-It reads its job (entry name, files, trial inputs) from a pipe, sets its resource limits, imports the
-submission, calls the entry once per trial on fresh copies of the inputs, and sends back what each call
+It reads its job (the calls to make, files, trial inputs) from a pipe, sets its resource limits, imports the
+submission, makes the calls once per trial on fresh copies of the inputs, and sends back what they
 returned as plain numeric arrays over a dedicated pipe. It never sees expected values: comparison happens
 in the grader's process. Stdlib and numpy only (torch if present).
 """
@@ -206,9 +206,9 @@ def main(job_dir: Path, jobs_fd: int, results_fd: int, progress_fd: int) -> None
 
     _seed_randomness(job["seed"], None)
     imported = time.perf_counter()
-    entry = _load_entry(channel, submission_dir, job["files"], job["entry"])
+    functions = _load_functions(channel, submission_dir, job["files"], [c["entry"] for c in job["calls"]])
     imported = time.perf_counter() - imported
-    if entry is None:
+    if functions is None:
         return
     _deadline.watch(job["deadlines"], channel.note_cpu)
     channel.send({"type": "ready", "import_seconds": round(imported, 6)})
@@ -217,7 +217,7 @@ def main(job_dir: Path, jobs_fd: int, results_fd: int, progress_fd: int) -> None
     first_pass = job["first_pass"] if job["first_pass"] is not None else list(inputs_by_trial)
     for index in first_pass:
         channel.starting(index)
-        _run_trial(channel, entry, index, inputs_by_trial[index], job, submission_dir, Run.FIRST)
+        _run_trial(channel, functions, index, inputs_by_trial[index], job, submission_dir, Run.FIRST)
     # Second pass, on the grader's request: the trials it found wrong beyond rounding, run again above
     # the precision they were computed in, to tell an unstable formula (its error shrinks with the
     # precision) from a mistake (wrong at any): at float64, then the probes (new inputs: an input moved a
@@ -235,13 +235,15 @@ def main(job_dir: Path, jobs_fd: int, results_fd: int, progress_fd: int) -> None
         with _float64_everywhere():
             for index, inputs, run in runs:
                 channel.starting(index)
-                _run_trial(channel, entry, index, inputs, job, submission_dir, run)
+                _run_trial(channel, functions, index, inputs, job, submission_dir, run)
         # Last, where the exercise asks for returns derived by hand: trials again as the first pass ran
         # them, but with autograd's results scaled. A return derived by hand does not move.
         with _autograd_scaled():
             for index in request.header["provenance"]:
                 channel.starting(index)
-                _run_trial(channel, entry, index, inputs_by_trial[index], job, submission_dir, Run.PROVENANCE)
+                _run_trial(
+                    channel, functions, index, inputs_by_trial[index], job, submission_dir, Run.PROVENANCE
+                )
     channel.send({"type": "done"})
 
 
@@ -522,10 +524,12 @@ def _apply_limits(limits: dict[str, Any]) -> None:
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
 
 
-def _load_entry(
-    channel: Channel, submission_dir: Path, files: list[str], entry: str
-) -> Callable[..., Any] | None:
+def _load_functions(
+    channel: Channel, submission_dir: Path, files: list[str], wanted: list[str]
+) -> list[Callable[..., Any]] | None:
+    """Import the hand-in's files in order until every function the exercise calls is found."""
     modules: list[ModuleType] = []
+    found: dict[str, Callable[..., Any]] = {}
     for relative in files:
         path = submission_dir / relative
         name = re.sub(r"\W", "_", path.stem) or "submission"
@@ -551,18 +555,22 @@ def _load_entry(
             )
             return None
         modules.append(module)
-        function = getattr(module, entry, None)
-        if callable(function):
-            return function  # type: ignore[no-any-return]
+        for function_name in wanted:
+            function = getattr(module, function_name, None)
+            if function_name not in found and callable(function):
+                found[function_name] = function
+        if len(found) == len(wanted):
+            return [found[n] for n in wanted]
     defined = sorted(
         {n for m in modules for n, v in vars(m).items() if callable(v) and not n.startswith("_")}
     )
+    missing = next(n for n in wanted if n not in found)
     channel.send(
         {
             "type": "fatal",
             "kind": FailureKind.MISSING_FUNCTION.value,
             "file": files[0] if files else "",
-            "message": entry,
+            "message": missing,
             "defined": defined[:50],
         }
     )
@@ -571,19 +579,24 @@ def _load_entry(
 
 def _run_trial(
     channel: Channel,
-    entry: Callable[..., Any],
+    functions: list[Callable[..., Any]],
     index: int,
     inputs: dict[str, np.ndarray],
     job: dict[str, Any],
     submission_dir: Path,
     run: Run,
 ) -> None:
+    """One trial: the exercise's calls in order (one, or a forward and the backward that takes its cache),
+    each on fresh copies of the inputs and what the calls before it bound; its returns sent."""
     # A rerun checks the same code, lifted; the provenance run, the same code as it first ran.
     as_first = run in (Run.FIRST, Run.PROVENANCE)
     lifted = _LIFTED.get(run)
     handed: dict[str, dict[str, str]] = job["handed"]
+    bound: dict[str, Any] = {}  # what earlier calls returned, by the names the exercise gives them
 
     def fresh(name: str) -> Any:
+        if name in bound:
+            return bound[name]  # the student's own object (a cache), passed on as it is
         array = inputs[name]
         how = handed.get(name, {"type": "numpy", "dtype": "float64"})
         narrow = job["inputs_as"] or (how["dtype"] if how["dtype"] != "float64" else None)
@@ -607,14 +620,21 @@ def _run_trial(
             }
         return arg["value"]
 
-    args = [built(arg) for arg in job["args"]]
-
+    names: list[str] = job["returns"]
     _seed_randomness(job["seed"], index)  # a rerun draws what its first run drew
     started = time.perf_counter()
     first_call = _deadline.first_call
     _deadline.start()
     try:
-        value = entry(*args)
+        for function, call in zip(functions, job["calls"], strict=True):
+            value = function(*[built(arg) for arg in call["args"]])
+            if call["binds"] is not None:
+                bound.update(zip(call["binds"], _as_tuple(value, call["binds"], call["entry"]), strict=True))
+        values = [bound[n] for n in names] if job["calls"][-1]["binds"] is not None else None
+    except _BadReturn as bad:
+        _deadline.stop()
+        channel.send(_bad_return(index, run, str(bad)))
+        return
     except BaseException as exc:
         _deadline.stop()
         kind = _failure_kind(exc)
@@ -634,25 +654,38 @@ def _run_trial(
     finally:
         _deadline.stop()
     seconds = time.perf_counter() - started
-    names: list[str] = job["returns"]
-    if len(names) == 1:
-        values: Any = (value,)
-    elif isinstance(value, tuple | list) and len(value) == len(names):
-        values = value
-    else:
-        got = f"{len(value)} values" if isinstance(value, tuple | list) else f"a single {_type_name(value)}"
-        channel.send(
-            {
-                "type": "trial-error",
-                "trial": index,
-                "run": run.value,
-                "kind": FailureKind.BAD_RETURN.value,
-                "message": f"returned {got}; expected a tuple of {len(names)}: ({', '.join(names)})",
-                "traceback": "",
-            }
-        )
-        return
+    if values is None:
+        try:
+            values = list(_as_tuple(value, names, ""))
+        except _BadReturn as bad:
+            channel.send(_bad_return(index, run, str(bad)))
+            return
     channel.queue(index, run, seconds, [_converted(n, v) for n, v in zip(names, values, strict=True)])
+
+
+class _BadReturn(Exception):
+    """A call returned another number of values than the exercise names."""
+
+
+def _as_tuple(value: Any, names: list[str], function: str) -> tuple[Any, ...]:
+    if len(names) == 1:
+        return (value,)
+    if isinstance(value, tuple | list) and len(value) == len(names):
+        return tuple(value)
+    got = f"{len(value)} values" if isinstance(value, tuple | list) else f"a single {_type_name(value)}"
+    who = f"{function} " if function else ""
+    raise _BadReturn(f"{who}returned {got}; expected a tuple of {len(names)}: ({', '.join(names)})")
+
+
+def _bad_return(index: int, run: Run, message: str) -> dict[str, Any]:
+    return {
+        "type": "trial-error",
+        "trial": index,
+        "run": run.value,
+        "kind": FailureKind.BAD_RETURN.value,
+        "message": message,
+        "traceback": "",
+    }
 
 
 def _handed(value: np.ndarray, kind: str) -> Any:
