@@ -165,23 +165,38 @@ def _summary(result: SubmissionResult) -> str:
 
 
 def _starter(exercise: Exercise, relative: str) -> Check:
-    """The starter defines the entry with the spec's parameters: students start from the right signature."""
-    entry, args = exercise.spec.entry, exercise.spec.args
-    wanted = ", ".join(
-        a if isinstance(a, str) else "(" + ", ".join(a) + ")" if isinstance(a, tuple) else "..." for a in args
-    )
+    """The starter defines every function the exercise calls, with the spec's parameters: students start
+    from the right signatures."""
+    spec = exercise.spec
+    calls = [(spec.entry, spec.args), *((c.entry, c.args) for c in spec.then)]
     name = f"starter {relative}"
     try:
         tree = ast.parse(exercise.path_of(relative).read_text(encoding="utf-8"), relative)
     except (SyntaxError, ValueError) as exc:
         return Check(name, False, f"does not parse: {exc}")
-    for node in tree.body:
-        if isinstance(node, ast.FunctionDef) and node.name == entry:
-            parameters = ", ".join(a.arg for a in node.args.posonlyargs + node.args.args)
-            if len(node.args.posonlyargs + node.args.args) != len(args):
-                return Check(name, False, f"{entry}({parameters}) does not take the spec's args [{wanted}]")
-            return Check(name, True, f"defines {entry}({parameters})")
-    return Check(name, False, f"defines no function {entry}, the spec's entry")
+    defined = {node.name: node for node in tree.body if isinstance(node, ast.FunctionDef)}
+    found = []
+    for entry, args in calls:
+        wanted = ", ".join(
+            a if isinstance(a, str) else "(" + ", ".join(a) + ")" if isinstance(a, tuple) else "..."
+            for a in args
+        )
+        node = defined.get(entry)
+        if node is None:
+            return Check(name, False, f"defines no function {entry}, which the spec calls")
+        taken = node.args.posonlyargs + node.args.args
+        parameters = ", ".join(a.arg for a in taken)
+        if len(taken) != len(args):
+            return Check(name, False, f"{entry}({parameters}) does not take the spec's args [{wanted}]")
+        found.append(f"{entry}({parameters})")
+    return Check(name, True, f"defines {', '.join(found)}")
+
+
+def _shown(arg: object) -> str:
+    """An argument as a starter's parameter list shows it."""
+    if isinstance(arg, str):
+        return arg
+    return "(" + ", ".join(arg) + ")" if isinstance(arg, tuple) else "..."
 
 
 def _beyond_rounding(ret: ReturnSpec, mistake: Mistake, references: References, precision: str) -> int:
