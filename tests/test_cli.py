@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -13,6 +14,7 @@ from conftest import (
     CORRECT_GRAPH2,
     EXERCISES,
     GRAPH2,
+    ROOT,
     TRANSPOSED_GRAPH2,
     copy_exercise,
     line_of,
@@ -410,3 +412,23 @@ def test_run_marks_exercises_a_student_did_not_attempt(run_grader: Run, work: Pa
     assert "reciprocal()" in graded["reciprocal"]["error"]["message"]
     table = run_grader("run", exercises, "--submissions", students, "--trials", "5")
     assert "erin did not hand in: reciprocal" in " ".join(table.stdout.split())
+
+
+def test_the_readme_tutorial_part_2_validates_as_written(run_grader: Run, work: Path) -> None:
+    """The layer exercise the README walks through, its files taken from the README itself."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    part = readme[readme.index("## Tutorial, part 2") :]
+    part = part[: part.index("\n## ", 1)]
+    written = []
+    for block in re.findall(r"```(?:yaml|python)\n(.*?)```", part, flags=re.DOTALL):
+        first, _, body = block.partition("\n")
+        relative = first.removeprefix("# ")
+        target = work / "tutorial" / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(body, encoding="utf-8")
+        written.append(relative)
+    assert "exercises/leaky_relu_layer/exercise.yaml" in written and len(written) == 5, written
+    proc = run_grader("validate", work / "tutorial" / "exercises" / "leaky_relu_layer")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "ok   known-wrong wrong/out_cache.py" in proc.stdout
+    assert "defines leaky_relu_forward(x, param), leaky_relu_backward(dout, cache)" in proc.stdout
