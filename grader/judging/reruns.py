@@ -55,6 +55,18 @@ HAS_EXTENDED = PRECISIONS["float64"].eps > EXTENDED_EPS
 # entries, those below -44.4 lost in extended precision as well), 50-fold on trial 133; 2048-fold
 # where nothing is lost. An error that shrinks by this factor or more is rounding.
 SHRINK_FACTOR = 4.0
+
+
+@dataclass(frozen=True)
+class _Above:
+    """A rerun's precision: its unit roundoff, and how notes say where the trial ran again."""
+
+    eps: float
+    where: str
+
+
+_AT_FLOAT64 = _Above(PRECISIONS["float64"].eps, "at float64")
+_IN_EXTENDED = _Above(EXTENDED_EPS, "in extended precision")
 # The expected values end to end, per return and trials compared: a class shares them.
 _flattened: PerObject[Flattened] = PerObject(kept=32)
 
@@ -212,8 +224,7 @@ def resolve_with_rerun(
     # Computed in extended precision: returned in it, or in float64 with other values than the first run
     # had (the code stored extended results in a float64 array: np.zeros(shape) for an accumulator).
     lifted_to_extended = isinstance(extended, tuple) and (
-        extended[1] == EXTENDED
-        or not np.array_equal(extended[0].reshape(got.shape), got.astype(np.float64), equal_nan=True)
+        extended[1] == EXTENDED or not _same_values(extended[0], got)
     )
     # float64 values that fit a narrower format: that format's work widened, or float64 values that lost
     # their low bits (1 - (1 - e) keeps a few). A rerun at float64 lifts every narrower format it can; if
@@ -223,12 +234,12 @@ def resolve_with_rerun(
         and original.dtype == "float64"
         and lifted_to_extended
         and isinstance(rerun, tuple)
-        and np.array_equal(rerun[0].reshape(got.shape), got, equal_nan=True)
+        and _same_values(rerun[0], got)
     ):
         precision = PRECISIONS["float64"]
         original = replace(original, precision=precision.name, precision_reason="computed in float64")
     if precision.name == "float64" and lifted_to_extended and isinstance(extended, tuple):
-        return _judged_by_scaling(original, expected, spread, got, extended[0], "extended precision")
+        return _judged_by_scaling(original, expected, spread, got, extended[0], _IN_EXTENDED)
     if rerun is None:
         return _without_rerun(original, expected, got, precision, "it was not rerun", RerunOutcome.NOT_RERUN)
     if isinstance(rerun, str):
@@ -236,15 +247,14 @@ def resolve_with_rerun(
     array, dtype = rerun
     lifted, _ = infer_precision(array, dtype)
     if lifted.eps < precision.eps:
-        return _judged_by_scaling(original, expected, spread, got, array, "float64")
+        return _judged_by_scaling(original, expected, spread, got, array, _AT_FLOAT64)
     if precision.name == "float64":
-        if not np.array_equal(array.reshape(got.shape), got, equal_nan=True):
+        if not _same_values(array, got):
             # float64 values, yet computed otherwise when lifted: float32 inside, which the rerun lifted.
-            return _judged_by_scaling(original, expected, spread, got, array, "float64")
+            return _judged_by_scaling(original, expected, spread, got, array, _AT_FLOAT64)
         why = "no precision above float64 could check it"
-        if isinstance(
-            extended, str
-        ):  # torch.tensor(x) of an extended input raises, say: torch stops at float64
+        # torch.tensor() of an extended input raises, say: torch stops at float64
+        if isinstance(extended, str):
             failed = extended if len(extended) <= 100 else extended[:97] + "..."
             why += f": its rerun in extended precision failed ({failed})"
         elif extended is not None:
@@ -271,6 +281,11 @@ def finite_somewhere(judged: Mapping[int, Comparison]) -> dict[int, Comparison]:
         else c
         for trial, c in judged.items()
     }
+
+
+def _same_values(rerun: np.ndarray, got: np.ndarray) -> bool:
+    """Whether a rerun gave back exactly the first run's values: nothing it lifted changed them."""
+    return np.array_equal(rerun.reshape(got.shape), got.astype(np.float64), equal_nan=True)
 
 
 def _same_shape(rerun: Rerun | None, expected: np.ndarray) -> Rerun | None:
@@ -302,9 +317,9 @@ def _judged_by_scaling(
     spread: np.ndarray,
     got: np.ndarray,
     rerun: np.ndarray,
-    rerun_name: str,
+    above: _Above,
 ) -> Comparison:
-    """The entries beyond rounding in the first run, seen again in a rerun at precision `rerun_name`.
+    """The entries beyond rounding in the first run, seen again in a rerun at precision `above`.
 
     Zeros where a value below the first run's resolution of 1 was due, no worse in the rerun, are set
     aside: 1 + x - 1 loses such an x in any precision that cannot hold it, so they say nothing. Of the
@@ -315,7 +330,6 @@ def _judged_by_scaling(
     wrong: a mistake.
     """
     precision = PRECISIONS[original.precision]
-    rerun_eps = EXTENDED_EPS if rerun_name == "extended precision" else PRECISIONS["float64"].eps
     first_error, allowed = entry_errors(expected, got, spread, precision)
     rerun_error, _ = entry_errors(expected, rerun, spread, precision)
     got, rerun = (a.astype(np.float64).reshape(expected.shape) for a in (got, rerun))
@@ -325,7 +339,7 @@ def _judged_by_scaling(
     overflowed = judged & ~np.isfinite(got)
     finite = judged & ~overflowed
     right = rerun_error <= allowed
-    at = f"at {rerun_name}" if rerun_name == "float64" else f"in {rerun_name}"
+    at = above.where
     before, after = float(first_error[finite].sum()), float(rerun_error[finite].sum())
     shrink = before / after if after > 0 else np.inf
     if np.all(right[judged]):
@@ -342,10 +356,10 @@ def _judged_by_scaling(
         note = f"it overflows {precision.name}, and still does when rerun {at}: the format's range"
         return _decided(original, RerunOutcome.OVERFLOWS, note)
     else:
-        if rerun_eps < precision.eps and shrink >= SHRINK_FACTOR:
+        if above.eps < precision.eps and shrink >= SHRINK_FACTOR:
             by = f"{shrink:.3g}-fold" if np.isfinite(shrink) else "to nothing"
             note = (
-                f"its error shrank {by} when rerun {at} (up to {precision.eps / rerun_eps:.3g}-fold "
+                f"its error shrank {by} when rerun {at} (up to {precision.eps / above.eps:.3g}-fold "
                 "for rounding): rounding that the formula amplifies"
             )
             return _decided(original, RerunOutcome.SHRINKS, note, shrink)

@@ -229,7 +229,7 @@ class RunningWorker:
         again with autograd scaled) after a complete first pass; the report of every pass. After a first
         pass that stopped early, nothing more runs; after a rerun that did, nothing more of it."""
         first = self._first if self._first is not None else self.first_pass()
-        passes = {run: Pass() for run in (Run.FLOAT64, Run.EXTENDED, Run.PROVENANCE)}
+        passes: dict[Run, Pass] = {}
         if first.stopped is None and not self._finished:
             self._request(request)
             owed = {

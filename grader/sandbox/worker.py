@@ -598,7 +598,7 @@ def _run_trial(
         if name in bound:
             return bound[name]  # the student's own object (a cache), passed on as it is
         array = inputs[name]
-        how = handed.get(name, {"type": "numpy", "dtype": "float64"})
+        how = handed.get(name, _AS_NUMPY_FLOAT64)
         narrow = job["inputs_as"] or (how["dtype"] if how["dtype"] != "float64" else None)
         if array.dtype.kind == "f" and lifted is not None:
             value: np.ndarray = lifted.of(array)
@@ -686,6 +686,9 @@ def _bad_return(index: int, run: Run, message: str) -> dict[str, Any]:
         "message": message,
         "traceback": "",
     }
+
+
+_AS_NUMPY_FLOAT64 = {"type": "numpy", "dtype": "float64"}  # how an input not in the job's "handed" goes
 
 
 def _handed(value: np.ndarray, kind: str) -> Any:
