@@ -19,8 +19,8 @@ GRADER = [
     "-m",
     "grader",
     "check",
-    "exercises/graph2",
-    "exercises/graph2/solution.py",
+    "exercises/mac0460/graph2",
+    "exercises/mac0460/graph2/solution.py",
     "--trials",
     "1000",
 ]

@@ -14,7 +14,7 @@ from rich.console import Console
 
 from grader import __version__
 from grader.errors import ExitCode, GraderError, SpecError, UsageError
-from grader.exercise.spec import Exercise, discover_exercises, load_exercise
+from grader.exercise.spec import SPEC_FILE, Exercise, discover_exercises, load_exercise
 from grader.exercise.trials import DEFAULT_SEED
 from grader.report.terminal import safe
 from grader.results import SubmissionResult
@@ -205,11 +205,23 @@ def _load_all(
     broken: list[GraderError] = []
     for path in folders:
         try:
-            loaded.append(load_exercise(path, authoring))
+            exercise = load_exercise(path, authoring)
+            first = next((e for e in loaded if e.id == exercise.id), None)
+            if first is not None:  # grades are kept by id: two exercises with one id would mix them
+                message = f"this id is already the id of {first.root / SPEC_FILE}; give each exercise its own"
+                raise SpecError(
+                    exercise.root / SPEC_FILE, _id_line(exercise), "id", f"'{exercise.id}': {message}"
+                )
+            loaded.append(exercise)
         except SpecError as exc:
             broken.append(exc)
             errors.print(f"[bold red]spec error:[/] {safe(str(exc))} — this exercise is skipped")
     return loaded, broken
+
+
+def _id_line(exercise: Exercise) -> int | None:
+    lines = (exercise.root / SPEC_FILE).read_text(encoding="utf-8").splitlines()
+    return next((number for number, line in enumerate(lines, 1) if line.startswith("id:")), None)
 
 
 def _run(args: argparse.Namespace, console: Console, errors: Console) -> int:

@@ -176,6 +176,8 @@ def exercise_hash(exercise: Exercise) -> str:
     """sha256 over what grading reads: the spec and the support files."""
     digest = hashlib.sha256()
     paths = [exercise.root / SPEC_FILE]
+    if exercise.spec.reference_file is not None:
+        paths.append(exercise.path_of(exercise.spec.reference_file))
     for relative in exercise.spec.support:
         source = exercise.path_of(relative)
         paths += sorted(p for p in source.rglob("*") if p.is_file()) if source.is_dir() else [source]

@@ -16,14 +16,31 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
-from grader.exercise.spec import Exercise, load_exercise
+from grader.exercise.spec import SPEC_FILE, Exercise, discover_exercises, load_exercise
 from grader.grading import grade
 from grader.handin.discover import submission_from_path
 from grader.results import SubmissionResult
 
 ROOT = Path(__file__).resolve().parent.parent
 EXERCISES = ROOT / "exercises"
-GRAPH2 = EXERCISES / "graph2"
+GRAPH2 = EXERCISES / "mac0460" / "graph2"
+
+
+def library() -> dict[str, Path]:
+    """The bundled exercises' folders by id (the library is grouped by course: exercises/cs231n/a2/...)."""
+    folders = discover_exercises(EXERCISES)
+    return {_spec_id(folder): folder for folder in folders}
+
+
+def _spec_id(folder: Path) -> str:
+    for line in (folder / SPEC_FILE).read_text(encoding="utf-8").splitlines():
+        if line.startswith("id:"):
+            return line.removeprefix("id:").strip()
+    raise AssertionError(f"{folder / SPEC_FILE} has no id line")
+
+
+def exercise_folder(exercise_id: str) -> Path:
+    return library()[exercise_id]
 
 # Array-building examples can be slow on their first call (numpy/torch warm-up): no per-example deadline.
 settings.register_profile("grader", deadline=None, max_examples=60)

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import EXERCISES
+from conftest import EXERCISES, exercise_folder, library
 
 from grader import validation
 from grader.exercise.reference import compute_references
@@ -44,10 +44,10 @@ def _raw_spec(folder: Path) -> Mapping[str, Any]:
 
 def _cases() -> list[Any]:
     cases = []
-    for folder in sorted(p.parent for p in EXERCISES.glob("*/exercise.yaml")):
+    for exercise_id, folder in sorted(library().items()):
         raw = _raw_spec(folder)
-        cases.append(pytest.param(folder.name, "solution", id=f"{folder.name}-solution"))
-        cases.append(pytest.param(folder.name, FLOAT32, id=f"{folder.name}-solution-float32"))
+        cases.append(pytest.param(exercise_id, "solution", id=f"{exercise_id}-solution"))
+        cases.append(pytest.param(exercise_id, FLOAT32, id=f"{exercise_id}-solution-float32"))
         wrong = raw.get("wrong") or []
         if not wrong:
             cases.append(
@@ -81,7 +81,7 @@ class Gradings:
 
     def get(self, exercise_id: str) -> Graded:
         if exercise_id not in self._done:
-            exercise = load_exercise(EXERCISES / exercise_id)  # a broken spec fails every case of it
+            exercise = load_exercise(exercise_folder(exercise_id))  # a broken spec fails every case of it
             files = [exercise.spec.solution] if exercise.spec.solution else []
             files += [w.file for w in exercise.spec.wrong]
 
@@ -113,7 +113,7 @@ def describe(result: SubmissionResult) -> str:
 
 
 def test_exercises_are_bundled() -> None:
-    assert (EXERCISES / "graph2" / "exercise.yaml").is_file()
+    assert (exercise_folder("graph2") / "exercise.yaml").is_file()
     assert any(case.values[1] == "solution" for case in CASES)
 
 
@@ -195,10 +195,10 @@ def test_seed_question_as_posted_is_an_error_naming_sigmoid(graph2: Exercise) ->
     assert all("sigmoid" in r.message for r in result.returns)
 
 
-@pytest.mark.parametrize("exercise_id", sorted(p.parent.name for p in EXERCISES.glob("*/exercise.yaml")))
+@pytest.mark.parametrize("exercise_id", sorted(library()))
 def test_exercise_gradients_and_test_points(exercise_id: str) -> None:
     """`grader validate`'s checks that need no sandbox: finite differences and discrimination."""
-    exercise = load_exercise(EXERCISES / exercise_id)
+    exercise = load_exercise(exercise_folder(exercise_id))
     for check in (
         validation.finite_differences(exercise, make_trials(exercise, SEED, validation.FD_TRIALS)),
         validation.discrimination(

@@ -12,7 +12,14 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import CORRECT_GRAPH2, EXERCISES, TRANSPOSED_GRAPH2, copy_exercise, grader_command, write_source
+from conftest import (
+    CORRECT_GRAPH2,
+    TRANSPOSED_GRAPH2,
+    copy_exercise,
+    exercise_folder,
+    grader_command,
+    write_source,
+)
 
 from grader.gradebook import DEFAULT_NAME
 
@@ -134,7 +141,7 @@ def test_exports_and_report(tmp_path: Path) -> None:
 def test_gradescope_writes_results_for_one_submission(tmp_path: Path) -> None:
     exercises = tmp_path / "source" / "exercises"
     copy_exercise(exercises / "graph2")
-    copy_exercise(exercises / "reciprocal", source=EXERCISES / "reciprocal")
+    copy_exercise(exercises / "reciprocal", source=exercise_folder("reciprocal"))
     submission = tmp_path / "submission"
     write_source(submission / "graph2.py", TRANSPOSED_GRAPH2)
     results_file = tmp_path / "results" / "results.json"

@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 from conftest import (
     CORRECT_GRAPH2,
-    EXERCISES,
     GRAPH2,
     ROOT,
     TRANSPOSED_GRAPH2,
     copy_exercise,
+    exercise_folder,
     line_of,
     without_top_level_block,
     write_exercise,
@@ -216,10 +216,10 @@ def test_broken_spec_exits_2_with_file_line_and_field(run_grader: Run, work: Pat
 @pytest.mark.parametrize(
     "args",
     [
-        ("check", "exercises/graph2", "no_such_file.py"),
-        ("check", "no_such_exercise", "exercises/graph2/solution.py"),
-        ("check", "exercises/graph2", "exercises/graph2/solution.py", "--trials", "0"),
-        ("check", "exercises/graph2"),
+        ("check", "exercises/mac0460/graph2", "no_such_file.py"),
+        ("check", "no_such_exercise", "exercises/mac0460/graph2/solution.py"),
+        ("check", "exercises/mac0460/graph2", "exercises/mac0460/graph2/solution.py", "--trials", "0"),
+        ("check", "exercises/mac0460/graph2"),
         ("frobnicate",),
     ],
 )
@@ -349,7 +349,7 @@ NAIVE_SOFTMAX_CE = """
 
 
 def test_validate_fails_a_reference_that_only_works_in_float64(run_grader: Run, work: Path) -> None:
-    folder = copy_exercise(work / "naive_reference", source=EXERCISES / "softmax_ce")
+    folder = copy_exercise(work / "naive_reference", source=exercise_folder("softmax_ce"))
     spec = folder / "exercise.yaml"
     spec.write_text(without_top_level_block(spec.read_text(encoding="utf-8"), "wrong"), encoding="utf-8")
     write_source(folder / "solution.py", NAIVE_SOFTMAX_CE)
@@ -400,11 +400,13 @@ def test_validate_fails_test_points_that_hide_the_regularisation(run_grader: Run
 def test_run_marks_exercises_a_student_did_not_attempt(run_grader: Run, work: Path) -> None:
     exercises = work / "class_missing" / "exercises"
     copy_exercise(exercises / "graph2")
-    copy_exercise(exercises / "reciprocal", source=EXERCISES / "reciprocal")
+    copy_exercise(exercises / "reciprocal", source=exercise_folder("reciprocal"))
     students = work / "class_missing" / "submissions"
     write_source(students / "erin" / "hw.py", CORRECT_GRAPH2)  # graph2 only
     (students / "finn").mkdir()
-    (students / "finn" / "reciprocal.py").write_bytes((EXERCISES / "reciprocal" / "solution.py").read_bytes())
+    (students / "finn" / "reciprocal.py").write_bytes(
+        (exercise_folder("reciprocal") / "solution.py").read_bytes()
+    )
     proc = run_grader("run", exercises, "--submissions", students, "--trials", "5", "--json")
     graded = {line["exercise"]: line for line in json_lines(proc.stdout) if line["student"] == "erin"}
     assert graded["graph2"]["error"] is None and graded["graph2"]["score"] == 10

@@ -32,7 +32,7 @@ import pytest
 import yaml
 
 from grader.exercise.reference import References, compute_references
-from grader.exercise.spec import Exercise, load_exercise
+from grader.exercise.spec import Exercise, discover_exercises, load_exercise
 from grader.exercise.trials import make_trials
 from grader.grading import grade
 from grader.handin.discover import submission_from_path
@@ -41,6 +41,14 @@ from grader.results import SubmissionResult
 
 ROOT = Path(__file__).resolve().parent.parent
 EXERCISES = ROOT / "exercises"
+
+
+def exercise_folder(exercise_id: str) -> Path:
+    """A bundled exercise's folder: the library is grouped by course, the corpus names exercises by id."""
+    for folder in discover_exercises(EXERCISES):
+        if f"\nid: {exercise_id}\n" in "\n" + (folder / "exercise.yaml").read_text(encoding="utf-8"):
+            return folder
+    raise FileNotFoundError(f"no exercise with id '{exercise_id}' under {EXERCISES}")
 CORPUS = ROOT / "tests" / "corpus"
 SEED = 0
 # Correct code must never be called a mistake: many trials. The suite runs 2,000 to stay fast;
@@ -158,7 +166,7 @@ def grade_variants(
     workers: int = WORKERS,
 ) -> Graded:
     """Grade variants of one exercise on shared references: the first trials of one set serve all."""
-    exercise = load_exercise(EXERCISES / exercise_id)
+    exercise = load_exercise(exercise_folder(exercise_id))
     counts = {v.file: trials_for(v, correct_trials, other_trials) for v in variants}
     references = compute_references(exercise, make_trials(exercise, SEED, max(counts.values())))
     by_count: dict[int, References] = {
@@ -257,7 +265,7 @@ def test_manifests_are_valid() -> None:
         listed = {v.file for v in variants}
         on_disk = {p.name for p in (CORPUS / exercise_id).glob("*.py")}
         assert on_disk == listed, f"{exercise_id}: files not in the manifest: {sorted(on_disk - listed)}"
-        assert (EXERCISES / exercise_id / "exercise.yaml").is_file()
+        assert (exercise_folder(exercise_id) / "exercise.yaml").is_file()
         kinds = {(v.kind, v.precision) for v in variants}
         for precision in required_precisions(exercise_id):
             assert ("correct", precision) in kinds, f"{exercise_id}: no correct {precision} variant"

@@ -130,7 +130,7 @@ def test_a_forward_returning_no_cache_says_so(exercise: Exercise, tmp_path: Path
     ("old", "new", "words"),
     [
         ("    binds: [out, cache]\n", "", "name it with binds"),
-        ("args: [dout, cache]", "args: [dout, cash]", "'cash' is not an input"),
+        ("args: [dout, cache]", "args: [dout, cash]", "'cash' is neither an input nor a size"),
         ("binds: [dx, dw, db]", "binds: [dx, dw, x]", "'x' is already an input"),
         ("{name: db, vjp:", "{name: dbias, vjp:", "'dbias' is not among the calls' binds"),
     ],

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import EXERCISES, GRAPH2, grade_source, write_source
+from conftest import GRAPH2, exercise_folder, grade_source, write_source
 
 from grader.exercise.spec import Exercise, load_exercise
 from grader.judging.provenance import MOVED, copied_from_autograd
@@ -103,7 +103,7 @@ def test_a_hand_derivation_is_never_taken_for_autograd(
 
 @pytest.fixture(scope="module")
 def batchnorm() -> Exercise:
-    return load_exercise(EXERCISES / "batchnorm_backward")
+    return load_exercise(exercise_folder("batchnorm_backward"))
 
 
 def test_a_backward_pass_run_by_torch_is_autograd_on_every_return(

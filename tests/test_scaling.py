@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import EXERCISES, ROOT
+from conftest import ROOT, exercise_folder
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -169,7 +169,7 @@ def test_cancelled_float64_values_are_not_read_as_float32() -> None:
 def test_a_verdict_does_not_change_with_the_trial_count(exercise_id: str, variant: str, name: str) -> None:
     """Every trial beyond rounding is rerun and decided alone: 250 trials or 2,000, the same verdicts
     (with at most 200 rerun, the others following them, a float32 softmax flipped between the two)."""
-    exercise = load_exercise(EXERCISES / exercise_id)
+    exercise = load_exercise(exercise_folder(exercise_id))
     submission = submission_from_path(CORPUS / exercise_id / variant, exercise.spec.entry)
     few, many = (grade(exercise, submission, 0, trials) for trials in (250, 2000))
     assert {r.name: r.verdict for r in few.returns} == {r.name: r.verdict for r in many.returns}

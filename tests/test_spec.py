@@ -47,6 +47,20 @@ def test_discover_finds_exercise_folders(tmp_path: Path) -> None:
     assert discover_exercises(tmp_path / "a") == [tmp_path / "a"]
 
 
+def test_discover_finds_a_library_grouped_by_course(tmp_path: Path) -> None:
+    copy_exercise(tmp_path / "course" / "a2" / "layer")
+    copy_exercise(tmp_path / "course" / "a1" / "loss")
+    copy_exercise(tmp_path / "top")
+    copy_exercise(tmp_path / "top" / "notes" / "inner")  # below an exercise: its own files, not another
+    copy_exercise(tmp_path / "_drafts" / "unfinished")
+    found = discover_exercises(tmp_path)
+    assert found == [
+        tmp_path / "course" / "a1" / "loss",
+        tmp_path / "course" / "a2" / "layer",
+        tmp_path / "top",
+    ]
+
+
 def broken(tmp_path: Path, old: str, new: str) -> tuple[Path, str, SpecError]:
     """Load a copy of graph2 with one edit; return its spec path, its text and the error it raised."""
     folder = copy_exercise(tmp_path / "ex", [(old, new)])

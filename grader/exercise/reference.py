@@ -18,6 +18,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from grader.errors import GraderError
 from grader.exercise.graph import GraphError, evaluate
+from grader.exercise.instructor import InstructorReferenceError, reference_values
 from grader.exercise.spec import SPEC_FILE, Exercise, ReturnSpec
 from grader.exercise.trials import Trial
 
@@ -77,11 +78,16 @@ def _by_group(
             expected.update(_evaluate_group(exercise, group, noise, samples))
         except ReferenceGraphError as exc:
             raise ReferenceGraphError(f"{exercise.root / SPEC_FILE}: returns: {exc}") from exc
+        except InstructorReferenceError as exc:
+            raise ReferenceGraphError(str(exc)) from exc
         except Exception as exc:
-            where = f"line {exc.line} of the graph: " if isinstance(exc, GraphError) else ""
+            if exercise.spec.reference is not None:
+                where = f"reference: {exercise.spec.reference} "
+            else:
+                where = "graph: " + (f"line {exc.line} of the graph: " if isinstance(exc, GraphError) else "")
             raise ReferenceGraphError(
-                f"{exercise.root / SPEC_FILE}: graph: {where}fails at {group[0].describe_sizes()} "
-                f"(trial {group[0].index}): {exc}"
+                f"{exercise.root / SPEC_FILE}: {where}fails at {group[0].describe_sizes()} "
+                f"(trial {group[0].index}): {type(exc).__name__}: {exc}"
             ) from exc
     return expected
 
@@ -95,7 +101,7 @@ def forward_values(
     }
     env.update(trial.sizes)
     with torch.no_grad():
-        values = evaluate(exercise.program, env)
+        values = evaluate(exercise.program, reference_values(exercise, env))
     return {k: v.numpy() for k, v in values.items() if isinstance(v, torch.Tensor)}
 
 
@@ -189,7 +195,7 @@ def _evaluate_group(
     def forward(*tensors: torch.Tensor) -> tuple[torch.Tensor, ...]:
         env: dict[str, object] = dict(zip(names, tensors, strict=True))
         env.update(sizes)
-        values = evaluate(exercise.program, env)
+        values = evaluate(exercise.program, reference_values(exercise, env))
         return tuple(torch.as_tensor(values[o], dtype=torch.float64) for o in outputs)
 
     args = [stacked[n] for n in names]
@@ -199,6 +205,8 @@ def _evaluate_group(
     with _RoundingNoise(noise) if noise else contextlib.nullcontext():
         try:
             batched = torch.func.vmap(forward)(*args)
+        except InstructorReferenceError:
+            raise
         except Exception:  # an operation without a batching rule: evaluate trial by trial instead
             batched = _loop(forward, args)
         values = dict(zip(outputs, batched, strict=True))

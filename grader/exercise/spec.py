@@ -7,6 +7,7 @@ never has to read a pydantic traceback.
 from __future__ import annotations
 
 import itertools
+import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
@@ -223,7 +224,10 @@ class ExerciseSpec(_Model):
     # A size is drawn from a range, fixed, or derived from the sizes before it ("L - K + 1").
     sizes: dict[str, SizeRange | int | str] = {}
     inputs: dict[str, InputSpec]
-    graph: str
+    # The expected values: a graph in the exercise's language, or (the escape hatch for what it cannot say)
+    # `reference.py:function`, the instructor's torch code beside the spec, run in float64 like a graph.
+    graph: str | None = None
+    reference: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_./-]+\.py:[A-Za-z_][A-Za-z0-9_]*$")
     returns: tuple[ReturnSpec, ...] = Field(min_length=1)
     trials: int = Field(default=1000, ge=1)
     points: dict[str, float] = {}
@@ -235,6 +239,23 @@ class ExerciseSpec(_Model):
     misconceptions: tuple[Misconception, ...] = ()
     support: tuple[str, ...] = ()  # files or folders beside exercise.yaml that submissions may import
     limits: Limits = Limits()
+
+    @model_validator(mode="after")
+    def _graph_or_reference(self) -> ExerciseSpec:
+        if (self.graph is None) == (self.reference is None):
+            raise ValueError(
+                "give exactly one of graph (the computation in the exercise's language) and reference "
+                "(reference.py:function, torch code for what the language cannot say)"
+            )
+        return self
+
+    @property
+    def reference_file(self) -> str | None:
+        return None if self.reference is None else self.reference.rpartition(":")[0]
+
+    @property
+    def reference_function(self) -> str | None:
+        return None if self.reference is None else self.reference.rpartition(":")[2]
 
     @field_validator("sizes")
     @classmethod
@@ -262,11 +283,27 @@ class Exercise:
         call returns the exercise's returns)."""
         spec = self.spec
         calls = [(spec.entry, spec.args, spec.binds), *((c.entry, c.args, c.binds) for c in spec.then)]
-        known = set(spec.inputs) | {n for c in spec.then for n in c.binds} | set(spec.binds or ())
+        known = set(spec.inputs) | set(self.sizes_handed) | {n for c in spec.then for n in c.binds}
+        known |= set(spec.binds or ())
         return [
             {"entry": entry, "args": _wire_args(args, known), "binds": None if binds is None else list(binds)}
             for entry, args, binds in calls
         ]
+
+    @cached_property
+    def sizes_handed(self) -> tuple[str, ...]:
+        """Sizes the calls hand the student as Python ints (a padding in CS231n's conv_param): each trial
+        carries them as inputs."""
+        named: set[str] = set()
+        for args in (self.spec.args, *(c.args for c in self.spec.then)):
+            for arg in args:
+                if isinstance(arg, DictArg):
+                    named.update(v for v in arg.entries.values() if isinstance(v, str))
+                elif isinstance(arg, str):
+                    named.add(arg)
+                elif isinstance(arg, tuple):
+                    named.update(arg)
+        return tuple(sorted(named & set(self.spec.sizes)))
 
     @cached_property
     def return_names(self) -> tuple[str, ...]:
@@ -292,6 +329,11 @@ class Exercise:
 
     def shape(self, input_name: str, sizes: Mapping[str, int]) -> tuple[int, ...]:
         return tuple(evaluate_size_expression(d, sizes) for d in self.spec.inputs[input_name].shape)
+
+    @property
+    def computed(self) -> tuple[str, ...]:
+        """The names of the values the exercise computes (its graph's, or its reference function's)."""
+        return _computed(self.spec, self.program)
 
     def path_of(self, relative: str) -> Path:
         return self.root / relative
@@ -353,10 +395,19 @@ def load_exercise(folder: Path, authoring: bool = True) -> Exercise:
 
 
 def discover_exercises(folder: Path) -> list[Path]:
-    """Exercise folders below `folder` (or `folder` itself), sorted by id."""
+    """Exercise folders at any depth below `folder` (or `folder` itself), sorted by path: a library groups
+    them by course and assignment (exercises/cs231n/a2/...). Nothing below an exercise folder is searched
+    (its wrong/ files are its own), nor hidden or underscore folders."""
     if (folder / SPEC_FILE).is_file():
         return [folder]
-    return sorted(p.parent for p in folder.glob(f"*/{SPEC_FILE}"))
+    found: list[Path] = []
+    for current, subfolders, names in os.walk(folder):
+        if SPEC_FILE in names and Path(current) != folder:
+            found.append(Path(current))
+            subfolders.clear()
+        else:
+            subfolders[:] = [d for d in subfolders if not d.startswith((".", "_"))]
+    return sorted(found)
 
 
 @dataclass(frozen=True)
@@ -436,7 +487,7 @@ def _check_args(spec: ExerciseSpec, where: _Where) -> None:
     the graded returns are among them."""
     if spec.then and spec.binds is None:
         raise where.error(("then",), "later calls take what the entry returns: name it with binds")
-    known = set(spec.inputs)
+    known = set(spec.inputs) | set(spec.sizes)  # a size is handed out as a Python int
     calls = [((), spec.args, spec.binds), *((("then", k), c.args, c.binds) for k, c in enumerate(spec.then))]
     bound: list[str] = []
     for at, args, binds in calls:
@@ -446,7 +497,7 @@ def _check_args(spec: ExerciseSpec, where: _Where) -> None:
             for name in (arg,) if isinstance(arg, str) else arg:
                 if name not in known:
                     listing = _listing(spec.inputs) + (f"; bound before: {_listing(bound)}" if bound else "")
-                    message = f"argument '{name}' is not an input (inputs: {listing})"
+                    message = f"argument '{name}' is neither an input nor a size (inputs: {listing})"
                     raise where.error((*at, "args", i), message)
         for name in binds or ():
             if name in known or name in spec.sizes:
@@ -461,6 +512,8 @@ def _check_args(spec: ExerciseSpec, where: _Where) -> None:
 
 
 def _parsed_graph(spec: ExerciseSpec, where: _Where) -> Program:
+    if spec.graph is None:  # the reference's function computes the values, when it runs
+        return Program(())
     graph_line = where.lines.get(("graph",), 1)
     block_offset = graph_line if _is_block_scalar(where.path, graph_line) else graph_line - 1
     try:
@@ -471,7 +524,7 @@ def _parsed_graph(spec: ExerciseSpec, where: _Where) -> Program:
 
 def _check_returns(spec: ExerciseSpec, program: Program, where: _Where) -> set[str]:
     """Each return names what the graph computes; the names of the returns."""
-    defined = set(program.defined)
+    defined = set(_computed(spec, program))
     float_inputs = {n for n, s in spec.inputs.items() if not s.is_integer}
     names_seen: set[str] = set()
     for i, ret in enumerate(spec.returns):
@@ -513,7 +566,7 @@ def _check_references_to_returns(
             for name in getattr(wrong, field):
                 if name not in returns:
                     raise where.error(("wrong", i, field, name), unknown(name))
-    known = [*spec.inputs, *spec.sizes, *program.defined]
+    known = [*spec.inputs, *spec.sizes, *_computed(spec, program)]
     for i, misconception in enumerate(spec.misconceptions):
         if misconception.return_ not in returns:
             raise where.error(("misconceptions", i, "return"), unknown(misconception.return_))
@@ -525,6 +578,15 @@ def _check_references_to_returns(
                 if len(misconception.expr) > 1:
                     location = (*location, k)
                 raise where.error(location, f"{exc.message} (an expression over the graph's names)") from None
+
+
+def _computed(spec: ExerciseSpec, program: Program) -> tuple[str, ...]:
+    """The names the exercise computes: its graph's, or those its returns take from the reference's
+    function (which says what it computes only when it runs: reference.py checks them then)."""
+    if spec.graph is not None:
+        return program.defined
+    named = [ret.value if ret.value is not None else (ret.grad or ret.vjp).of for ret in spec.returns]  # type: ignore[union-attr]
+    return tuple(dict.fromkeys(n for n in named if n not in spec.inputs))
 
 
 def _check_files(spec: ExerciseSpec, where: _Where, authoring: bool) -> None:
@@ -540,6 +602,13 @@ def _check_files(spec: ExerciseSpec, where: _Where, authoring: bool) -> None:
             raise where.error(
                 ("wrong", i, "file"), f"file '{wrong.file}' does not exist beside {where.path.name}"
             )
+    if spec.reference_file is not None:  # grading needs it too: it computes the expected values
+        reference = (folder / spec.reference_file).resolve()
+        if not reference.is_relative_to(folder.resolve()):
+            raise where.error(("reference",), f"'{spec.reference_file}' is not inside the exercise's folder")
+        if not reference.is_file():
+            message = f"file '{spec.reference_file}' does not exist beside {where.path.name}"
+            raise where.error(("reference",), message)
     support_names: set[str] = set()
     for i, relative in enumerate(spec.support):
         support = (folder / relative).resolve()

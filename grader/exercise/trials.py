@@ -60,6 +60,8 @@ def make_trial(exercise: Exercise, seed: int, index: int) -> Trial:
         name: _draw(spec, exercise.shape(name, sizes), sizes, rng)
         for name, spec in exercise.spec.inputs.items()
     }
+    for name in exercise.sizes_handed:  # the student gets these sizes as Python ints
+        inputs[name] = np.array(sizes[name], dtype=np.int64)
     for array in inputs.values():
         array.flags.writeable = False  # the reference's inputs must stay pristine
     return Trial(index=index, sizes=sizes, inputs=inputs)

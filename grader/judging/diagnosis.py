@@ -144,7 +144,7 @@ def _declared(exercise: Exercise, references: References) -> list[tuple[str, Mis
     from grader.exercise.reference import reference_returns
     from grader.judging.mistakes import Mistake
 
-    known = [*exercise.spec.inputs, *exercise.spec.sizes, *exercise.program.defined]
+    known = [*exercise.spec.inputs, *exercise.spec.sizes, *exercise.computed]
     declared = []
     for misconception in exercise.spec.misconceptions:
         ret = misconception.return_

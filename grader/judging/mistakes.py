@@ -144,8 +144,10 @@ def _output_slips(exercise: Exercise) -> list[OutputSlip]:
 
 
 def _scaled_by(size: str, power: int) -> Change:
-    def change(trial: Trial, expected: np.ndarray) -> np.ndarray:
-        return expected * float(trial.sizes[size]) ** power
+    def change(trial: Trial, expected: np.ndarray) -> np.ndarray | None:
+        factor = float(trial.sizes[size])
+        # a size that may be 0 (a padding) scales nothing: 1/0 is no mistake anyone makes
+        return None if factor == 0 else expected * factor**power
 
     return change
 

@@ -300,9 +300,12 @@ class RunningWorker:
             "inputs_as": self._inputs_as,
             # Inputs handed out otherwise than as float64 numpy arrays: name -> {type, dtype}.
             "handed": {
-                name: {"type": s.type, "dtype": s.dtype}
-                for name, s in spec.inputs.items()
-                if (s.type, s.dtype) != ("numpy", "float64")
+                **{
+                    name: {"type": s.type, "dtype": s.dtype}
+                    for name, s in spec.inputs.items()
+                    if (s.type, s.dtype) != ("numpy", "float64")
+                },
+                **{name: {"type": "python", "dtype": "float64"} for name in self._exercise.sizes_handed},
             },
             "seed": self._seed,
             "limits": {

@@ -4,7 +4,7 @@ Only the attack is here: the test puts a correct graph2 before it.
 """
 import glob, os
 found = []
-for pattern in ("/work/*/exercises/graph2/solution.py", "/tmp/*/exercises/graph2/solution.py",
+for pattern in ("/work/*/exercises/graph2/solution.py", "/work/*/exercises/*/graph2/solution.py", "/tmp/*/exercises/graph2/solution.py",
                 "/tmp/**/graph2/solution.py", "/autograder/source/exercises/*/solution.py"):
     for path in glob.glob(pattern, recursive=True):
         try:

@@ -23,8 +23,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests/, for t
 
 from test_corpus import (
     OTHER_TRIALS,
+    ROOT,
     Variant,
     corpus_exercises,
+    exercise_folder,
     grade_variants,
     load_manifest,
     problems,
@@ -157,7 +159,7 @@ def _contradiction(variant: Variant, found: list[str], model: ResultOut, trials:
     lines = [f"! {variant.exercise}/{variant.file} ({variant.kind}, {variant.precision}): {variant.note}"]
     lines += [f"    {text}" for text in found]
     lines.append(
-        f"    replay: .venv/bin/grader check exercises/{variant.exercise} "
+        f"    replay: .venv/bin/grader check {exercise_folder(variant.exercise).relative_to(ROOT)} "
         f"tests/corpus/{variant.exercise}/{variant.file} --seed {model.seed} --trials {trials}"
     )
     for r in model.returns:

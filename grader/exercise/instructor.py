@@ -1,0 +1,86 @@
+"""The escape hatch for what the graph language cannot say: `reference: reference.py:function`.
+
+The instructor's torch function is loaded from the exercise's folder and called with the inputs and sizes
+its parameters name: float inputs as float64 tensors (those differentiated require grad), integer inputs
+as int64 tensors, sizes as Python ints. It returns a dict of named tensors, which the returns name as
+they would the graph's values. It runs where the graph runs: under vmap over the trials of one size
+(falling back to one trial at a time where vmap cannot batch it, as when it calls `.item()` or numpy),
+under the Monte Carlo rounding mode, and differentiated by autograd. It is the instructor's code, trusted
+as the exercise's YAML is; it never runs beside a student's.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import inspect
+from collections.abc import Callable, Mapping
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from grader.errors import GraderError
+from grader.exercise.spec import SPEC_FILE, Exercise
+
+
+class InstructorReferenceError(GraderError):
+    """The exercise's reference function cannot be loaded or called, or returns something unusable."""
+
+
+def reference_values(exercise: Exercise, env: Mapping[str, Any]) -> dict[str, Any]:
+    """`env` (inputs and sizes) with the reference function's values added; unchanged without one."""
+    if exercise.spec.reference is None:
+        return dict(env)
+    function = _function(exercise)
+    parameters = inspect.signature(function).parameters
+    kwargs = {name: env[name] for name in parameters if name in env}
+    computed = function(**kwargs)
+    where = f"{exercise.root / SPEC_FILE}: reference {exercise.spec.reference}"
+    if not isinstance(computed, Mapping) or not all(isinstance(k, str) for k in computed):
+        raise InstructorReferenceError(
+            f"{where} returned {type(computed).__name__}; it must return a dict of named values, "
+            "such as {'out': out, 'loss': loss}, which the returns name"
+        )
+    missing = [name for name in exercise.computed if name not in computed]
+    if missing:
+        raise InstructorReferenceError(
+            f"{where} returned {sorted(computed)}, without {missing}, which the returns name; "
+            "return every value the returns take"
+        )
+    return {**env, **computed}
+
+
+def _function(exercise: Exercise) -> Callable[..., Any]:
+    assert exercise.spec.reference_file is not None and exercise.spec.reference_function is not None
+    path = exercise.path_of(exercise.spec.reference_file)
+    function = _load(path, path.stat().st_mtime_ns, exercise.spec.reference_function)
+    known = {*exercise.spec.inputs, *exercise.spec.sizes}
+    for name, parameter in inspect.signature(function).parameters.items():
+        if name not in known and parameter.default is inspect.Parameter.empty:
+            raise InstructorReferenceError(
+                f"{exercise.root / SPEC_FILE}: reference {exercise.spec.reference}: its parameter '{name}' "
+                f"is neither an input nor a size (they are {', '.join(sorted(known))}); name it after one, "
+                "or give it a default"
+            )
+    return function
+
+
+@cache
+def _load(path: Path, _mtime: int, name: str) -> Callable[..., Any]:
+    """The function, the module run once per version of the file (the key holds its mtime)."""
+    spec = importlib.util.spec_from_file_location(f"_grader_reference_{abs(hash((path, _mtime)))}", path)
+    if spec is None or spec.loader is None:
+        raise InstructorReferenceError(f"{path}: cannot be loaded as a Python module")
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:
+        raise InstructorReferenceError(f"{path}: fails on import: {type(exc).__name__}: {exc}") from exc
+    function = getattr(module, name, None)
+    if not callable(function):
+        defined = sorted(
+            n for n, v in vars(module).items() if inspect.isfunction(v) and not n.startswith("_")
+        )
+        raise InstructorReferenceError(
+            f"{path}: defines no function '{name}' (it defines {', '.join(defined) or 'none'})"
+        )
+    return function  # type: ignore[no-any-return]
