@@ -46,7 +46,11 @@ def _parser() -> argparse.ArgumentParser:
         )
 
     check = commands.add_parser("check", help="grade one file against one exercise (students)")
-    check.add_argument("exercise", type=Path, help="exercise folder (holding exercise.yaml)")
+    check.add_argument(
+        "exercise",
+        type=Path,
+        help="exercise folder (holding exercise.yaml), or a folder of them: every exercise the file defines",
+    )
     check.add_argument("file", type=Path, help="your .py file (or a folder of .py files)")
     common(check)
     check.add_argument("--trial", type=_non_negative, help="run only this trial (to replay a failure)")
@@ -181,10 +185,12 @@ def _check(args: argparse.Namespace, console: Console, errors: Console) -> int:
     from grader.report.json_report import to_json_line
     from grader.report.terminal import render_case, render_result
 
+    replay = args.command == "repro"
+    if not replay and args.trial is None and not (args.exercise / SPEC_FILE).is_file():
+        return _check_library(args, console, errors)
     exercise = load_exercise(args.exercise, authoring=False)
     _warn_if_reduced(errors)
     submission = submission_from_path(args.file, exercise.spec.entry)
-    replay = args.command == "repro"
     result = grade(exercise, submission, args.seed, None if replay else args.trials, only_trial=args.trial)
     if args.json:
         print(to_json_line(result))
@@ -193,6 +199,37 @@ def _check(args: argparse.Namespace, console: Console, errors: Console) -> int:
         if replay:
             render_case(console, result, make_trial(exercise, args.seed, args.trial))
     return int(ExitCode.ALL_PASS if result.passed else ExitCode.SOME_FAILED)
+
+
+def _check_library(args: argparse.Namespace, console: Console, errors: Console) -> int:
+    """`grader check exercises/cs231n/a2 layers.py`: every exercise of a folder whose entry the file
+    defines, as a student hands in a whole layers.py."""
+    from grader.grading import grade
+    from grader.handin.discover import may_define, submission_from_path
+    from grader.report.json_report import to_json_line
+    from grader.report.terminal import render_result
+
+    exercises, broken = _load_all(args.exercise, errors)
+    _warn_if_reduced(errors)
+    handed = [(e, submission_from_path(args.file, e.spec.entry)) for e in exercises]
+    handed = [(e, s) for e, s in handed if may_define(s, e.spec.entry)]
+    if not handed:
+        entries = ", ".join(sorted({e.spec.entry for e in exercises}))
+        raise UsageError(
+            f"{args.file}: defines none of the functions the {len(exercises)} exercises under "
+            f"{args.exercise} grade ({entries}); name your functions as the assignment does"
+        )
+    passed = True
+    for exercise, submission in handed:
+        result = grade(exercise, submission, args.seed, args.trials)
+        passed = passed and result.passed
+        if args.json:
+            print(to_json_line(result), flush=True)
+        else:
+            render_result(console, result, args.show_output)
+    if broken:
+        return int(ExitCode.USAGE_OR_SPEC)
+    return int(ExitCode.ALL_PASS if passed else ExitCode.SOME_FAILED)
 
 
 def _load_all(

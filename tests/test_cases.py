@@ -52,15 +52,15 @@ def _cases() -> list[Any]:
         if not wrong:
             cases.append(
                 pytest.param(
-                    folder.name,
+                    exercise_id,
                     None,
-                    id=f"{folder.name}-wrong",
-                    marks=pytest.mark.skip(reason=f"{folder.name} has no known-wrong solutions yet"),
+                    id=f"{exercise_id}-wrong",
+                    marks=pytest.mark.skip(reason=f"{exercise_id} has no known-wrong solutions yet"),
                 )
             )
         for entry in wrong:
             file = entry.get("file", "?") if isinstance(entry, dict) else "?"
-            cases.append(pytest.param(folder.name, file, id=f"{folder.name}-{file}"))
+            cases.append(pytest.param(exercise_id, file, id=f"{exercise_id}-{file}"))
     return cases
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+import textwrap
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -434,3 +435,22 @@ def test_the_readme_tutorial_part_2_validates_as_written(run_grader: Run, work: 
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "ok   known-wrong wrong/out_cache.py" in proc.stdout
     assert "defines leaky_relu_forward(x, param), leaky_relu_backward(dout, cache)" in proc.stdout
+
+
+def test_check_on_a_course_folder_grades_every_exercise_the_file_defines(run_grader: Run, work: Path) -> None:
+    """A student hands in a whole layers.py: each function the course's folder grades is found by name."""
+    course = work / "course"
+    copy_exercise(course / "a1" / "graph2")
+    copy_exercise(course / "a2" / "reciprocal", source=exercise_folder("reciprocal"))
+    copy_exercise(course / "a2" / "graph1", source=exercise_folder("graph1"))
+    hand_in = work / "layers.py"
+    reciprocal = (exercise_folder("reciprocal") / "solution.py").read_text()
+    hand_in.write_text(textwrap.dedent(CORRECT_GRAPH2) + "\n\n" + reciprocal, encoding="utf-8")
+    proc = run_grader("check", course, hand_in, "--trials", "10", "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(line["exercise"] for line in json_lines(proc.stdout)) == ["graph2", "reciprocal"]
+    nothing = write_source(work / "other.py", "def unrelated():\n    return 1\n")
+    refused = run_grader("check", course, nothing, "--trials", "10")
+    assert refused.returncode == 2
+    assert "defines none of the functions the 3 exercises under" in refused.stderr
+    assert "graph1, graph2, reciprocal" in refused.stderr
