@@ -81,7 +81,60 @@ FUNCTIONS: Mapping[str, Signature] = {
     "permute": _sig(
         doc="permute(x, dims): permute(x, (0, 2, 1)) or permute(x, 0, 2, 1)", positional=(2, None)
     ),
+    "conv1d": _sig(
+        "b",
+        "stride",
+        "padding",
+        doc="conv1d(x, w, b=None, stride=1, padding=0): x (N, C, L), w (F, C, K), b (F,); a "
+        "cross-correlation as F.conv1d's, out (N, F, (L + 2 * padding - K) // stride + 1)",
+        positional=(2, 5),
+    ),
+    "conv2d": _sig(
+        "b",
+        "stride",
+        "padding",
+        doc="conv2d(x, w, b=None, stride=1, padding=0): x (N, C, H, W), w (F, C, HH, WW), b (F,); stride and "
+        "padding an int or a pair (rows, columns); a cross-correlation as F.conv2d's",
+        positional=(2, 5),
+    ),
+    **{
+        f"{kind}_pool{d}d": _sig(
+            "stride",
+            doc=f"{kind}_pool{d}d(x, kernel, stride=None): x (N, C, {'L' if d == 1 else 'H, W'}), kernel "
+            f"{'an int' if d == 1 else 'an int or a pair'}, stride the kernel's unless given; no padding",
+            positional=(2, 3),
+        )
+        for kind in ("max", "avg")
+        for d in (1, 2)
+    },
+    "einsum": _sig(
+        doc="einsum(equation, a, b, ...): the equation a string constant, einsum('nij,njk->nik', a, b)",
+        positional=(2, None),
+    ),
+    "gather": _sig(
+        doc="gather(x, dim, index): index an integer tensor; out[i][j] = x[index[i][j]][j] for dim=0",
+        positional=(3, 3),
+    ),
+    "index_select": _sig(
+        doc="index_select(x, dim, index): the slices of x along dim at an integer vector index",
+        positional=(3, 3),
+    ),
+    "embedding": _sig(
+        doc="embedding(index, weight): rows of weight (V, D) picked by an integer tensor index of any shape, "
+        "out index.shape + (D,); repeated indices add up in weight's gradient",
+        positional=(2, 2),
+    ),
+    "layer_norm": _sig(
+        "dims",
+        "eps",
+        doc="layer_norm(x, dims=1, eps=1e-5): (x - mean) / sqrt(var + eps) over the last `dims` axes, var "
+        "biased (dividing by their size); no gamma or beta: write gamma * layer_norm(x) + beta",
+        positional=(1, 2),
+    ),
 }
+
+# Characters of an einsum equation: subscripts, the operands' commas, the arrow and the ellipsis.
+_EINSUM_CHARACTERS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ,.-> ")
 
 
 # Functions added after graphs used their names for values (batch normalisation's `var = mean(xc * xc)`):
@@ -116,6 +169,28 @@ def _implementations() -> Mapping[str, Callable[..., Value]]:
             return x
         return torch.as_tensor(x, dtype=other.dtype)
 
+    def as_index(index: Value, function: str) -> torch.Tensor:
+        if isinstance(index, torch.Tensor) and index.is_floating_point():
+            raise TypeError(
+                f"{function}()'s index is a {str(index.dtype).removeprefix('torch.')} tensor, but indices "
+                "must be integers: an input with dist: integer, arange(n), or a tuple of ints"
+            )
+        return torch.as_tensor(index, dtype=torch.int64)
+
+    def layer_norm(x: torch.Tensor, dims: int = 1, eps: Value = 1e-5) -> torch.Tensor:
+        if not isinstance(dims, int) or not 1 <= dims <= x.dim():
+            raise ValueError(
+                f"layer_norm(x, dims={dims!r}): dims counts the last axes to normalise over, from 1 to "
+                f"x's {x.dim()} axes"
+            )
+        # Written out rather than F.layer_norm: the Monte Carlo rounding then perturbs the mean, the
+        # centring and the variance one by one, as a student's float32 (x - mu) / sqrt(var + eps) rounds
+        # them; native_layer_norm would be one opaque result, its cancellation x - mu unseen.
+        axes = tuple(range(-dims, 0))
+        centred = x - x.mean(dim=axes, keepdim=True)
+        variance = (centred * centred).mean(dim=axes, keepdim=True)
+        return centred / torch.sqrt(variance + eps)
+
     table: dict[str, Callable[..., Value]] = {
         "sum": reduce(torch.sum),
         "mean": reduce(torch.mean),
@@ -139,6 +214,17 @@ def _implementations() -> Mapping[str, Callable[..., Value]]:
         "std": spread(torch.std),
         "cumsum": lambda x, dim=0: torch.cumsum(x, dim=dim),
         "permute": lambda x, *dims: x.permute(*dims),
+        "conv1d": lambda x, w, b=None, stride=1, padding=0: F.conv1d(x, w, b, stride=stride, padding=padding),
+        "conv2d": lambda x, w, b=None, stride=1, padding=0: F.conv2d(x, w, b, stride=stride, padding=padding),
+        "max_pool1d": lambda x, kernel, stride=None: F.max_pool1d(x, kernel, stride),
+        "max_pool2d": lambda x, kernel, stride=None: F.max_pool2d(x, kernel, stride),
+        "avg_pool1d": lambda x, kernel, stride=None: F.avg_pool1d(x, kernel, stride),
+        "avg_pool2d": lambda x, kernel, stride=None: F.avg_pool2d(x, kernel, stride),
+        "einsum": lambda equation, *operands: torch.einsum(equation, *operands),
+        "gather": lambda x, dim, index: torch.gather(x, dim, as_index(index, "gather")),
+        "index_select": lambda x, dim, index: torch.index_select(x, dim, as_index(index, "index_select")),
+        "embedding": lambda index, weight: F.embedding(as_index(index, "embedding"), weight),
+        "layer_norm": layer_norm,
     }
     for name in FUNCTIONS:
         if name not in table:
@@ -210,7 +296,10 @@ def _check(node: ast.AST, names: set[str]) -> None:
     match node:
         case ast.Constant(value=value):
             if not isinstance(value, int | float):  # bool is an int: keepdim=True
-                raise GraphError(line, f"only numeric constants and True/False are allowed, not {value!r}")
+                where = " (a string only as einsum's equation)" if isinstance(value, str) else ""
+                raise GraphError(
+                    line, f"only numeric constants and True/False are allowed{where}, not {value!r}"
+                )
         case ast.Name(id=name):
             if name not in names:
                 hint = " (functions must be called)" if name in FUNCTIONS else _did_you_mean(name, names)
@@ -259,12 +348,44 @@ def _check(node: ast.AST, names: set[str]) -> None:
                 wanted = f"{least}" if least == most else f"{least}-{most}" if most else f"at least {least}"
                 usage, given = FUNCTIONS[func.id].doc, len(args)
                 raise GraphError(line, f"{func.id}() takes {wanted} arguments, not {given}: {usage}")
+            if any(isinstance(arg, ast.Starred) for arg in args):
+                raise GraphError(line, "*args is not allowed")
+            if func.id == "einsum":
+                _check_einsum(args[0], len(args) - 1, line)
+                args = args[1:]
             for arg in args:
-                if isinstance(arg, ast.Starred):
-                    raise GraphError(line, "*args is not allowed")
                 _check(arg, names)
         case _:
             raise GraphError(line, f"{type(node).__name__} expressions are not part of the graph language")
+
+
+def _check_einsum(equation: ast.expr, operands: int, line: int) -> None:
+    example = "such as einsum('ij,jk->ik', a, b)"
+    if not (isinstance(equation, ast.Constant) and isinstance(equation.value, str)):
+        raise GraphError(
+            line,
+            f"einsum()'s first argument must be its equation as a string constant, not "
+            f"`{ast.unparse(equation)}`: {example}",
+        )
+    text = equation.value
+    odd = sorted(set(text) - _EINSUM_CHARACTERS)
+    inputs, _, output = text.partition("->")
+    if odd or any(c in part for c in "->" for part in (inputs, output)):
+        found = f" ({', '.join(map(repr, odd))} not allowed)" if odd else ""
+        raise GraphError(
+            line,
+            f"einsum equation {text!r} is not one{found}: letters for the axes, a comma between operands, "
+            f"at most one '->' before the output's letters, '...' for the remaining axes; {example}",
+        )
+    if any(part.replace("...", "").count(".") for part in (inputs, output)):
+        raise GraphError(line, f"einsum equation {text!r}: a '.' must be part of an ellipsis '...'")
+    terms = inputs.count(",") + 1
+    if terms != operands:
+        raise GraphError(
+            line,
+            f"einsum equation {text!r} names {terms} operand{'s' * (terms != 1)}, but {operands} "
+            f"{'is' if operands == 1 else 'are'} given; give one tensor per comma-separated term",
+        )
 
 
 def _did_you_mean(name: str, candidates: Iterable[str]) -> str:

@@ -110,17 +110,29 @@ def _tensor(array: np.ndarray) -> torch.Tensor:
     return tensor if tensor.dtype == torch.int64 else tensor.to(torch.float64)
 
 
+# The graph's convolutions, poolings and index functions, as a TorchDispatchMode logs them under vmap and
+# in the per-trial loop alike, all sums of terms: the backward of an operation that picks values (max
+# pooling, gather, index_select, embedding) adds the gradients of every place that picked the same entry
+# (overlapping windows, repeated indices); the picking forwards themselves are exact and not listed.
+# einsum runs as bmm, mul and sum, layer_norm as mean, sub, mul, add, sqrt and div: listed below already.
+_SUMMING_LAYERS = frozenset(
+    "convolution convolution_backward avg_pool2d avg_pool2d_backward max_pool2d_with_indices_backward "
+    "scatter_add index_add embedding_dense_backward".split()
+)
 # Operations that round their result, seen at torch's dispatch level, forward and backward alike
 # (so `sigmoid_backward` rounds from the already-rounded sigmoid, as a student's s * (1 - s) does).
-_ROUNDING = frozenset(
-    "add sub rsub mul div true_divide pow exp exp2 log log2 log1p expm1 sqrt rsqrt reciprocal sin cos "
-    "tan tanh sigmoid sigmoid_backward tanh_backward softplus softplus_backward mm bmm addmm mv dot "
-    "matmul sum mean prod cumsum _softmax _log_softmax _softmax_backward_data "
-    "_log_softmax_backward_data logsumexp addcmul addcdiv lerp xlogy linalg_vector_norm".split()
+_ROUNDING = (
+    frozenset(
+        "add sub rsub mul div true_divide pow exp exp2 log log2 log1p expm1 sqrt rsqrt reciprocal sin cos "
+        "tan tanh sigmoid sigmoid_backward tanh_backward softplus softplus_backward mm bmm addmm mv dot "
+        "matmul sum mean prod cumsum _softmax _log_softmax _softmax_backward_data "
+        "_log_softmax_backward_data logsumexp addcmul addcdiv lerp xlogy linalg_vector_norm".split()
+    )
+    | _SUMMING_LAYERS
 )
 # Those whose rounding grows with their terms rather than their result (sums that may cancel): their
 # magnitude is the same operation over absolute values.
-_ACCUMULATING = frozenset("mm bmm addmm mv dot matmul sum mean cumsum".split())
+_ACCUMULATING = frozenset("mm bmm addmm mv dot matmul sum mean cumsum".split()) | _SUMMING_LAYERS
 
 
 class _RoundingNoise(TorchDispatchMode):  # type: ignore[no-untyped-call]
@@ -140,15 +152,29 @@ class _RoundingNoise(TorchDispatchMode):  # type: ignore[no-untyped-call]
         kwargs = kwargs or {}
         result = func(*args, **kwargs)
         name = func.overloadpacket.__name__
-        if name not in _ROUNDING or not isinstance(result, torch.Tensor) or not result.is_floating_point():
+        if name not in _ROUNDING or not any(_rounds(r) for r in _results(result)):
             return result
         if name in _ACCUMULATING:
-            absolute = [a.abs() if isinstance(a, torch.Tensor) and a.is_floating_point() else a for a in args]
-            magnitude = func(*absolute, **kwargs)
+            absolute = [a.abs() if _rounds(a) else a for a in args]
+            magnitudes = _results(func(*absolute, **kwargs))
         else:
-            magnitude = result.abs()
+            magnitudes = tuple(r.abs() if _rounds(r) else r for r in _results(result))
         # One sample number for every copy: the copies' values already differ (see _evaluate_group).
-        return _perturbed(result, magnitude, self.noise, 0)
+        perturbed = tuple(
+            _perturbed(r, m, self.noise, 0) if _rounds(r) else r
+            for r, m in zip(_results(result), magnitudes, strict=True)
+        )
+        return perturbed if isinstance(result, tuple | list) else perturbed[0]
+
+
+def _results(result: Any) -> tuple[Any, ...]:
+    """An operation's results as a tuple: convolution_backward returns (grad_input, grad_weight, grad_bias),
+    None for those not asked for."""
+    return tuple(result) if isinstance(result, tuple | list) else (result,)
+
+
+def _rounds(value: Any) -> bool:
+    return isinstance(value, torch.Tensor) and value.is_floating_point()
 
 
 def _perturbed(
