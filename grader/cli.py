@@ -183,7 +183,8 @@ def _check(args: argparse.Namespace, console: Console, errors: Console) -> int:
 
     exercise = load_exercise(args.exercise, authoring=False)
     _warn_if_reduced(errors)
-    submission = submission_from_path(args.file, exercise.spec.entry)
+    selection = exercise.spec.notebook.selection
+    submission = submission_from_path(args.file, exercise.spec.entry, notebook=selection)
     replay = args.command == "repro"
     result = grade(exercise, submission, args.seed, None if replay else args.trials, only_trial=args.trial)
     if args.json:
