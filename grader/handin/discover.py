@@ -97,7 +97,7 @@ def _runs_at_import(
     shown: int = 3,
 ) -> tuple[str, ...]:
     """Where the files the worker imports, in its order (up to the one defining `entry`), run code at
-    their top level (a check loop, a call, a print), as "hw.py line 12" or "hw.ipynb cell 3, line 2": it
+    their top level (a check loop, a call, a print), as "hw.py line 12" or "hw.ipynb cell 3 line 2": it
     runs once, before the trials. At most `shown` places."""
     places: list[str] = []
     for relative, tree in trees:
@@ -105,7 +105,7 @@ def _runs_at_import(
             if _does_work(node) and len(places) < shown:
                 notebook = converted.get(relative)
                 cell = notebook.locate(node.lineno) if notebook is not None else None
-                where = f"line {node.lineno}" if cell is None else f"cell {cell[0]}, line {cell[1]}"
+                where = f"line {node.lineno}" if cell is None else f"cell {cell[0]} line {cell[1]}"
                 places.append(f"{relative} {where}")
         if tree is not None and _binds(tree, entry):
             break

@@ -105,15 +105,15 @@ def notebook_note(use: NotebookUse) -> str:
     """What of the notebook was graded, in a line: the exercise's `notebook.cells` and what it left out."""
     if use.cells == "definitions":
         note = (
-            f"notebook graded by its definitions (imports, functions, classes, constants): "
-            f"{use.left_out} other top-level statements left out"
+            "notebook cells: definitions (the imports, functions, classes and constants of each code "
+            f"cell); {use.left_out} other top-level statements left out"
         )
     elif use.cells == "tagged":
-        note = f"notebook graded by its code cells tagged '{use.tag}': {use.left_out} others left out"
+        note = f"notebook cells: tagged '{use.tag}' (those code cells, whole); {use.left_out} others left out"
     else:
-        note = "notebook graded whole: every code cell ran"
+        note = "notebook cells: all (every code cell runs at import)"
     if use.skipped_imports:
-        note += f"; not imported, no such module here: {', '.join(use.skipped_imports)}"
+        note += f"; not imported (no such module here): {', '.join(use.skipped_imports)}"
     return note
 
 
