@@ -97,6 +97,10 @@ def test_lines_map_back_to_cells(tmp_path: Path) -> None:
         ("{not json", "not a readable notebook"),
         ('{"worksheets": []}', "no 'cells' list"),
         ('{"cells": [{"cell_type": "code", "source": 3}]}', "cell 1: 'source' is neither text"),
+        (
+            '{"cells": [{"cell_type": "code", "source": "x = 1  # \\ud800"}]}',
+            "cell 1: character 10 is a lone",
+        ),
     ],
 )
 def test_unreadable_notebooks_are_refused_with_the_reason(tmp_path: Path, text: str, expected: str) -> None:

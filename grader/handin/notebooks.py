@@ -113,6 +113,12 @@ def convert(content: bytes, path: Path, selection: Selection = ALL) -> Converted
         if selection.cells == "tagged" and selection.tag not in _tags(cell):
             left_out += 1
             continue
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:  # JSON's "\ud800" escapes a lone surrogate, which no file holds
+            raise NotebookError(
+                f"{path}: cell {index + 1}: character {exc.start + 1} is a lone surrogate, no text: remove it"
+            ) from None
         cell_lines = _python_lines(text)
         origin: tuple[int, ...] = ()
         if selection.cells == "definitions":
