@@ -244,7 +244,7 @@ def test_definitions_takes_statements_apart_where_they_share_lines(tmp_path: Pat
                 """
             ),
         ),
-        _cell("code", "def g():\n    return 1\ng()\n"),
+        _cell("code", "def g():\n    return 1\ng()\nG = g; PI = math.pi; R = random.random\n"),
     ]
     converted = _converted(tmp_path, cells, DEFINITIONS)
     lines = converted.source.splitlines()
@@ -263,7 +263,9 @@ def test_definitions_takes_statements_apart_where_they_share_lines(tmp_path: Pat
     assert "Y = undefined.attr" not in source  # reads a name nothing above declares
     assert "train = lambda x, lr=eps: x - lr" in lines
     assert "__main__" not in source and "g()" not in lines
-    assert converted.left_out == 4  # W = ..., Y = ..., the __main__ block, g()
+    assert "G = g" in lines and "PI = math.pi" in lines  # names the cells above declared
+    assert "R = random.random" not in lines
+    assert converted.left_out == 5  # W = ..., Y = ..., the __main__ block, g(), R = ...
     # every kept line still tells its cell and line, the guards' `except` lines their import's
     assert converted.locate(lines.index("DTYPE = math.pi") + 1) == (1, 7)
     assert converted.locate(lines.index("                  e)") + 1) == (1, 6)

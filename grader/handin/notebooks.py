@@ -101,6 +101,7 @@ def convert(content: bytes, path: Path, selection: Selection = ALL) -> Converted
     lines: list[str] = []
     spans: list[CellSpan] = []
     left_out = code_cells = 0
+    declared: set[str] = set()  # by the cells kept so far: what a constant may alias
     for index, cell in enumerate(cells):
         if not isinstance(cell, dict) or cell.get("cell_type") != "code":
             continue
@@ -122,7 +123,7 @@ def convert(content: bytes, path: Path, selection: Selection = ALL) -> Converted
         cell_lines = _python_lines(text)
         origin: tuple[int, ...] = ()
         if selection.cells == "definitions":
-            cell_lines, origin, dropped = _definitions(cell_lines, index + 1)
+            cell_lines, origin, dropped = _definitions(cell_lines, index + 1, declared)
             left_out += dropped
             if not cell_lines:
                 continue
@@ -182,9 +183,9 @@ def _python_lines(text: str) -> list[str]:
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom, ast.Pass)
 
 
-def _definitions(lines: list[str], cell: int) -> tuple[list[str], tuple[int, ...], int]:
+def _definitions(lines: list[str], cell: int, bound: set[str]) -> tuple[list[str], tuple[int, ...], int]:
     """The cell's top-level definitions, as lines; the cell's line each comes from; how many top-level
-    statements were left out.
+    statements were left out. `bound`, the names the cells above declared, gains this cell's.
 
     A cell that does not parse is kept whole: its SyntaxError, told by cell and line, is the student's to
     see, as in `all`. Each kept import is guarded (_guarded).
@@ -196,7 +197,6 @@ def _definitions(lines: list[str], cell: int) -> tuple[list[str], tuple[int, ...
     encoded = [line.encode("utf-8") for line in lines]  # ast's columns count UTF-8 bytes
     kept: list[str] = []
     origin: list[int] = []
-    bound: set[str] = set()
     left_out = 0
     for node in tree.body:
         if not _declares(node, bound):
