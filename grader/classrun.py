@@ -64,7 +64,10 @@ def plan(
         for name, path in students:
             submission: Submission | None
             try:
-                submission, problem = submission_from_path(path, exercise.spec.entry, name), ""
+                submission, problem = (
+                    submission_from_path(path, exercise.spec.entry, name, exercise.spec.notebook.selection),
+                    "",
+                )
             except GraderError as exc:  # this student's hand-in is unusable; the others are still graded
                 submission, problem = None, str(exc)
             except Exception as exc:  # anything else in reading it is still this student's alone

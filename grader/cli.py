@@ -190,7 +190,8 @@ def _check(args: argparse.Namespace, console: Console, errors: Console) -> int:
         return _check_library(args, console, errors)
     exercise = load_exercise(args.exercise, authoring=False)
     _warn_if_reduced(errors)
-    submission = submission_from_path(args.file, exercise.spec.entry)
+    cells = exercise.spec.notebook.selection
+    submission = submission_from_path(args.file, exercise.spec.entry, notebook=cells)
     result = grade(exercise, submission, args.seed, None if replay else args.trials, only_trial=args.trial)
     if args.json:
         print(to_json_line(result))
@@ -211,7 +212,10 @@ def _check_library(args: argparse.Namespace, console: Console, errors: Console) 
 
     exercises, broken = _load_all(args.exercise, errors)
     _warn_if_reduced(errors)
-    handed = [(e, submission_from_path(args.file, e.spec.entry)) for e in exercises]
+    handed = [
+        (e, submission_from_path(args.file, e.spec.entry, notebook=e.spec.notebook.selection))
+        for e in exercises
+    ]
     handed = [(e, s) for e, s in handed if may_define(s, e.spec.entry)]
     if not handed:
         entries = ", ".join(sorted({e.spec.entry for e in exercises}))

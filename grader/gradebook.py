@@ -31,7 +31,7 @@ from grader.exercise.spec import SPEC_FILE, Exercise
 from grader.handin.prepare import Submission
 from grader.judging.compare import EntryError
 from grader.outcomes import Failure, FailureKind, Verdict
-from grader.results import FailingCase, ReturnResult, SubmissionResult
+from grader.results import FailingCase, NotebookUse, ReturnResult, SubmissionResult
 
 DEFAULT_NAME = "grader-gradebook.sqlite"
 _SCHEMA = """
@@ -222,8 +222,15 @@ def decode(text: str) -> SubmissionResult:
             "error": _error(data["error"]),
             "first_trial_error": _error(data["first_trial_error"]),
             "runs_at_import": tuple(data.get("runs_at_import", ())),
+            "notebook": _notebook(data.get("notebook")),
         }
     )
+
+
+def _notebook(data: dict[str, Any] | None) -> NotebookUse | None:
+    if data is None:
+        return None
+    return NotebookUse(**{**data, "skipped_imports": tuple(data.get("skipped_imports", ()))})
 
 
 def _error(data: dict[str, Any] | None) -> Failure | None:

@@ -44,6 +44,16 @@ class ReturnResult:
 
 
 @dataclass(frozen=True)
+class NotebookUse:
+    """How a hand-in's notebooks were graded: the exercise's `notebook.cells`, and what it left out."""
+
+    cells: str  # all, definitions or tagged
+    tag: str = ""  # for tagged: the tag the cells kept carry
+    left_out: int = 0  # not run: top-level statements (definitions) or code cells (tagged)
+    skipped_imports: tuple[str, ...] = ()  # kept imports of missing modules: "import x (cell 2, line 1)"
+
+
+@dataclass(frozen=True)
 class SubmissionResult:
     exercise: str
     exercise_dir: str
@@ -61,6 +71,7 @@ class SubmissionResult:
     only_trial: int | None = None
     import_seconds: float = 0.0  # how long importing the hand-in took
     runs_at_import: tuple[str, ...] = ()  # where its files run code at their top level ("hw.py line 12")
+    notebook: NotebookUse | None = None  # None: no notebook handed in
 
     @property
     def score(self) -> float:

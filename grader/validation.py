@@ -95,7 +95,9 @@ def validate(
 
 
 def _grade_file(exercise: Exercise, relative: str, seed: int, references: References) -> SubmissionResult:
-    submission = submission_from_path(exercise.path_of(relative), exercise.spec.entry)
+    submission = submission_from_path(
+        exercise.path_of(relative), exercise.spec.entry, notebook=exercise.spec.notebook.selection
+    )
     return grade(exercise, submission, seed, references=references)
 
 
@@ -109,7 +111,9 @@ def grade_float32_variant(exercise: Exercise, relative: str, seed: int, trial_co
         replace(t, inputs={n: _float32_rounded(a) for n, a in t.inputs.items()})
         for t in make_trials(exercise, seed, trial_count)
     ]
-    submission = submission_from_path(exercise.path_of(relative), exercise.spec.entry)
+    submission = submission_from_path(
+        exercise.path_of(relative), exercise.spec.entry, notebook=exercise.spec.notebook.selection
+    )
     references = compute_references(exercise, trials)
     return grade(exercise, submission, seed, references=references, inputs_as="float32")
 

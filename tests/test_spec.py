@@ -9,6 +9,7 @@ from conftest import GRAPH2, copy_exercise, line_of, without_top_level_block
 
 from grader.errors import ExitCode, SpecError
 from grader.exercise.spec import Exercise, discover_exercises, load_exercise
+from grader.handin import notebooks
 
 
 def test_graph2_loads_with_its_declared_contents(graph2: Exercise) -> None:
@@ -316,3 +317,45 @@ def test_missing_spec_file(tmp_path: Path) -> None:
         load_exercise(tmp_path)
     assert info.value.path == tmp_path / "exercise.yaml"
     assert "exercise.yaml" in str(info.value)
+
+
+def _notebook_spec_error(tmp_path: Path, block: str) -> tuple[Path, str, SpecError]:
+    folder = copy_exercise(tmp_path / "ex", append=block)
+    path = folder / "exercise.yaml"
+    with pytest.raises(SpecError) as info:
+        load_exercise(folder)
+    return path, path.read_text(encoding="utf-8"), info.value
+
+
+def test_notebook_modes_load_with_all_as_the_default(tmp_path: Path, graph2: Exercise) -> None:
+    assert graph2.spec.notebook.selection == notebooks.Selection("all", "grade")
+    tagged = load_exercise(
+        copy_exercise(tmp_path / "ex", append="notebook: {cells: tagged, tag: autograde}\n")
+    )
+    assert tagged.spec.notebook.selection == notebooks.Selection("tagged", "autograde")
+    plain = load_exercise(copy_exercise(tmp_path / "ex2", append="notebook:\n  cells: tagged\n"))
+    assert plain.spec.notebook.selection == notebooks.Selection("tagged", "grade")
+
+
+def test_unknown_notebook_mode_names_the_modes(tmp_path: Path) -> None:
+    path, text, error = _notebook_spec_error(tmp_path, "notebook:\n  cells: defs\n")
+    assert (error.path, error.line, error.field) == (path, line_of(text, "cells: defs"), "notebook.cells")
+    assert "'all', 'definitions' or 'tagged'" in error.message and "'defs'" in error.message
+
+
+def test_a_tag_without_tagged_says_how_to_fix_it(tmp_path: Path) -> None:
+    path, text, error = _notebook_spec_error(tmp_path, "notebook:\n  cells: definitions\n  tag: grade\n")
+    assert (error.path, error.line, error.field) == (path, line_of(text, "notebook:"), "notebook")
+    assert (
+        error.message
+        == "'tag' only goes with cells 'tagged', not 'definitions': remove tag, or set cells: tagged"
+    )
+    _, _, error = _notebook_spec_error(tmp_path / "default", "notebook: {tag: grade}\n")
+    assert "not 'all'" in error.message
+    assert str(error).startswith(f"{tmp_path / 'default' / 'ex' / 'exercise.yaml'}:")
+
+
+def test_unknown_notebook_field_lists_the_notebook_fields(tmp_path: Path) -> None:
+    _, text, error = _notebook_spec_error(tmp_path, "notebook: {cells: tagged, tags: [grade]}\n")
+    assert (error.line, error.field) == (line_of(text, "notebook:"), "notebook.tags")
+    assert error.message == "unknown field 'tags'; known fields: cells, tag"

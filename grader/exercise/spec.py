@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from grader.errors import SpecError
 from grader.exercise.graph import GraphError, Program, evaluate_size_expression, parse, size_expression_names
+from grader.handin import notebooks
 from grader.outcomes import Verdict
 
 SPEC_FILE = "exercise.yaml"
@@ -161,6 +162,31 @@ class Limits(_Model):
         return max(FIRST_CALL_SECONDS, self.trial_seconds)
 
 
+class NotebookSpec(_Model):
+    """What of a notebook hand-in is graded (grader/handin/notebooks.py); a .py hand-in is graded whole.
+
+    `all` (the default) runs every code cell at import, as Jupyter would; `definitions` keeps only the
+    imports, functions, classes and constants of each cell, for notebooks full of try-out calls,
+    downloads and plots; `tagged` keeps only the code cells whose metadata tags hold `tag` ("grade" by
+    default), whole.
+    """
+
+    cells: notebooks.Cells = "all"
+    tag: str | None = Field(default=None, min_length=1, max_length=200)
+
+    @model_validator(mode="after")
+    def _tag_goes_with_tagged(self) -> NotebookSpec:
+        if self.tag is not None and self.cells != "tagged":
+            raise ValueError(
+                f"'tag' only goes with cells 'tagged', not '{self.cells}': remove tag, or set cells: tagged"
+            )
+        return self
+
+    @property
+    def selection(self) -> notebooks.Selection:
+        return notebooks.Selection(self.cells, self.tag or notebooks.DEFAULT_TAG)
+
+
 class WrongSolution(_Model):
     file: str
     mistake: str
@@ -239,6 +265,7 @@ class ExerciseSpec(_Model):
     misconceptions: tuple[Misconception, ...] = ()
     support: tuple[str, ...] = ()  # files or folders beside exercise.yaml that submissions may import
     limits: Limits = Limits()
+    notebook: NotebookSpec = NotebookSpec()
 
     @model_validator(mode="after")
     def _graph_or_reference(self) -> ExerciseSpec:
@@ -700,6 +727,7 @@ def _model_at(location: tuple[Any, ...]) -> type[BaseModel] | None:
     models: dict[tuple[Any, ...], type[BaseModel]] = {
         (): ExerciseSpec,
         ("limits",): Limits,
+        ("notebook",): NotebookSpec,
         ("returns", "#"): ReturnSpec,
         ("returns", "#", "grad"): GradSpec,
         ("returns", "#", "vjp"): VjpSpec,

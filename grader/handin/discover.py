@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 import os
 import stat
+from collections.abc import Mapping
 from pathlib import Path
 
 from grader.errors import UsageError
@@ -18,9 +19,13 @@ from grader.handin.prepare import Submission
 SUFFIXES = (".py", notebooks.SUFFIX)
 
 
-def submission_from_path(path: Path, entry: str, name: str | None = None) -> Submission:
+def submission_from_path(
+    path: Path, entry: str, name: str | None = None, notebook: notebooks.Selection = notebooks.ALL
+) -> Submission:
     """A file is a submission on its own; a folder's .py and .ipynb files are, the one defining `entry` first.
 
+    Notebooks are read as the exercise's `notebook` selection makes them: the entry is looked for, and
+    code at import found, in what will run.
     What cannot be graded is a UsageError naming it, before anything runs: a link or special file, a file
     too large, a notebook that is not one (NotebookError).
     """
@@ -38,15 +43,19 @@ def submission_from_path(path: Path, entry: str, name: str | None = None) -> Sub
             raise UsageError(f"{path}: a submission is {kinds}, not '{path.suffix}'")
         root, relatives, default_name = path.parent.resolve(), [path.name], path.stem
     contents = {relative: files.read(root, relative) for relative in relatives}
-    trees = {relative: _parsed(root / relative, contents[relative]) for relative in relatives}
+    parsed = {relative: _parsed(root / relative, contents[relative], notebook) for relative in relatives}
+    trees = {relative: tree for relative, (tree, _) in parsed.items()}
     defining = [f for f in relatives if (tree := trees[f]) is not None and _binds(tree, entry)]
     ordered = defining + [f for f in relatives if f not in defining]
+    converted = {f: c for f, (_, c) in parsed.items() if c is not None}
     return Submission(
         name=name or default_name,
         root=root,
         files=tuple(ordered),
         contents=tuple(contents[f] for f in ordered),
-        runs_at_import=_runs_at_import([(f, trees[f]) for f in ordered], entry),
+        runs_at_import=_runs_at_import([(f, trees[f]) for f in ordered], entry, converted),
+        notebook=notebook,
+        left_out=sum(c.left_out for c in converted.values()),
     )
 
 
@@ -54,39 +63,50 @@ def may_define(submission: Submission, name: str) -> bool:
     """Whether any of the files could define `name`: it binds it, star-imports, or does not even parse
     (then running it says what is wrong). False means the exercise was not handed in."""
     for relative, content in zip(submission.files, submission.contents, strict=True):
-        tree = _parsed(submission.root / relative, content)
+        tree, _ = _parsed(submission.root / relative, content, submission.notebook)
         if tree is None or _star_imports(tree) or _binds(tree, name):
             return True
     return False
 
 
-def _parsed(path: Path, content: bytes) -> ast.Module | None:
-    """The file's syntax tree (a notebook's code cells), or None when it does not parse.
+def _parsed(
+    path: Path, content: bytes, notebook: notebooks.Selection
+) -> tuple[ast.Module | None, notebooks.ConvertedNotebook | None]:
+    """The file's syntax tree (of a notebook, the Python of the cells `notebook` selects), or None when
+    it does not parse; the converted notebook, if it is one.
 
     A notebook that is not one raises NotebookError: it cannot be graded at all.
     """
+    converted = None
     if path.suffix == notebooks.SUFFIX:
-        source = notebooks.convert(content, path).source
+        converted = notebooks.convert(content, path, notebook)
+        source = converted.source
     else:
         source = content.decode("utf-8", errors="replace")
     try:
-        return ast.parse(source)
+        return ast.parse(source), converted
     # A 200,000-term sum is valid Python that the parser cannot hold: the worker will say so.
     except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
+        return None, converted
 
 
 def _runs_at_import(
-    trees: list[tuple[str, ast.Module | None]], entry: str, shown: int = 3
+    trees: list[tuple[str, ast.Module | None]],
+    entry: str,
+    converted: Mapping[str, notebooks.ConvertedNotebook],
+    shown: int = 3,
 ) -> tuple[str, ...]:
     """Where the files the worker imports, in its order (up to the one defining `entry`), run code at
-    their top level (a check loop, a call, a print), as "hw.py line 12": it runs once, before the
-    trials. At most `shown` places."""
+    their top level (a check loop, a call, a print), as "hw.py line 12" or "hw.ipynb cell 3 line 2": it
+    runs once, before the trials. At most `shown` places."""
     places: list[str] = []
     for relative, tree in trees:
         for node in tree.body if tree is not None else []:
             if _does_work(node) and len(places) < shown:
-                places.append(f"{relative} line {node.lineno}")
+                notebook = converted.get(relative)
+                cell = notebook.locate(node.lineno) if notebook is not None else None
+                where = f"line {node.lineno}" if cell is None else f"cell {cell[0]} line {cell[1]}"
+                places.append(f"{relative} {where}")
         if tree is not None and _binds(tree, entry):
             break
     return tuple(places)
@@ -108,17 +128,34 @@ def _does_work(node: ast.stmt) -> bool:
     if isinstance(node, ast.If) and "__name__" in ast.unparse(node.test):
         return False
     if isinstance(node, ast.Try):  # try: import torch / except ImportError: ...
+        if _guarded_import(node):
+            return False
         blocks = [node.body, node.orelse, node.finalbody, *(h.body for h in node.handlers)]
         return any(_does_work(statement) for block in blocks for statement in block)
     return True
+
+
+def _guarded_import(node: ast.Try) -> bool:
+    """`try: import x` / `except ModuleNotFoundError: <note it>`, as a `definitions` notebook's imports
+    are guarded (notebooks.py): an import, whatever its handler records."""
+    caught = [h.type for h in node.handlers]
+    return (
+        all(isinstance(s, ast.Import | ast.ImportFrom) for s in node.body)
+        and bool(caught)
+        and all(isinstance(t, ast.Name) and t.id in ("ImportError", "ModuleNotFoundError") for t in caught)
+        and not node.orelse
+        and not node.finalbody
+    )
 
 
 def _star_imports(tree: ast.Module) -> bool:
     return any(isinstance(n, ast.ImportFrom) and any(a.name == "*" for a in n.names) for n in tree.body)
 
 
-def _binds(tree: ast.Module, name: str) -> bool:
+def _binds(tree: ast.Module | ast.Try, name: str) -> bool:
     for node in tree.body:
+        if isinstance(node, ast.Try) and _binds(node, name):  # a guarded import of it
+            return True
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == name:
             return True
         if isinstance(node, ast.Assign) and any(

@@ -17,7 +17,8 @@ from grader.outcomes import Failure
 
 @dataclass(frozen=True)
 class Submission:
-    """A student's hand-in: its files (relative to `root`), the one defining the entry first.
+    """A student's hand-in for one exercise: its files (relative to `root`), the one defining the entry
+    first, and what of its notebooks the exercise grades.
 
     The worker imports them in this order until one defines the entry; all are importable by each other.
     """
@@ -27,6 +28,12 @@ class Submission:
     files: tuple[str, ...]
     contents: tuple[bytes, ...] = ()  # each file's bytes, read once without following links (files.py)
     runs_at_import: tuple[str, ...] = ()  # where the files imported run code at their top ("hw.py line 12")
+    notebook: notebooks.Selection = notebooks.ALL  # the exercise's, for every notebook among the files
+    left_out: int = 0  # of the notebooks, by the selection: top-level statements, or code cells
+
+    @property
+    def has_notebook(self) -> bool:
+        return any(f.endswith(notebooks.SUFFIX) for f in self.files)
 
     @property
     def path(self) -> Path:
@@ -54,13 +61,16 @@ class Prepared:
 
 
 def prepare(submission: Submission) -> Prepared:
-    """The hand-in's files as the worker gets them: a notebook becomes the Python of its code cells."""
+    """The hand-in's files as the worker gets them: a notebook becomes the Python of the code cells the
+    exercise selects (the same conversion discover.py searched for the entry)."""
     files: list[tuple[str, bytes]] = []
     imports: list[str] = []
     converted: dict[str, notebooks.ConvertedNotebook] = {}
     for relative, content in zip(submission.files, submission.contents, strict=True):
         if relative.endswith(notebooks.SUFFIX):
-            notebook = converted[relative] = notebooks.convert(content, submission.root / relative)
+            notebook = converted[relative] = notebooks.convert(
+                content, submission.root / relative, submission.notebook
+            )
             relative += notebooks.CONVERTED
             files.append((relative, notebook.source.encode("utf-8")))
         else:

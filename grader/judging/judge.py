@@ -21,7 +21,7 @@ from grader.judging.classify import classify_return
 from grader.judging.compare import Comparison, loosely_fits
 from grader.judging.reruns import RerunPlan, finite_somewhere, resolve_beyond_rounding, returned
 from grader.outcomes import Failure, Verdict
-from grader.results import ReturnResult, SubmissionResult, display_path, student_location
+from grader.results import NotebookUse, ReturnResult, SubmissionResult, display_path, student_location
 from grader.sandbox.payload import ReturnProblem
 from grader.sandbox.report import Returned, WorkerReport
 
@@ -74,6 +74,19 @@ def judge(
         only_trial=only_trial,
         import_seconds=report.import_seconds,
         runs_at_import=submission.runs_at_import,
+        notebook=_notebook_use(submission, report),
+    )
+
+
+def _notebook_use(submission: Submission, report: WorkerReport) -> NotebookUse | None:
+    if not submission.has_notebook:
+        return None
+    selection = submission.notebook
+    return NotebookUse(
+        cells=selection.cells,
+        tag=selection.tag if selection.cells == "tagged" else "",
+        left_out=submission.left_out,
+        skipped_imports=report.skipped_imports,
     )
 
 

@@ -8,7 +8,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, field_validator
 
 from grader.judging.compare import EntryError
-from grader.results import FailingCase, SubmissionResult
+from grader.results import FailingCase, NotebookUse, SubmissionResult
 from grader.text import valid_unicode
 
 
@@ -62,6 +62,13 @@ class ReturnOut(_Out):
     smallest_failing_case: CaseOut | None
 
 
+class NotebookOut(_Out):
+    cells: str
+    tag: str | None
+    left_out: int
+    skipped_imports: list[str]
+
+
 class ResultOut(_Out):
     exercise: str
     submission: str
@@ -77,6 +84,7 @@ class ResultOut(_Out):
     stdout: str
     import_seconds: float
     runs_at_import: list[str]
+    notebook: NotebookOut | None
 
 
 def _entry(entry: EntryError) -> EntryOut:
@@ -136,6 +144,18 @@ def result_model(result: SubmissionResult) -> ResultOut:
         stdout=result.stdout,
         import_seconds=round(result.import_seconds, 3),
         runs_at_import=list(result.runs_at_import),
+        notebook=_notebook(result.notebook),
+    )
+
+
+def _notebook(use: NotebookUse | None) -> NotebookOut | None:
+    if use is None:
+        return None
+    return NotebookOut(
+        cells=use.cells,
+        tag=use.tag or None,
+        left_out=use.left_out,
+        skipped_imports=list(use.skipped_imports),
     )
 
 

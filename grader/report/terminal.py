@@ -12,7 +12,7 @@ from rich.table import Table
 
 from grader.exercise.trials import Trial
 from grader.outcomes import FailureKind, Verdict
-from grader.results import ReturnResult, SubmissionResult, student_location
+from grader.results import NotebookUse, ReturnResult, SubmissionResult, student_location
 from grader.text import visible
 
 STYLE = {
@@ -87,6 +87,8 @@ def render_result(console: Console, result: SubmissionResult, show_output: bool 
             f"{result.import_seconds:.2f} s): it ran once, before the trials, a check loop left there "
             "included; its random numbers are seeded, the same on every run[/]"
         )
+    if result.notebook is not None:
+        console.print(f"  [dim]{safe(notebook_note(result.notebook))}[/]")
     for ret in result.returns:
         if ret.verdict is not Verdict.PASS and ret.verdict is not Verdict.ERROR:
             _render_failure(console, result, ret)
@@ -97,6 +99,22 @@ def render_result(console: Console, result: SubmissionResult, show_output: bool 
     if not result.passed and not replayed:
         console.print(f"  [dim]reproduce:[/] {safe(result.repro(_focus_trial(result)))}")
     console.print()
+
+
+def notebook_note(use: NotebookUse) -> str:
+    """What of the notebook was graded, in a line: the exercise's `notebook.cells` and what it left out."""
+    if use.cells == "definitions":
+        note = (
+            "notebook cells: definitions (the imports, functions, classes and constants of each code "
+            f"cell); {use.left_out} other top-level statements left out"
+        )
+    elif use.cells == "tagged":
+        note = f"notebook cells: tagged '{use.tag}' (those code cells, whole); {use.left_out} others left out"
+    else:
+        note = "notebook cells: all (every code cell runs at import)"
+    if use.skipped_imports:
+        note += f"; not imported (no such module here): {', '.join(use.skipped_imports)}"
+    return note
 
 
 def _render_output(console: Console, result: SubmissionResult, show_output: bool) -> None:

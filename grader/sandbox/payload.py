@@ -30,6 +30,8 @@ class _Message(BaseModel):
 class Ready(_Message):
     type: Literal["ready"]
     import_seconds: float = Field(default=0.0, ge=0)  # how long importing the hand-in took
+    # What a `definitions` notebook did not import for want of the module ("import x (cell 2, line 1)")
+    skipped_imports: list[Annotated[Text, Field(max_length=_NAME)]] = Field(default=[], max_length=20)
 
 
 class Done(_Message):

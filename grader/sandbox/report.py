@@ -114,6 +114,7 @@ class WorkerReport:
     output_bytes: int = 0
     seconds: float = 0.0
     import_seconds: float = 0.0  # of the hand-in, in the worker
+    skipped_imports: tuple[str, ...] = ()  # a `definitions` notebook's imports of modules not there
     isolation: str = field(default_factory=lambda: isolation.current().description)
 
     @property
@@ -141,4 +142,5 @@ class WorkerReport:
             output_bytes=earlier.output_bytes + self.output_bytes,
             seconds=earlier.seconds + self.seconds,
             import_seconds=earlier.import_seconds,
+            skipped_imports=earlier.skipped_imports,
         )

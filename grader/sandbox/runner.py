@@ -159,6 +159,7 @@ class RunningWorker:
         self._started = time.monotonic()
         self._ready_at: float | None = None  # when the submission had imported
         self._import_seconds = 0.0  # how long that took, as the worker measured it
+        self._skipped_imports: tuple[str, ...] = ()  # a `definitions` notebook's, for want of the module
         self._last_frame = self._started
         self._first: Pass | None = None
         self._finished = False  # the worker said it is done: it takes no rerun request
@@ -263,6 +264,7 @@ class RunningWorker:
             output_bytes=stdout.total + stderr.total,
             seconds=time.monotonic() - self._started,
             import_seconds=self._import_seconds,
+            skipped_imports=self._skipped_imports,
         )
         return report if self._earlier is None else report.after(self._earlier)
 
@@ -487,6 +489,7 @@ class RunningWorker:
         if isinstance(message, Ready):
             self._ready_at = self._last_frame
             self._import_seconds = message.import_seconds
+            self._skipped_imports = tuple(message.skipped_imports)
         elif isinstance(message, Fatal):
             reading.stopped = failures.fatal(message)
         elif isinstance(message, PassDone):

@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from grader.handin.notebooks import SKIPPED_IMPORTS
 from grader.outcomes import FailureKind
 from grader.sandbox.protocol import (
     AUTOGRAD_SCALE,
@@ -47,6 +48,8 @@ _BATCH_SECONDS = 0.01  # trial results gathered at most this long before they ar
 _BATCH_BYTES = 1 << 20
 _TRACEBACK_FRAMES = 8
 _DEADLINE_TICK = 0.25  # seconds between checks of the running call's deadlines
+_SKIPPED_SHOWN = 20  # imports a notebook skipped, named in the report
+_SKIPPED_NOTE = 200  # characters of each
 Converted = tuple[str, str | None, str, np.ndarray | None]  # name, dtype label or None, source or problem
 
 
@@ -206,12 +209,13 @@ def main(job_dir: Path, jobs_fd: int, results_fd: int, progress_fd: int) -> None
 
     _seed_randomness(job["seed"], None)
     imported = time.perf_counter()
-    functions = _load_functions(channel, submission_dir, job["files"], [c["entry"] for c in job["calls"]])
+    loaded = _load_functions(channel, submission_dir, job["files"], [c["entry"] for c in job["calls"]])
     imported = time.perf_counter() - imported
-    if functions is None:
+    if loaded is None:
         return
+    functions, skipped = loaded
     _deadline.watch(job["deadlines"], channel.note_cpu)
-    channel.send({"type": "ready", "import_seconds": round(imported, 6)})
+    channel.send({"type": "ready", "import_seconds": round(imported, 6), "skipped_imports": skipped})
     # A worker that confirms an earlier one's timeout runs only some trials; it holds every trial's
     # inputs all the same, since the grader may ask it to rerun any of them.
     first_pass = job["first_pass"] if job["first_pass"] is not None else list(inputs_by_trial)
@@ -526,8 +530,9 @@ def _apply_limits(limits: dict[str, Any]) -> None:
 
 def _load_functions(
     channel: Channel, submission_dir: Path, files: list[str], wanted: list[str]
-) -> list[Callable[..., Any]] | None:
-    """Import the hand-in's files in order until every function the exercise calls is found."""
+) -> tuple[list[Callable[..., Any]], list[str]] | None:
+    """Import the hand-in's files in order until every function the exercise calls is found; with them,
+    the imports a `definitions` notebook skipped for a missing module (notebooks.py's guard)."""
     modules: list[ModuleType] = []
     found: dict[str, Callable[..., Any]] = {}
     for relative in files:
@@ -560,7 +565,7 @@ def _load_functions(
             if function_name not in found and callable(function):
                 found[function_name] = function
         if len(found) == len(wanted):
-            return [found[n] for n in wanted]
+            return [found[n] for n in wanted], _skipped_imports(modules)
     defined = sorted(
         {n for m in modules for n, v in vars(m).items() if callable(v) and not n.startswith("_")}
     )
@@ -575,6 +580,13 @@ def _load_functions(
         }
     )
     return None
+
+
+def _skipped_imports(modules: list[ModuleType]) -> list[str]:
+    # The list is in the student's module, which may have changed it: only text goes back, a little.
+    notes = [vars(m).get(SKIPPED_IMPORTS) for m in modules]
+    found = [n for listed in notes if isinstance(listed, list) for n in listed if isinstance(n, str)]
+    return [n[:_SKIPPED_NOTE] for n in found[:_SKIPPED_SHOWN]]
 
 
 def _run_trial(
