@@ -117,7 +117,7 @@ def _tensor(array: np.ndarray) -> torch.Tensor:
 # einsum runs as bmm, mul and sum, layer_norm as mean, sub, mul, add, sqrt and div: listed below already.
 _SUMMING_LAYERS = frozenset(
     "convolution convolution_backward avg_pool2d avg_pool2d_backward max_pool2d_with_indices_backward "
-    "scatter_add index_add embedding_dense_backward".split()
+    "scatter_add index_add embedding_dense_backward index_put".split()  # index_put: x[idx]'s backward
 )
 # Operations that round their result, seen at torch's dispatch level, forward and backward alike
 # (so `sigmoid_backward` rounds from the already-rounded sigmoid, as a student's s * (1 - s) does).
@@ -126,7 +126,7 @@ _ROUNDING = (
         "add sub rsub mul div true_divide pow exp exp2 log log2 log1p expm1 sqrt rsqrt reciprocal sin cos "
         "tan tanh sigmoid sigmoid_backward tanh_backward softplus softplus_backward mm bmm addmm mv dot "
         "matmul sum mean prod cumsum _softmax _log_softmax _softmax_backward_data "
-        "_log_softmax_backward_data logsumexp addcmul addcdiv lerp xlogy linalg_vector_norm".split()
+        "_log_softmax_backward_data logsumexp addcmul addcdiv lerp xlogy linalg_vector_norm var std".split()
     )
     | _SUMMING_LAYERS
 )
