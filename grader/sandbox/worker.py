@@ -703,9 +703,8 @@ class _Draws:
         if self._taken >= len(self._values):
             count = len(self._values)
             raise SamplerExhausted(
-                f"{self._name}() was called more than {count} times in one call of your function: the "
-                f"exercise gives it {count} draws per trial, more than correct code takes; draw only the "
-                "samples the task asks for (a loop that never ends, or draws too many?)"
+                f"{self._name}() was called a {count + 1}th time in one call: the exercise gives it {count} "
+                "draws per trial, more than correct code takes; draw only the samples the task asks for"
             )
         value = self._values[self._taken]
         self._taken += 1
