@@ -16,6 +16,7 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import (
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Discriminator,
     Field,
@@ -204,7 +205,24 @@ class Misconception(_Model):
 
 
 Scalar = bool | int | float | str | None  # a literal in an argument: True, 3, 1e-5, 'train', None
-LiteralValue = Scalar | list[Scalar] | list[list[Scalar]]  # and lists of them: [1, 2], [[0, 1], [2, 3]]
+
+
+def _literal(value: Any, depth: int = 0) -> Any:
+    if isinstance(value, list) and depth < 2:
+        for item in value:
+            _literal(item, depth + 1)
+    elif not isinstance(value, bool | int | float | str | None):
+        shown = "a mapping (a dict argument is {dict: {...}})" if isinstance(value, dict) else repr(value)
+        raise ValueError(
+            f"a literal is a number, a string, true/false, null or a list of them (two levels at most), "
+            f"not {shown}"
+        )
+    return value
+
+
+# And lists of them: [1, 2], [[0, 1], [2, 3]]. Checked first, so that a wrong literal says what a
+# literal is rather than every way it fails to be each of them.
+LiteralValue = Annotated[Scalar | list[Scalar] | list[list[Scalar]], BeforeValidator(_literal)]
 
 
 class LiteralArg(_Model):
@@ -617,7 +635,8 @@ def _integer_input(spec: ExerciseSpec, name: str, dims: int | None, what: str) -
         return f"'{name}' is a dist {found.dist} input; {what} is an integer input (dist integer)"
     if dims is not None and len(found.shape) != dims:
         wanted = "shape []" if dims == 0 else f"a shape of {dims} dimension" + ("s" if dims > 1 else "")
-        return f"'{name}' has shape {list(found.shape)}; {what} has {wanted}"
+        shape = ", ".join(str(d) for d in found.shape)
+        return f"'{name}' has shape [{shape}]; {what} has {wanted}"
     return None
 
 
@@ -886,6 +905,8 @@ def _describe(error: Any, location: tuple[Any, ...]) -> str:
     if kind == "missing":
         return f"required field '{clean[-1]}' is missing"
     value = error.get("input")
+    if kind == "object_kind" and isinstance(value, dict):
+        return f"{message} (got {value.get('object')!r})"
     if value is not None and not isinstance(value, dict | list):
         return f"{message} (got {value!r})"
     return message
