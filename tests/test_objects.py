@@ -9,6 +9,7 @@ import json
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -110,7 +111,7 @@ def test_reruns_draw_the_same_sequence_afresh(draws: Exercise, tmp_path: Path) -
 
 def test_the_worker_builds_a_fresh_sampler_of_python_ints() -> None:
     seq = np.array([3, 1, 3], dtype=np.int64)
-    methods = {"sampleTokenIdx": {"draws": "seq"}, "tokens": {"value": ["a", "b"]}}
+    methods: dict[str, dict[str, Any]] = {"sampleTokenIdx": {"draws": "seq"}, "tokens": {"value": ["a", "b"]}}
     first, second = (worker._sampler(methods, {"seq": seq}) for _ in range(2))
     drawn = [first.sampleTokenIdx() for _ in range(3)]
     assert drawn == [3, 1, 3] and all(type(v) is int for v in drawn)
@@ -126,14 +127,14 @@ def test_the_worker_builds_a_fresh_sampler_of_python_ints() -> None:
 def test_the_sampler_holds_its_methods_and_nothing_else() -> None:
     sampler = worker._sampler({"sampleTokenIdx": {"draws": "seq"}}, {"seq": np.arange(2)})
     with pytest.raises(AttributeError, match=r"no attribute 'sample'; its methods: sampleTokenIdx\(\)"):
-        _ = sampler.sample  # type: ignore[attr-defined]
+        _ = sampler.sample
     with pytest.raises(AttributeError):
         _ = sampler.__dict__
     with pytest.raises(AttributeError):
         sampler.extra = 1  # type: ignore[attr-defined]
     assert dir(sampler) == ["sampleTokenIdx"]
     assert "sampleTokenIdx" in repr(sampler)
-    method = sampler.sampleTokenIdx  # type: ignore[attr-defined]
+    method = sampler.sampleTokenIdx
     assert type(method).__slots__ and not hasattr(method, "__dict__")
 
 
@@ -171,10 +172,9 @@ def test_rejection_keeps_the_first_draws_not_rejected_and_never_runs_short(
         kept = [int(v) for v in seq if v != int(o)][: trial.sizes["k"]]
         assert negatives.dtype == np.int64 and negatives.tolist() == kept
         assert len(kept) == trial.sizes["k"] and seq.max() < trial.sizes["V"] and seq.min() >= 0
-    again = make_trials(exercise, 0, 200)
-    assert all(
-        (a.inputs["seq"] == b.inputs["seq"]).all() for a, b in zip(make_trials(exercise, 0, 200), again)
-    )
+    again = make_trials(exercise, 0, 200)  # mended the same way every time
+    first = make_trials(exercise, 0, 200)
+    assert all((a.inputs["seq"] == b.inputs["seq"]).all() for a, b in zip(first, again, strict=True))
 
 
 @pytest.mark.parametrize(
@@ -275,7 +275,7 @@ def _graded_files() -> list[tuple[str, str, dict[str, str]]]:
 def test_a2_files_get_their_verdicts_through_the_cli(
     run_grader: Run, folder: str, file: str, expected: dict[str, str]
 ) -> None:
-    proc = run_grader("check", A2 / folder, A2 / folder / file, "--trials", "200", "--json")
+    proc = run_grader("check", A2 / folder, A2 / folder / file, "--trials", "100", "--json")
     assert proc.returncode in (0, 1), proc.stderr
     result = json.loads(proc.stdout)
     verdicts = {r["name"]: r["verdict"] for r in result["returns"]}
@@ -284,5 +284,5 @@ def test_a2_files_get_their_verdicts_through_the_cli(
 
 def test_a2_exercises_validate(run_grader: Run) -> None:
     for folder in sorted(p.parent for p in A2.glob("*/exercise.yaml")):
-        proc = run_grader("validate", folder, "--trials", "100")
+        proc = run_grader("validate", folder, "--trials", "50")
         assert proc.returncode == 0, proc.stdout + proc.stderr
