@@ -703,8 +703,9 @@ class _Draws:
         if self._taken >= len(self._values):
             count = len(self._values)
             raise SamplerExhausted(
-                f"{self._name}() was called a {count + 1}th time in one call: the exercise gives it {count} "
-                "draws per trial, more than correct code takes; draw only the samples the task asks for"
+                f"{self._name}() was called a {_ordinal(count + 1)} time in one call: the exercise gives it "
+                f"{count} draws per trial, more than correct code takes; draw only the samples the task asks "
+                "for"
             )
         value = self._values[self._taken]
         self._taken += 1
@@ -712,6 +713,11 @@ class _Draws:
 
     def __repr__(self) -> str:
         return f"<sampler method {self._name}(): {len(self._values) - self._taken} draws left>"
+
+
+def _ordinal(n: int) -> str:
+    suffix = "th" if n % 100 in (11, 12, 13) else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
 
 
 class _Constant:
