@@ -12,10 +12,20 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from grader.errors import SpecError
 from grader.exercise.graph import GraphError, Program, evaluate_size_expression, parse, size_expression_names
@@ -53,13 +63,18 @@ class SizeRange(_Model):
 
 class InputSpec(_Model):
     shape: tuple[SizeExpr, ...] = ()
-    dist: Literal["uniform", "normal", "integer", "constant", "bernoulli"] = "uniform"
+    dist: Literal["uniform", "normal", "integer", "constant", "bernoulli", "rejection"] = "uniform"
     low: float | str | None = None
     high: float | str | None = None
     mean: float = 0.0
     std: float = Field(default=1.0, gt=0)
     value: float | None = None
     p: float | None = Field(default=None, gt=0, le=1)  # bernoulli: the chance of each entry being 1
+    # rejection: the first shape[0] entries of the integer input `of` that differ from the integer `reject`,
+    # in order: what a loop that redraws any sample equal to `reject` keeps (CS224n's getNegativeSamples).
+    # Not drawn, derived: the graph can index with it, where no graph expression could run that loop.
+    of: str | None = None
+    reject: str | None = None
     # How the student's function receives it: a numpy array (as most courses), a torch tensor on the cpu
     # (EECS498), or for a shape [] input a Python number (a float, or an int for dist integer).
     type: Literal["numpy", "torch", "python"] = "numpy"
@@ -77,15 +92,23 @@ class InputSpec(_Model):
             raise ValueError("dist 'bernoulli' needs p (the chance of a 1), and only it takes p")
         if self.dist != "constant" and self.value is not None:
             raise ValueError(f"'value' only goes with dist 'constant', not '{self.dist}'")
+        if (self.dist == "rejection") != (self.of is not None and self.reject is not None):
+            raise ValueError(
+                "dist 'rejection' needs of (the integer input it keeps entries of) and reject (the integer "
+                "input whose value it skips), and only it takes them"
+            )
+        if self.dist == "rejection" and len(self.shape) != 1:
+            shape = list(self.shape)
+            raise ValueError(f"dist 'rejection' has shape [count] (how many it keeps), not {shape}")
         if self.type == "python" and self.shape:
             raise ValueError(f"type 'python' is for shape [] (a number), not shape {list(self.shape)}")
-        if self.dtype != "float64" and (self.dist == "integer" or self.type == "python"):
+        if self.dtype != "float64" and (self.is_integer or self.type == "python"):
             raise ValueError(f"dtype '{self.dtype}' is for float arrays and tensors, not this input")
         return self
 
     @property
     def is_integer(self) -> bool:
-        return self.dist == "integer"
+        return self.dist in ("integer", "rejection")
 
 
 class GradSpec(_Model):
@@ -211,10 +234,29 @@ class Misconception(_Model):
 Scalar = bool | int | float | str | None  # a literal in an argument: True, 3, 1e-5, 'train', None
 
 
-class LiteralArg(_Model):
-    """An argument that is the same in every trial: `{value: None}`, `{value: 'train'}`."""
+def _literal(value: Any, depth: int = 0) -> Any:
+    if isinstance(value, list) and depth < 2:
+        for item in value:
+            _literal(item, depth + 1)
+    elif not isinstance(value, bool | int | float | str | None):
+        shown = "a mapping (a dict argument is {dict: {...}})" if isinstance(value, dict) else repr(value)
+        raise ValueError(
+            f"a literal is a number, a string, true/false, null or a list of them (two levels at most), "
+            f"not {shown}"
+        )
+    return value
 
-    value: Scalar
+
+# And lists of them: [1, 2], [[0, 1], [2, 3]]. Checked first, so that a wrong literal says what a
+# literal is rather than every way it fails to be each of them.
+LiteralValue = Annotated[Scalar | list[Scalar] | list[list[Scalar]], BeforeValidator(_literal)]
+
+
+class LiteralArg(_Model):
+    """An argument that is the same in every trial: `{value: None}`, `{value: 'train'}`, `{value: [1, 2]}`
+    (a list, a fresh copy at every call)."""
+
+    value: LiteralValue
 
 
 class DictArg(_Model):
@@ -224,7 +266,118 @@ class DictArg(_Model):
     entries: dict[str, Scalar] = Field(alias="dict")
 
 
-Arg = str | tuple[str, ...] | DictArg | LiteralArg
+def _distinct(words: tuple[str, ...]) -> tuple[str, ...]:
+    seen: set[str] = set()
+    for word in words:
+        if word in seen:
+            raise ValueError(f"'{word}' is in the vocabulary twice; each word has one index")
+        seen.add(word)
+    return words
+
+
+Vocabulary = Annotated[tuple[str, ...], Field(min_length=1)]
+
+
+class TokensArg(_Model):
+    """An integer input handed out as words, as CS224n's `currentCenterWord` and `outsideWords`: vocab[c]
+    (a str) for a shape [] input, a list of str for a shape [n] one. The graph sees the indices."""
+
+    tokens: str
+    vocab: Vocabulary
+
+    @field_validator("vocab")
+    @classmethod
+    def _distinct_vocab(cls, vocab: tuple[str, ...]) -> tuple[str, ...]:
+        return _distinct(vocab)
+
+
+class IndexOfArg(_Model):
+    """A dict from each word of a vocabulary to its index, as CS224n's `word2Ind`: `{index_of: [a, b]}`
+    gives {'a': 0, 'b': 1}. A YAML anchor shares the list with a tokens argument (`vocab: &v [...]`)."""
+
+    index_of: Vocabulary
+
+    @field_validator("index_of")
+    @classmethod
+    def _distinct_vocab(cls, vocab: tuple[str, ...]) -> tuple[str, ...]:
+        return _distinct(vocab)
+
+
+MethodSpec = str | LiteralArg  # an integer input's entries, one per call; or the same value at every call
+
+
+class SamplerObject(_Model):
+    """An object whose methods draw, as CS224n's `dataset.sampleTokenIdx()`: a method that names an integer
+    input of shape [M] returns that trial's next entry at each call (a Python int); `{value: ...}`, the
+    same value at every call (`tokens()`). A fresh object each call and each rerun, so that a trial always
+    sees the same draws; past its M draws a method raises an error that says so."""
+
+    object: Literal["sampler"]
+    methods: dict[str, MethodSpec] = Field(min_length=1)
+
+    @field_validator("methods")
+    @classmethod
+    def _method_names(cls, methods: dict[str, MethodSpec]) -> dict[str, MethodSpec]:
+        for name in methods:
+            # A name starting with _ would shadow the object's own attributes (__class__, __repr__).
+            if not name.isidentifier() or name.startswith("_"):
+                raise ValueError(f"method name '{name}' is not an identifier that starts with a letter")
+        return methods
+
+
+def _object_kind(value: Any) -> str | None:
+    kind = value.get("object") if isinstance(value, dict) else getattr(value, "object", None)
+    return {"sampler": "SamplerObject"}.get(kind) if isinstance(kind, str) else None
+
+
+OBJECT_KINDS = ("sampler",)
+# Object kinds by their `object:` name; a new kind is a model here and a class in the worker.
+ObjectArg = Annotated[
+    Annotated[SamplerObject, Tag("SamplerObject")],
+    Discriminator(
+        _object_kind,
+        custom_error_type="object_kind",
+        custom_error_message=f"'object' names the kind of object: one of {', '.join(OBJECT_KINDS)}",
+    ),
+]
+
+# Each kind of argument by the key that marks it, so that a mistake in one is reported as that kind's,
+# not as a failure to be every kind at once.
+_ARG_KEYS = {
+    "value": "LiteralArg",
+    "dict": "DictArg",
+    "tokens": "TokensArg",
+    "index_of": "IndexOfArg",
+    "object": "ObjectArg",
+}
+
+
+def _arg_kind(value: Any) -> str | None:
+    if isinstance(value, str):
+        return "InputName"
+    if isinstance(value, list | tuple):
+        return "InputNames"
+    if isinstance(value, dict):
+        return next((tag for key, tag in _ARG_KEYS.items() if key in value), None)
+    if isinstance(value, BaseModel):  # a model built in code (model_copy, tests)
+        return "ObjectArg" if isinstance(value, SamplerObject) else type(value).__name__
+    return None
+
+
+_ARG_KINDS = (
+    "an argument is an input's name, a list of names (a tuple), {value: LITERAL}, {dict: {...}}, "
+    "{tokens: NAME, vocab: [...]}, {index_of: [...]} or {object: sampler, methods: {...}}"
+)
+Arg = Annotated[
+    Annotated[str, Tag("InputName")]
+    | Annotated[tuple[str, ...], Tag("InputNames")]
+    | Annotated[LiteralArg, Tag("LiteralArg")]
+    | Annotated[DictArg, Tag("DictArg")]
+    | Annotated[TokensArg, Tag("TokensArg")]
+    | Annotated[IndexOfArg, Tag("IndexOfArg")]
+    | Annotated[ObjectArg, Tag("ObjectArg")],
+    Discriminator(_arg_kind, custom_error_type="arg_kind", custom_error_message=_ARG_KINDS),
+]
 
 
 class CallSpec(_Model):
@@ -368,7 +521,9 @@ class Exercise:
 
 def _wire_args(args: tuple[Arg, ...], known: set[str]) -> list[Any]:
     """Arguments as the worker builds them: a name (an input, or what an earlier call bound), a list of
-    names (a tuple), {"value": literal}, or {"dict": {key: {"input": name} or {"value": literal}}}."""
+    names (a tuple), {"value": literal}, {"dict": {key: {"input": name} or {"value": literal}}},
+    {"tokens": name, "vocab": [word, ...]}, {"index_of": [word, ...]}, or
+    {"object": kind, "methods": {method: {"draws": name} or {"value": literal}}}."""
 
     def entry(value: Scalar) -> dict[str, Scalar]:
         return {"input": value} if isinstance(value, str) and value in known else {"value": value}
@@ -379,6 +534,16 @@ def _wire_args(args: tuple[Arg, ...], known: set[str]) -> list[Any]:
             wired.append({"value": arg.value})
         elif isinstance(arg, DictArg):
             wired.append({"dict": {key: entry(value) for key, value in arg.entries.items()}})
+        elif isinstance(arg, TokensArg):
+            wired.append({"tokens": arg.tokens, "vocab": list(arg.vocab)})
+        elif isinstance(arg, IndexOfArg):
+            wired.append({"index_of": list(arg.index_of)})
+        elif isinstance(arg, SamplerObject):
+            methods = {
+                name: {"draws": method} if isinstance(method, str) else {"value": method.value}
+                for name, method in arg.methods.items()
+            }
+            wired.append({"object": arg.object, "methods": methods})
         else:
             wired.append(arg if isinstance(arg, str) else list(arg))
     return wired
@@ -507,6 +672,84 @@ def _check_inputs(spec: ExerciseSpec, where: _Where) -> None:
                     raise where.error(location, f"{exc.message} (sizes: {_listing(sizes)})") from None
         if name in sizes:
             raise where.error(("inputs", name), f"'{name}' is both a size and an input")
+    for name, input_spec in spec.inputs.items():
+        if input_spec.dist == "rejection":
+            _check_rejection(spec, name, input_spec, where)
+
+
+def _size_corners(spec: ExerciseSpec) -> list[dict[str, int]]:
+    """The sizes at every corner of the drawn sizes' ranges, derived sizes included: where a bound or
+    shape that is linear in them takes its extremes. Only after _check_sizes has passed."""
+    drawn = {
+        n: (s, s) if isinstance(s, int) else (s.min, s.max)
+        for n, s in spec.sizes.items()
+        if not isinstance(s, str)
+    }
+    corners = [dict(zip(drawn, ends, strict=True)) for ends in itertools.product(*drawn.values())]
+    for corner in corners:
+        for name, size in spec.sizes.items():
+            if isinstance(size, str):
+                corner[name] = evaluate_size_expression(size, corner)
+    return corners
+
+
+def _integer_range(spec: InputSpec, sizes: Mapping[str, int]) -> tuple[int, int]:
+    """An integer input's inclusive bounds at these sizes."""
+
+    def end(bound: float | str | None) -> int:
+        if bound is None or isinstance(bound, float | int):
+            return int(bound or 0)
+        return evaluate_size_expression(bound, sizes)
+
+    return end(spec.low), end(spec.high)
+
+
+def _integer_input(spec: ExerciseSpec, name: str, dims: int | None, what: str) -> str | None:
+    """Why `name` cannot be `what` (an integer input with `dims` dimensions, any if None), or None."""
+    found = spec.inputs.get(name)
+    if found is None:
+        return f"'{name}' is not an input (inputs: {_listing(spec.inputs)})"
+    if not found.is_integer:
+        return f"'{name}' is a dist {found.dist} input; {what} is an integer input (dist integer)"
+    if dims is not None and len(found.shape) != dims:
+        wanted = "shape []" if dims == 0 else f"a shape of {dims} dimension" + ("s" if dims > 1 else "")
+        shape = ", ".join(str(d) for d in found.shape)
+        return f"'{name}' has shape [{shape}]; {what} has {wanted}"
+    return None
+
+
+def _check_rejection(spec: ExerciseSpec, name: str, input_spec: InputSpec, where: _Where) -> None:
+    """`of` is a drawn integer sequence with at least two values to draw from, long enough at every size to
+    hold the count kept; `reject` an integer scalar."""
+    assert input_spec.of is not None and input_spec.reject is not None  # the model guarantees them
+    location = ("inputs", name)
+    for field, other, dims, what in (
+        ("of", input_spec.of, 1, "the sequence a rejection keeps entries of"),
+        ("reject", input_spec.reject, 0, "the value a rejection skips"),
+    ):
+        problem = _integer_input(spec, other, dims, what)
+        if problem is None and spec.inputs[other].dist == "rejection":
+            problem = f"'{other}' is itself derived by rejection; {what} is drawn (dist integer)"
+        if problem is not None:
+            raise where.error((*location, field), f"{problem}: name one")
+    source = spec.inputs[input_spec.of]
+    for corner in _size_corners(spec):
+        at = ", ".join(f"{k}={v}" for k, v in sorted(corner.items())) or "its fixed sizes"
+        count = evaluate_size_expression(input_spec.shape[0], corner)
+        length = evaluate_size_expression(source.shape[0], corner)
+        low, high = _integer_range(source, corner)
+        if count > length:
+            message = (
+                f"keeps {count} entries of '{input_spec.of}', which has only {length} at {at}: "
+                f"make '{input_spec.of}' longer than the count kept (rejected draws need room)"
+            )
+            raise where.error((*location, "shape"), message)
+        if high <= low:
+            message = (
+                f"'{input_spec.of}' draws from [{low}, {high}] at {at}: with one value, every draw may be "
+                "the rejected one; give it at least two values"
+            )
+            raise where.error((*location, "of"), message)
 
 
 def _check_args(spec: ExerciseSpec, where: _Where) -> None:
@@ -519,8 +762,19 @@ def _check_args(spec: ExerciseSpec, where: _Where) -> None:
     bound: list[str] = []
     for at, args, binds in calls:
         for i, arg in enumerate(args):
-            if isinstance(arg, LiteralArg | DictArg):
+            if isinstance(arg, LiteralArg | DictArg | IndexOfArg):
                 continue  # a dict's strings that name inputs are those inputs, the rest literals
+            if isinstance(arg, TokensArg):
+                _check_tokens(spec, arg, where, (*at, "args", i))
+                continue
+            if isinstance(arg, SamplerObject):
+                for method, source in arg.methods.items():
+                    what = f"the draws of {method}()"
+                    problem = None if not isinstance(source, str) else _integer_input(spec, source, 1, what)
+                    if problem is not None:
+                        message = f"{problem}: name one of shape [M], M the draws a trial allows"
+                        raise where.error((*at, "args", i, "methods", method), message)
+                continue
             for name in (arg,) if isinstance(arg, str) else arg:
                 if name not in known:
                     listing = _listing(spec.inputs) + (f"; bound before: {_listing(bound)}" if bound else "")
@@ -536,6 +790,25 @@ def _check_args(spec: ExerciseSpec, where: _Where) -> None:
             if ret.name not in bound:
                 message = f"return '{ret.name}' is not among the calls' binds ({_listing(bound)})"
                 raise where.error(("returns", k, "name"), message)
+
+
+def _check_tokens(spec: ExerciseSpec, arg: TokensArg, where: _Where, location: tuple[Any, ...]) -> None:
+    """The input is an integer one whose every value is an index into the vocabulary, at every size."""
+    problem = _integer_input(spec, arg.tokens, None, "a tokens argument")
+    if problem is not None:
+        raise where.error((*location, "tokens"), f"{problem}: name one whose values index the vocabulary")
+    source = spec.inputs[arg.tokens]
+    if source.dist == "rejection":
+        assert source.of is not None  # the model guarantees it
+        source = spec.inputs[source.of]  # its values are some of those
+    for corner in _size_corners(spec):
+        low, high = _integer_range(source, corner)
+        if low < 0 or high >= len(arg.vocab):
+            message = (
+                f"'{arg.tokens}' draws from [{low}, {high}], but the vocabulary's indices are 0 to "
+                f"{len(arg.vocab) - 1}: give it low 0 and high at most {len(arg.vocab) - 1}, or more words"
+            )
+            raise where.error((*location, "tokens"), message)
 
 
 def _parsed_graph(spec: ExerciseSpec, where: _Where) -> Program:
@@ -690,7 +963,18 @@ def _line_for(lines: Mapping[tuple[Any, ...], int], location: tuple[Any, ...]) -
     return None
 
 
-_UNION_TAGS = {"int", "str", "float", "SizeRange", "tuple[str, ...]"}
+_UNION_TAGS = {
+    "int",
+    "str",
+    "float",
+    "bool",
+    "SizeRange",
+    "tuple[str, ...]",
+    *_ARG_KEYS.values(),
+    "InputName",
+    "InputNames",
+    "SamplerObject",
+}
 
 
 def _clean_location(location: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -717,6 +1001,8 @@ def _describe(error: Any, location: tuple[Any, ...]) -> str:
     if kind == "missing":
         return f"required field '{clean[-1]}' is missing"
     value = error.get("input")
+    if kind == "object_kind" and isinstance(value, dict):
+        return f"{message} (got {value.get('object')!r})"
     if value is not None and not isinstance(value, dict | list):
         return f"{message} (got {value!r})"
     return message

@@ -59,7 +59,18 @@ def make_trial(exercise: Exercise, seed: int, index: int) -> Trial:
     inputs = {
         name: _draw(spec, exercise.shape(name, sizes), sizes, rng)
         for name, spec in exercise.spec.inputs.items()
+        if spec.dist != "rejection"
     }
+    # Derived after every drawn input, drawing nothing unless a sequence must be mended: exercises without
+    # one draw exactly what they drew before rejection existed.
+    for name, spec in exercise.spec.inputs.items():
+        if spec.dist == "rejection":
+            assert spec.of is not None and spec.reject is not None  # the spec model guarantees them
+            source = exercise.spec.inputs[spec.of]
+            bounds = (int(_bound(source.low, 0, sizes)), int(_bound(source.high, 0, sizes)))
+            count = exercise.shape(name, sizes)[0]
+            inputs[name] = _kept(inputs[spec.of], int(inputs[spec.reject]), count, bounds, rng)
+    inputs = {name: inputs[name] for name in exercise.spec.inputs}  # the spec's order
     for name in exercise.sizes_handed:  # the student gets these sizes as Python ints
         inputs[name] = np.array(sizes[name], dtype=np.int64)
     for array in inputs.values():
@@ -96,6 +107,25 @@ def _draw(
         return (rng.random(size=shape) < spec.p).astype(np.float64)
     assert spec.value is not None  # the spec model guarantees it
     return _rounded(np.full(shape, float(spec.value)), spec)
+
+
+def _kept(
+    draws: np.ndarray, reject: int, count: int, bounds: tuple[int, int], rng: np.random.Generator
+) -> np.ndarray:
+    """The first `count` entries of `draws` that differ from `reject`, as a loop that redraws any sample
+    equal to it keeps them.
+
+    Where `draws` holds fewer such entries, its last entries equal to `reject` are redrawn among the other
+    values, in place, before anything sees it: code that redraws never runs out of draws, and the sequence
+    handed out is the one derived from. (With a few values to draw from and room for rejections, rare.)
+    """
+    low, high = bounds
+    rejected = np.flatnonzero(draws == reject)
+    for position in rejected[::-1][: max(0, count - (draws.size - rejected.size))]:
+        other = int(rng.integers(low, high))  # one of high - low values: those in [low, high] but reject
+        draws[position] = other + 1 if other >= reject else other
+    kept: np.ndarray = draws[draws != reject][:count].copy()
+    return kept
 
 
 def _rounded(values: np.ndarray, spec: InputSpec) -> np.ndarray:

@@ -630,7 +630,13 @@ def _run_trial(
                 key: built(item["input"]) if "input" in item else item["value"]
                 for key, item in arg["dict"].items()
             }
-        return arg["value"]
+        if "tokens" in arg:
+            return _words(inputs[arg["tokens"]].tolist(), arg["vocab"])
+        if "index_of" in arg:
+            return {word: index for index, word in enumerate(arg["index_of"])}
+        if "object" in arg:
+            return _sampler(arg["methods"], inputs)
+        return _literal(arg["value"])
 
     names: list[str] = job["returns"]
     _seed_randomness(job["seed"], index)  # a rerun draws what its first run drew
@@ -673,6 +679,112 @@ def _run_trial(
             channel.send(_bad_return(index, run, str(bad)))
             return
     channel.queue(index, run, seconds, [_converted(n, v) for n, v in zip(names, values, strict=True)])
+
+
+def _literal(value: Any) -> Any:
+    """A literal argument, a list rebuilt at every call: the job's own must not change under a student's
+    code that appends to what it was handed."""
+    return [_literal(item) for item in value] if isinstance(value, list) else value
+
+
+def _words(indices: Any, vocab: list[str]) -> Any:
+    """An integer input's values (from `tolist()`: an int, or nested lists of them) as the vocabulary's
+    words."""
+    return [_words(item, vocab) for item in indices] if isinstance(indices, list) else vocab[indices]
+
+
+class SamplerExhausted(Exception):
+    """A sampler's method called more often than the exercise gives it draws for, in one trial."""
+
+
+class _Draws:
+    """One sampler method: at each call, the next of the trial's draws, as a Python int.
+
+    Holds a tuple of ints of its own, not the trial's input array: nothing the student does to it reaches
+    another call, trial or rerun.
+    """
+
+    __slots__ = ("_name", "_taken", "_values")
+
+    def __init__(self, name: str, values: tuple[int, ...]) -> None:
+        self._name = name
+        self._values = values
+        self._taken = 0
+
+    def __call__(self) -> int:
+        if self._taken >= len(self._values):
+            count = len(self._values)
+            raise SamplerExhausted(
+                f"{self._name}() was called a {_ordinal(count + 1)} time in one call: the exercise gives it "
+                f"{count} draws per trial, more than correct code takes; draw only the samples the task asks "
+                "for"
+            )
+        value = self._values[self._taken]
+        self._taken += 1
+        return value
+
+    def __repr__(self) -> str:
+        return f"<sampler method {self._name}(): {len(self._values) - self._taken} draws left>"
+
+
+def _ordinal(n: int) -> str:
+    suffix = "th" if n % 100 in (11, 12, 13) else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
+class _Constant:
+    """A sampler method that returns the same value at every call (a fresh copy of a list)."""
+
+    __slots__ = ("_name", "_value")
+
+    def __init__(self, name: str, value: Any) -> None:
+        self._name = name
+        self._value = value
+
+    def __call__(self) -> Any:
+        return _literal(self._value)
+
+    def __repr__(self) -> str:
+        return f"<sampler method {self._name}()>"
+
+
+class _Sampler:
+    """A sampler object argument (CS224n's `dataset`): its declared methods, and nothing else.
+
+    A class of its own with slots: what the student is handed holds its methods' draws and constants,
+    no reference to the job, the channel or the trial's inputs.
+    """
+
+    __slots__ = ("_methods",)
+
+    def __init__(self, methods: dict[str, _Draws | _Constant]) -> None:
+        self._methods = methods
+
+    def __getattr__(self, name: str) -> Any:
+        # Reached only for names that are not slots or the class's own; _ names never are methods
+        # (the spec forbids them), and asking for _methods here would recurse where it is unset (a copy).
+        methods = {} if name.startswith("_") else self._methods
+        if name in methods:
+            return methods[name]
+        listing = ", ".join(f"{m}()" for m in sorted(methods)) or "none"
+        raise AttributeError(f"the sampler argument has no attribute {name!r}; its methods: {listing}")
+
+    def __dir__(self) -> list[str]:
+        return sorted(self._methods)
+
+    def __repr__(self) -> str:
+        return f"<sampler with {', '.join(f'{m}()' for m in sorted(self._methods))}>"
+
+
+def _sampler(methods: dict[str, dict[str, Any]], inputs: dict[str, np.ndarray]) -> _Sampler:
+    """A fresh sampler for one call: its draws start at the trial's first, on every run of the trial."""
+    built: dict[str, _Draws | _Constant] = {}
+    for name, how in methods.items():
+        if "draws" in how:
+            built[name] = _Draws(name, tuple(int(v) for v in inputs[how["draws"]].reshape(-1).tolist()))
+        else:
+            built[name] = _Constant(name, how["value"])
+    return _Sampler(built)
 
 
 class _BadReturn(Exception):
