@@ -10,7 +10,17 @@ import argparse
 import sys
 from pathlib import Path
 
-from grader.exercise.spec import Arg, DictArg, Exercise, LiteralArg, discover_exercises, load_exercise
+from grader.exercise.spec import (
+    Arg,
+    DictArg,
+    Exercise,
+    IndexOfArg,
+    LiteralArg,
+    SamplerObject,
+    TokensArg,
+    discover_exercises,
+    load_exercise,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 START, END = "<!-- library-table:start -->", "<!-- library-table:end -->"
@@ -21,6 +31,12 @@ def _arg(arg: Arg) -> str:
         return repr(arg.value)
     if isinstance(arg, DictArg):
         return "{" + ", ".join(f"{k}: {v}" for k, v in arg.entries.items()) + "}"
+    if isinstance(arg, TokensArg):
+        return f"words({arg.tokens})"
+    if isinstance(arg, IndexOfArg):
+        return "{word: index}"
+    if isinstance(arg, SamplerObject):
+        return f"sampler({', '.join(arg.methods)})"
     return arg if isinstance(arg, str) else "(" + ", ".join(arg) + ")"
 
 
