@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 import pytest
-from conftest import copy_exercise, line_of, write_source
+from conftest import CORRECT_GRAPH2, copy_exercise, grade_source, line_of, write_source
 
 from grader.errors import SpecError
 from grader.exercise.spec import Exercise, load_exercise
@@ -99,3 +100,17 @@ def test_bad_support_entries_are_spec_errors_with_a_line(tmp_path: Path, entry: 
     assert message in text
     spec_text = (folder / "exercise.yaml").read_text()
     assert f"exercise.yaml:{line_of(spec_text, 'support:')}: support[0]:" in text
+
+
+def test_a_course_file_importing_python_2_names_from_past_is_graded_as_handed_in(
+    graph2: Exercise, tmp_path: Path
+) -> None:
+    """CS231n's starters begin with `from past.builtins import xrange` (the `future` package), which the
+    grading machine need not have."""
+    source = (
+        "from builtins import range\nfrom past.builtins import xrange\nimport past.builtins\n"
+        + textwrap.dedent(CORRECT_GRAPH2).replace("    f.backward()", "    f.backward()\n    list(xrange(2))")
+    )
+    result = grade_source(graph2, tmp_path, "linear_svm.py", source)
+    assert result.error is None, result.error
+    assert {r.verdict.value for r in result.returns} == {"pass"}
