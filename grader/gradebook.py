@@ -182,7 +182,8 @@ def exercise_hash(exercise: Exercise) -> str:
         source = exercise.path_of(relative)
         paths += sorted(p for p in source.rglob("*") if p.is_file()) if source.is_dir() else [source]
     for path in paths:
-        digest.update(str(path.relative_to(exercise.root)).encode() + b"\0" + path.read_bytes() + b"\0")
+        # relpath, not relative_to: a support folder shared by an assignment lies beside the exercise
+        digest.update(os.path.relpath(path, exercise.root).encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()
 
 

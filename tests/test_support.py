@@ -87,12 +87,14 @@ def test_under_bubblewrap_the_support_folder_is_read_only(with_util: Exercise, t
     ("entry", "message"),
     [
         ("[missing.py]", "'missing.py' is neither a .py file nor a folder"),
-        ("[../outside.py]", "'../outside.py' is not inside the exercise's folder"),
+        ("[../outside.py]", "'../outside.py' is neither inside the exercise's folder nor in a shared folder"),
+        ("[../other/solution.py]", "'../other/solution.py' is neither inside the exercise's folder nor"),
         ("[exercise.yaml]", "'exercise.yaml' is neither a .py file nor a folder"),
     ],
 )
 def test_bad_support_entries_are_spec_errors_with_a_line(tmp_path: Path, entry: str, message: str) -> None:
     write_source(tmp_path / "outside.py", UTIL)  # exists, but outside the exercise
+    write_source(tmp_path / "other" / "solution.py", UTIL)  # a sibling exercise's: never importable
     folder = copy_exercise(tmp_path / "graph2", append=f"\nsupport: {entry}\n")
     with pytest.raises(SpecError) as raised:
         load_exercise(folder)
@@ -114,3 +116,13 @@ def test_a_course_file_importing_python_2_names_from_past_is_graded_as_handed_in
     result = grade_source(graph2, tmp_path, "linear_svm.py", source)
     assert result.error is None, result.error
     assert {r.verdict.value for r in result.returns} == {"pass"}
+
+
+def test_an_assignments_exercises_share_a_support_folder_beside_them(tmp_path: Path) -> None:
+    """CS224n's word2vec.py imports `from utils.utils import softmax`: one `_support/utils` package for
+    every exercise of the assignment, which discovery does not take for an exercise."""
+    write_source(tmp_path / "a2" / "_support" / "util.py", UTIL)
+    folder = copy_exercise(tmp_path / "a2" / "graph2", append="\nsupport: [../_support/util.py]\n")
+    exercise = load_exercise(folder)
+    path = write_source(tmp_path / "hand_in" / "hw.py", USES_UTIL)
+    assert grade(exercise, submission_from_path(path, "graph2"), seed=0, trial_count=3).passed

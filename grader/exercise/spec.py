@@ -912,14 +912,28 @@ def _check_files(spec: ExerciseSpec, where: _Where, authoring: bool) -> None:
     support_names: set[str] = set()
     for i, relative in enumerate(spec.support):
         support = (folder / relative).resolve()
-        if not support.is_relative_to(folder.resolve()) or support == folder.resolve():
-            raise where.error(("support", i), f"'{relative}' is not inside the exercise's folder")
+        if not _may_support(support, folder.resolve()):
+            message = (
+                f"'{relative}' is neither inside the exercise's folder nor in a shared folder beside it "
+                "whose name starts with _ (such as ../_support/utils, shared by an assignment's exercises)"
+            )
+            raise where.error(("support", i), message)
         if not (support.is_dir() or (support.is_file() and support.suffix == ".py")):
             message = f"'{relative}' is neither a .py file nor a folder beside {where.path.name}"
             raise where.error(("support", i), message)
         if support.name in support_names:
             raise where.error(("support", i), f"two support entries are named '{support.name}'")
         support_names.add(support.name)
+
+
+def _may_support(support: Path, folder: Path) -> bool:
+    """Inside the exercise's folder, or in a `_` folder beside it (`../_support/utils`, the course's
+    helpers that an assignment's exercises share; discovery never takes it for an exercise). Never a
+    sibling exercise's folder: its solution would be importable by the submission."""
+    if support.is_relative_to(folder):
+        return support != folder
+    shared = support.relative_to(folder.parent).parts if support.is_relative_to(folder.parent) else ()
+    return len(shared) >= 2 and shared[0].startswith("_")
 
 
 def _is_block_scalar(path: Path, line: int) -> bool:
