@@ -88,12 +88,15 @@ class Gradings:
             if exercise.spec.solution:
                 files.append(FLOAT32)
 
+            # Computed once for every file of the exercise, as a class run shares them.
+            references = compute_references(exercise, make_trials(exercise, SEED, TRIALS))
+
             def one(relative: str) -> SubmissionResult:
                 if relative == FLOAT32:
                     solution = str(exercise.spec.solution)
                     return validation.grade_float32_variant(exercise, solution, SEED, TRIALS)
                 submission = submission_from_path(exercise.path_of(relative), exercise.spec.entry)
-                return grade(exercise, submission, SEED, TRIALS)
+                return grade(exercise, submission, SEED, references=references)
 
             with ThreadPoolExecutor(max_workers=2) as pool:
                 results = dict(zip(files, pool.map(one, files), strict=True))
