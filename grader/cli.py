@@ -88,6 +88,9 @@ def _parser() -> argparse.ArgumentParser:
         "validate", help="check exercises: gradients, reference, known-wrong files"
     )
     validate.add_argument("exercises", type=Path, help="an exercise folder or a folder of them")
+    validate.add_argument(
+        "-j", "--jobs", type=_positive, default=os.cpu_count() or 1, help="files graded at once"
+    )
     common(validate)
 
     gradescope = commands.add_parser(
@@ -401,7 +404,7 @@ def _validate(args: argparse.Namespace, console: Console, errors: Console) -> in
     for exercise in exercises:
         console.print(f"[bold]{safe(exercise.id)}[/] — {safe(exercise.spec.title)}")
         try:
-            checks = validate(exercise, args.seed, args.trials)
+            checks = validate(exercise, args.seed, args.trials, jobs=args.jobs)
         except GraderError as exc:  # a graph that fails on its own inputs: the other exercises still run
             console.print(f"  [bold red]FAIL[/] {safe(str(exc))}")
             broken.append(exc)

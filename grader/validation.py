@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
 import numpy as np
 
 from grader.exercise.reference import References, compute_references, forward_values, reference_returns
-from grader.exercise.spec import Exercise, ReturnSpec
+from grader.exercise.spec import Exercise, ReturnSpec, WrongSolution
 from grader.exercise.trials import Trial, make_trials
 from grader.grading import grade
 from grader.handin.discover import submission_from_path
@@ -35,63 +36,76 @@ def validate(
     seed: int,
     trial_count: int | None = None,
     progress: Callable[[str], None] | None = None,
+    jobs: int = 1,
 ) -> list[Check]:
     def note(text: str) -> None:
         if progress is not None:
             progress(text)
 
-    checks = [finite_differences(exercise, make_trials(exercise, seed, FD_TRIALS))]
     trials = trial_count or min(exercise.spec.trials, 200)
     # One set of references for every file graded on the exercise's own trials, and the discrimination check.
     references = compute_references(exercise, make_trials(exercise, seed, trials))
-    if exercise.spec.solution is not None:
-        note(f"{exercise.id}: grading the reference solution")
-        result = _grade_file(exercise, exercise.spec.solution, seed, references)
-        bad = [r for r in result.returns if r.verdict is not Verdict.PASS]
-        detail = "passes every return" if not bad and result.error is None else _summary(result)
-        checks.append(
-            Check(f"reference solution {exercise.spec.solution}", not bad and result.error is None, detail)
-        )
-        note(f"{exercise.id}: grading the reference solution on float32 inputs")
-        result = grade_float32_variant(exercise, exercise.spec.solution, seed, trials)
-        bad = [r for r in result.returns if r.verdict not in (Verdict.PASS, Verdict.PRECISION)]
-        ok = not bad and result.error is None
-        detail = (
-            "every return is pass or precision: rounding in float32 stays inside the envelope"
-            if ok
-            else _summary(result)
-            + " (correct float32 code would be marked wrong: widen the inputs' gaps or keep values in range)"
-        )
-        checks.append(Check(f"float32 variant of {exercise.spec.solution}", ok, detail))
-    if exercise.spec.starter is not None:
-        checks.append(_starter(exercise, exercise.spec.starter))
-    note(f"{exercise.id}: checking that the test points tell standard mistakes from rounding")
-    checks.append(discrimination(exercise, references))
-    for wrong in exercise.spec.wrong:
-        note(f"{exercise.id}: grading {wrong.file}")
-        result = _grade_file(exercise, wrong.file, seed, references)
-        verdicts = {r.name: r.verdict for r in result.returns}
-        named = {r.name: r.misconception for r in result.returns}
-        mismatched = [
-            f"{n}: expected {v.value}, got {verdicts[n].value}"
-            for n, v in wrong.expect.items()
-            if verdicts[n] is not v
-        ]
-        mismatched += [
-            f"{n}: expected the misconception '{m}...', got {named[n]!r}"
-            for n, m in wrong.misconceptions.items()
-            if not (named[n] or "").startswith(m)
-        ]
-        if mismatched:
-            detail = "; ".join(mismatched)
-            error = result.error or result.first_trial_error
-            if error is not None:
-                detail += f" (error {error.kind}: {error.message})"
-        else:
-            detail = ", ".join(f"{n}={v.value}" for n, v in wrong.expect.items())
-            detail += "".join(f"; {n}: {named[n]}" for n in wrong.misconceptions)
-        checks.append(Check(f"known-wrong {wrong.file} ({wrong.mistake})", not mismatched, detail))
+    solution = exercise.spec.solution
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        # The files are graded `jobs` at a time while this thread checks gradients and test points.
+        graded = {
+            relative: pool.submit(_grade_file, exercise, relative, seed, references)
+            for relative in ([solution] if solution else []) + [w.file for w in exercise.spec.wrong]
+        }
+        float32 = pool.submit(grade_float32_variant, exercise, solution, seed, trials) if solution else None
+        note(f"{exercise.id}: checking gradients against finite differences")
+        checks = [finite_differences(exercise, make_trials(exercise, seed, FD_TRIALS))]
+        note(f"{exercise.id}: checking that the test points tell standard mistakes from rounding")
+        discriminating = discrimination(exercise, references)
+        if solution is not None and float32 is not None:
+            note(f"{exercise.id}: grading the reference solution, on float64 and float32 inputs")
+            result = graded[solution].result()
+            bad = [r for r in result.returns if r.verdict is not Verdict.PASS]
+            detail = "passes every return" if not bad and result.error is None else _summary(result)
+            checks.append(Check(f"reference solution {solution}", not bad and result.error is None, detail))
+            result = float32.result()
+            bad = [r for r in result.returns if r.verdict not in (Verdict.PASS, Verdict.PRECISION)]
+            ok = not bad and result.error is None
+            detail = (
+                "every return is pass or precision: rounding in float32 stays inside the envelope"
+                if ok
+                else _summary(result)
+                + " (correct float32 code would be marked wrong: widen the inputs' gaps or keep values in "
+                "range)"
+            )
+            checks.append(Check(f"float32 variant of {solution}", ok, detail))
+        if exercise.spec.starter is not None:
+            checks.append(_starter(exercise, exercise.spec.starter))
+        checks.append(discriminating)
+        for wrong in exercise.spec.wrong:
+            note(f"{exercise.id}: grading {wrong.file}")
+            checks.append(_wrong_file_check(wrong, graded[wrong.file].result()))
     return checks
+
+
+def _wrong_file_check(wrong: WrongSolution, result: SubmissionResult) -> Check:
+    """Whether a known-wrong file got the verdicts (and misconceptions) its entry declares."""
+    verdicts = {r.name: r.verdict for r in result.returns}
+    named = {r.name: r.misconception for r in result.returns}
+    mismatched = [
+        f"{n}: expected {v.value}, got {verdicts[n].value}"
+        for n, v in wrong.expect.items()
+        if verdicts[n] is not v
+    ]
+    mismatched += [
+        f"{n}: expected the misconception '{m}...', got {named[n]!r}"
+        for n, m in wrong.misconceptions.items()
+        if not (named[n] or "").startswith(m)
+    ]
+    if mismatched:
+        detail = "; ".join(mismatched)
+        error = result.error or result.first_trial_error
+        if error is not None:
+            detail += f" (error {error.kind}: {error.message})"
+    else:
+        detail = ", ".join(f"{n}={v.value}" for n, v in wrong.expect.items())
+        detail += "".join(f"; {n}: {named[n]}" for n in wrong.misconceptions)
+    return Check(f"known-wrong {wrong.file} ({wrong.mistake})", not mismatched, detail)
 
 
 def _grade_file(exercise: Exercise, relative: str, seed: int, references: References) -> SubmissionResult:
