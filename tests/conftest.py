@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
+import yaml
 from hypothesis import settings
 
 from grader.exercise.spec import SPEC_FILE, Exercise, discover_exercises, load_exercise
@@ -89,6 +90,12 @@ def copy_exercise(
     Each edit must apply, so a change in the template shows up as a clear failure, not a silent no-op.
     """
     shutil.copytree(source, target, ignore=shutil.ignore_patterns("__pycache__"))
+    for shared in _shared_support(source):  # a course's helpers beside the exercise go beside the copy
+        destination = target.parent / shared.relative_to(source.parent)
+        if not destination.exists():
+            destination.parent.mkdir(parents=True, exist_ok=True)
+            copy = shutil.copytree if shared.is_dir() else shutil.copyfile
+            copy(shared, destination)
     spec = target / "exercise.yaml"
     text = spec.read_text(encoding="utf-8")
     for old, new in edits:
@@ -96,6 +103,12 @@ def copy_exercise(
         text = text.replace(old, new, 1)
     spec.write_text(text + append, encoding="utf-8")
     return target
+
+
+def _shared_support(folder: Path) -> list[Path]:
+    data = yaml.safe_load((folder / SPEC_FILE).read_text(encoding="utf-8"))
+    entries = data.get("support", []) if isinstance(data, dict) else []
+    return [(folder / e).resolve() for e in entries if isinstance(e, str) and e.startswith("../")]
 
 
 def without_top_level_block(text: str, key: str) -> str:
