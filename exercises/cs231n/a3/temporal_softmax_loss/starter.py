@@ -13,8 +13,7 @@ def temporal_softmax_loss(x, y, mask, verbose=False):
     Inputs:
     - x: input scores, of shape (N, T, V)
     - y: ground-truth indices, of shape (N, T), where each element is in the range 0 <= y[i, t] < V
-    - mask: array of shape (N, T) where mask[i, t] tells whether the scores at x[i, t] count
-      (here 0.0 or 1.0)
+    - mask: boolean array of shape (N, T) where mask[i, t] tells whether the scores at x[i, t] count
 
     Returns a tuple of:
     - loss: scalar giving the loss
