@@ -1,6 +1,3 @@
-import numpy as np
-
-
 def temporal_affine_forward(x, w, b):
     N, T, D = x.shape
     out = (x.reshape(N * T, D) @ w).reshape(N, T, -1) + b

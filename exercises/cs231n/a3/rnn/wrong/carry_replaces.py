@@ -34,7 +34,8 @@ def rnn_backward(dh, cache):
     db = np.zeros(dh.shape[2])
     dprev = np.zeros((N, dh.shape[2]))
     for t in reversed(range(T)):
-        dx[:, t, :], dprev, dWx_t, dWh_t, db_t = rnn_step_backward(dh[:, t, :] if t == T - 1 else dprev, steps[t])
+        dnext = dh[:, t, :] if t == T - 1 else dprev
+        dx[:, t, :], dprev, dWx_t, dWh_t, db_t = rnn_step_backward(dnext, steps[t])
         dWx += dWx_t
         dWh += dWh_t
         db += db_t

@@ -1,6 +1,3 @@
-import numpy as np
-
-
 def word_embedding_forward(x, W):
     return W[x], (x, W.shape)
 
