@@ -200,3 +200,62 @@ def test_var_cumsum_and_permute_give_references_correct_code_meets(tmp_path: Pat
     unbiased = NORM.replace("DTYPE", dtype).replace("unbiased=False", "unbiased=True")
     wrong = grade_source(exercise, tmp_path, "unbiased.py", unbiased, trials=200)
     assert {r.name: r.verdict for r in wrong.returns}["y"] is Verdict.LOGIC
+
+
+MASK_SPEC = """
+    id: masked
+    title: A masked sum, the mask handed out as CS231n hands it (booleans)
+    entry: masked_sum
+    args: [x, mask]
+    sizes:
+      n: {min: 2, max: 6}
+    inputs:
+      x: {shape: [n], dist: normal}
+      mask: {shape: [n], dist: bernoulli, p: 0.6, type: TYPE, dtype: bool}
+    graph: |
+      loss = sum(x * mask)
+    returns:
+      - {name: loss, value: loss}
+      - {name: dx, grad: {of: loss, wrt: x}}
+    trials: 30
+    solution: null
+    starter: null
+"""
+
+BOOL_INDEXING = """
+    import numpy as np
+
+
+    def masked_sum(x, mask):
+        mask = np.asarray(mask)
+        assert mask.dtype == np.bool_, mask.dtype  # booleans, not 0/1 floats
+        dx = np.zeros_like(x)
+        dx[mask] = 1.0
+        return x[mask].sum(), dx
+"""
+
+
+@pytest.mark.parametrize("kind", ["numpy", "torch"])
+def test_a_bool_mask_is_handed_out_as_booleans_and_indexes(tmp_path: Path, kind: str) -> None:
+    """`x[mask]` needs a boolean mask; the reference computes with the same mask's 0/1 values."""
+    exercise = load_exercise(write_exercise(tmp_path / f"masked_{kind}", MASK_SPEC.replace("TYPE", kind)))
+    assert make_trials(exercise, 0, 1)[0].inputs["mask"].dtype.name == "float64"
+    result = grade_source(exercise, tmp_path, "masked.py", BOOL_INDEXING)
+    assert result.error is None, result.error
+    assert {r.name: r.verdict for r in result.returns} == {"loss": Verdict.PASS, "dx": Verdict.PASS}, [
+        r.message for r in result.returns
+    ]
+
+
+@pytest.mark.parametrize(
+    "mask",
+    [
+        "mask: {shape: [n], dist: normal, dtype: bool}",
+        "mask: {dist: bernoulli, p: 0.5, type: python, dtype: bool}",
+    ],
+)
+def test_a_bool_dtype_is_only_for_a_bernoulli_mask_array(tmp_path: Path, mask: str) -> None:
+    spec = MASK_SPEC.replace("mask: {shape: [n], dist: bernoulli, p: 0.6, type: TYPE, dtype: bool}", mask)
+    with pytest.raises(SpecError) as info:
+        load_exercise(write_exercise(tmp_path / "bad_mask", spec))
+    assert "mask" in str(info.value), info.value

@@ -79,8 +79,9 @@ class InputSpec(_Model):
     # (EECS498), or for a shape [] input a Python number (a float, or an int for dist integer).
     type: Literal["numpy", "torch", "python"] = "numpy"
     # The float dtype it is handed out in; its values are drawn in float64 and rounded to it, so the
-    # grader's float64 reference sees exactly what the student gets.
-    dtype: Literal["float64", "float32"] = "float64"
+    # grader's float64 reference sees exactly what the student gets. `bool` hands a bernoulli mask out as
+    # booleans (CS231n's temporal_softmax_loss mask), the reference computing with its 0/1 values.
+    dtype: Literal["float64", "float32", "bool"] = "float64"
 
     @model_validator(mode="after")
     def _fields_fit_dist(self) -> InputSpec:
@@ -102,7 +103,9 @@ class InputSpec(_Model):
             raise ValueError(f"dist 'rejection' has shape [count] (how many it keeps), not {shape}")
         if self.type == "python" and self.shape:
             raise ValueError(f"type 'python' is for shape [] (a number), not shape {list(self.shape)}")
-        if self.dtype != "float64" and (self.is_integer or self.type == "python"):
+        if self.dtype == "bool" and (self.dist != "bernoulli" or self.type == "python"):
+            raise ValueError("dtype 'bool' is for a bernoulli mask handed out as an array or tensor")
+        if self.dtype == "float32" and (self.is_integer or self.type == "python"):
             raise ValueError(f"dtype '{self.dtype}' is for float arrays and tensors, not this input")
         return self
 

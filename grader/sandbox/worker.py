@@ -633,6 +633,8 @@ def _run_trial(
             return bound[name]  # the student's own object (a cache), passed on as it is
         array = inputs[name]
         how = handed.get(name, _AS_NUMPY_FLOAT64)
+        if how["dtype"] == "bool":  # a 0/1 mask as booleans: no precision to narrow or lift
+            return _handed(array != 0, how["type"])
         narrow = job["inputs_as"] or (how["dtype"] if how["dtype"] != "float64" else None)
         if array.dtype.kind == "f" and lifted is not None:
             value: np.ndarray = lifted.of(array)
