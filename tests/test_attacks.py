@@ -389,7 +389,8 @@ def test_gradescope_keeps_its_result_and_ships_no_solution(tmp_path: Path) -> No
     source = tmp_path / "autograder" / "source"
     shutil.unpack_archive(archive, source)
     shipped = [p.name for p in (source / "exercises").rglob("*") if p.is_file()]
-    assert shipped == ["exercise.yaml"], shipped
+    # the spec and the course's helpers it declares (graph2's util.py and plots.py), no solution
+    assert sorted(shipped) == ["exercise.yaml", "plots.py", "util.py"], shipped
     written: dict[Path, bytes] = {}
     for attack in ("late_forger", "read_secrets", "kill_grader", "write_classmates"):
         submission = tmp_path / "autograder" / f"submission-{attack}"
