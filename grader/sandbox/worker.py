@@ -667,8 +667,10 @@ def _run_trial(
     started = time.perf_counter()
     first_call = _deadline.first_call
     _deadline.start()
+    entry = job["calls"][0]["entry"]
     try:
         for function, call in zip(functions, job["calls"], strict=True):
+            entry = call["entry"]
             value = function(*[built(arg) for arg in call["args"]])
             if call["binds"] is not None:
                 bound.update(zip(call["binds"], _as_tuple(value, call["binds"], call["entry"]), strict=True))
@@ -681,6 +683,14 @@ def _run_trial(
         _deadline.stop()
         kind = _failure_kind(exc)
         message = _exception_line(exc, submission_dir)
+        if kind is FailureKind.EXCEPTION and any(n in bound for n in names):
+            # A later call (the backward) raised: what the calls before it returned (the forward's out) is
+            # still graded, and each return it did not get to says why.
+            problem = f"not computed: {entry}() raised {message}"
+            seconds = time.perf_counter() - started
+            converted = [_converted(n, bound[n]) if n in bound else (n, None, problem, None) for n in names]
+            channel.queue(index, run, seconds, converted)
+            return
         error: dict[str, Any] = {"type": "trial-error", "trial": index, "run": run.value, "kind": kind.value}
         if isinstance(exc, TrialTimeout):
             # Worded by the grader (failures.py), which also confirms it in a fresh worker: the numbers.
