@@ -205,16 +205,33 @@ def _indent(text: str, spaces: int) -> str:
     return "\n".join(pad + line for line in text.splitlines())
 
 
+def _shared_prefix(ids: Sequence[str]) -> str:
+    """The dotted prefix every id has ("cs231n.a3."), where there are several ids; else ""."""
+    if len(ids) < 2:
+        return ""
+    parts = [i.split(".")[:-1] for i in ids]
+    shared: list[str] = []
+    for level in zip(*parts, strict=False):
+        if len(set(level)) > 1:
+            break
+        shared.append(level[0])
+    return "".join(f"{part}." for part in shared)
+
+
 def render_class(
     console: Console, results: Sequence[SubmissionResult], exercises: Sequence[str], students: Sequence[str]
 ) -> None:
     by_key = {(r.student, r.exercise): r for r in results}
     # Exercises nobody handed in would be columns of dashes: named once below the table instead.
     attempted = [e for e in exercises if any(not _not_submitted(r) for r in results if r.exercise == e)]
-    table = Table(title="grades", header_style="bold")
+    # A course's ids share their course and assignment (cs231n.a3.rnn, cs231n.a3.lstm): said once, in
+    # the title, so that the columns have room for what tells them apart.
+    prefix = _shared_prefix(attempted)
+    title = f"grades ({prefix}*)" if prefix else "grades"
+    table = Table(title=safe(title), header_style="bold")
     table.add_column("student", no_wrap=True)
     for exercise in attempted:
-        table.add_column(exercise, justify="center")
+        table.add_column(safe(exercise.removeprefix(prefix)), justify="center")
     table.add_column("total", justify="right", no_wrap=True)
     for student in students:
         cells = []
