@@ -49,18 +49,20 @@ def _cases() -> list[Any]:
         cases.append(pytest.param(exercise_id, "solution", id=f"{exercise_id}-solution"))
         cases.append(pytest.param(exercise_id, FLOAT32, id=f"{exercise_id}-solution-float32"))
         wrong = raw.get("wrong") or []
+        # Keyed by the exercise's id, as the solution's cases: a folder's name need not be its id
+        # (exercises/cs231n/a2/batchnorm holds cs231n.a2.batchnorm).
         if not wrong:
             cases.append(
                 pytest.param(
-                    folder.name,
+                    exercise_id,
                     None,
-                    id=f"{folder.name}-wrong",
-                    marks=pytest.mark.skip(reason=f"{folder.name} has no known-wrong solutions yet"),
+                    id=f"{exercise_id}-wrong",
+                    marks=pytest.mark.skip(reason=f"{exercise_id} has no known-wrong solutions yet"),
                 )
             )
         for entry in wrong:
             file = entry.get("file", "?") if isinstance(entry, dict) else "?"
-            cases.append(pytest.param(folder.name, file, id=f"{folder.name}-{file}"))
+            cases.append(pytest.param(exercise_id, file, id=f"{exercise_id}-{file}"))
     return cases
 
 
