@@ -49,6 +49,8 @@ def _cases() -> list[Any]:
         cases.append(pytest.param(exercise_id, "solution", id=f"{exercise_id}-solution"))
         cases.append(pytest.param(exercise_id, FLOAT32, id=f"{exercise_id}-solution-float32"))
         wrong = raw.get("wrong") or []
+        # Keyed by the exercise's id, as the solution's cases: a folder's name need not be its id
+        # (exercises/cs231n/a2/batchnorm holds cs231n.a2.batchnorm).
         if not wrong:
             cases.append(
                 pytest.param(

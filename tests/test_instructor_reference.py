@@ -3,6 +3,7 @@ graph language cannot say them (a 2-D convolution by torch's own conv2d here).""
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -208,3 +209,22 @@ def test_a_reference_field_that_cannot_be_used_is_a_spec_error(
     with pytest.raises(SpecError) as caught:
         _exercise(tmp_path / "conv", spec=CONV.replace(old, new))
     assert message in str(caught.value), str(caught.value)
+
+
+def test_a_declared_misconception_is_an_expression_over_the_references_values(tmp_path: Path) -> None:
+    """`misconceptions:` work beside a reference as beside a graph: their expressions take the values the
+    function returned (here `out`), and a hand-in that matches one is named by it."""
+    spec = CONV + textwrap.dedent(
+        """
+        misconceptions:
+          - name: the bias left out
+            return: out
+            expr: out - reshape(b, (1, F, 1, 1))
+            feedback: add b[f] to every output of filter f
+        """
+    ).replace("\n", "\n    ")
+    exercise = _exercise(tmp_path / "conv", spec=spec)
+    no_bias = SOLUTION.replace(", xp[:, :, i:i + K, j:j + K], w) + b", ", xp[:, :, i:i + K, j:j + K], w)")
+    wrong = grade_source(exercise, tmp_path / "wrong", "layers.py", no_bias, trials=20)
+    out = next(r for r in wrong.returns if r.name == "out")
+    assert (out.verdict.value, out.misconception) == ("logic", "the bias left out"), out.message

@@ -889,7 +889,9 @@ def _computed(spec: ExerciseSpec, program: Program) -> tuple[str, ...]:
     if spec.graph is not None:
         return program.defined
     named = [ret.value if ret.value is not None else (ret.grad or ret.vjp).of for ret in spec.returns]  # type: ignore[union-attr]
-    return tuple(dict.fromkeys(n for n in named if n not in spec.inputs))
+    # Names the program assigns are computed from the function's values, not by it: a declared
+    # misconception's expression (`out * p`), evaluated over what the function returned.
+    return tuple(dict.fromkeys(n for n in named if n not in spec.inputs and n not in program.defined))
 
 
 def _check_files(spec: ExerciseSpec, where: _Where, authoring: bool) -> None:

@@ -1,0 +1,14 @@
+import numpy as np
+
+
+def affine_forward(x, w, b):
+    out = x.reshape(x.shape[0], -1) @ w + b
+    return out, (x, w, b)
+
+
+def affine_backward(dout, cache):
+    x, w, b = cache
+    dx = (dout @ w.T).reshape(x.shape)
+    dw = x.reshape(x.shape[0], -1).T @ dout
+    db = np.mean(dout, axis=0)  # averaged, not summed
+    return dx, dw, db
