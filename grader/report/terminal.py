@@ -236,13 +236,11 @@ def render_class(
     for student in students:
         cells = []
         total = maximum = 0.0
-        for exercise in exercises:
+        for exercise in attempted:  # a library's exercises nobody handed in are not this class's work
             result = by_key.get((student, exercise))
             if result is not None:
                 total += result.score
                 maximum += result.max_score
-            if exercise not in attempted:
-                continue
             if result is None or _not_submitted(result):
                 cells.append("[dim]—[/]")
             else:
