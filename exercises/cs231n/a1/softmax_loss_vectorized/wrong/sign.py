@@ -1,7 +1,7 @@
 import numpy as np
 
 
-def softmax_loss(W, X, y, reg):
+def softmax_loss_vectorized(W, X, y, reg):
     N = X.shape[0]
     scores = X @ W
     scores -= scores.max(axis=1, keepdims=True)

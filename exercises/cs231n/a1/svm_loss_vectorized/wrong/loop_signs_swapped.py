@@ -1,7 +1,7 @@
 import numpy as np
 
 
-def svm_loss(W, X, y, reg):
+def svm_loss_vectorized(W, X, y, reg):
     dW = np.zeros(W.shape)
     num_classes = W.shape[1]
     num_train = X.shape[0]

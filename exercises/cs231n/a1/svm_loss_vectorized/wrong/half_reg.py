@@ -1,0 +1,16 @@
+import numpy as np
+
+
+def svm_loss_vectorized(W, X, y, reg):
+    N = X.shape[0]
+    scores = X @ W
+    correct = scores[np.arange(N), y].reshape(-1, 1)
+    margins = np.maximum(0, scores - correct + 1)
+    margins[np.arange(N), y] = 0
+    loss = np.sum(margins) / N
+    loss += 0.5 * reg * np.sum(W * W)  # the winter 2016 starter's convention, not reg * np.sum(W * W)
+
+    mask = (margins > 0).astype(float)
+    mask[np.arange(N), y] = -np.sum(mask, axis=1)
+    dW = X.T @ mask / N + reg * W
+    return loss, dW

