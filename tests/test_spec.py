@@ -96,26 +96,62 @@ def test_yaml_that_is_not_a_mapping(tmp_path: Path) -> None:
 
 
 def test_unknown_top_level_field_lists_known_fields(tmp_path: Path) -> None:
-    path, text, error = broken(tmp_path, "trials: 1000", "trails: 1000")
-    assert (error.path, error.line, error.field) == (path, line_of(text, "trails:"), "trails")
-    assert "unknown field 'trails'" in error.message
+    path, text, error = broken(tmp_path, "trials: 1000", "colour: 1000")
+    assert (error.path, error.line, error.field) == (path, line_of(text, "colour:"), "colour")
+    assert "unknown field 'colour'" in error.message
     for known in ("entry", "args", "inputs", "graph", "returns", "trials", "points", "limits"):
         assert known in error.message
 
 
+def test_a_misspelt_top_level_field_is_named_with_what_was_meant(tmp_path: Path) -> None:
+    path, text, error = broken(tmp_path, "trials: 1000", "trails: 1000")
+    assert (error.path, error.line, error.field) == (path, line_of(text, "trails:"), "trails")
+    assert error.message == "'trails' is not a field: did you mean 'trials'?"
+
+
+def test_a_misspelt_required_field_is_told_at_its_own_line_not_as_missing(tmp_path: Path) -> None:
+    # pydantic reports the missing 'returns' first, at line 1: the misspelling is the author's mistake.
+    path, text, error = broken(tmp_path, "returns:", "retuns:")
+    assert (error.path, error.line, error.field) == (path, line_of(text, "retuns:"), "retuns")
+    assert error.message == "'retuns' is not a field: did you mean 'returns'?"
+    assert str(error) == f"{path}:{line_of(text, 'retuns:')}: retuns: {error.message}"
+
+
+def test_a_misspelt_field_of_an_input_is_named_with_what_was_meant(tmp_path: Path) -> None:
+    _, text, error = broken(
+        tmp_path, "W_np: {shape: [d, d], dist: uniform}", "W_np: {shape: [d, d], dits: uniform}"
+    )
+    assert (error.line, error.field) == (line_of(text, "dits:"), "inputs.W_np.dits")
+    assert error.message == "'dits' is not a field: did you mean 'dist'?"
+
+
+def test_a_misspelt_required_field_of_a_return_is_told_at_its_line(tmp_path: Path) -> None:
+    _, text, error = broken(tmp_path, "{name: f, value: f}", "{nmae: f, value: f}")
+    assert (error.line, error.field) == (line_of(text, "nmae:"), "returns[0].nmae")
+    assert error.message == "'nmae' is not a field: did you mean 'name'?"
+
+
 def test_unknown_field_in_a_return_lists_that_models_fields(tmp_path: Path) -> None:
-    _, text, error = broken(tmp_path, "{name: f, value: f}", "{name: f, value: f, atoll: 1e-6}")
-    assert error.line == line_of(text, "atoll")
-    assert error.field == "returns[0].atoll"
+    _, text, error = broken(tmp_path, "{name: f, value: f}", "{name: f, value: f, tolerance: 1e-6}")
+    assert error.line == line_of(text, "tolerance")
+    assert error.field == "returns[0].tolerance"
     assert "atol" in error.message and "rtol" in error.message and "vjp" in error.message
+
+
+def test_a_misspelt_field_of_a_return_is_named_with_what_was_meant(tmp_path: Path) -> None:
+    _, _, error = broken(tmp_path, "{name: f, value: f}", "{name: f, value: f, atoll: 1e-6}")
+    assert (error.field, error.message) == (
+        "returns[0].atoll",
+        "'atoll' is not a field: did you mean 'atol'?",
+    )
 
 
 def test_unknown_field_in_an_input(tmp_path: Path) -> None:
     _, text, error = broken(
-        tmp_path, "x_np: {shape: [d, 1], dist: uniform}", "x_np: {shape: [d, 1], dist: uniform, lo: 1}"
+        tmp_path, "x_np: {shape: [d, 1], dist: uniform}", "x_np: {shape: [d, 1], dist: uniform, minimum: 1}"
     )
-    assert error.line == line_of(text, "lo: 1")
-    assert error.field == "inputs.x_np.lo"
+    assert error.line == line_of(text, "minimum: 1")
+    assert error.field == "inputs.x_np.minimum"
     assert "low" in error.message and "high" in error.message
 
 
@@ -356,6 +392,8 @@ def test_a_tag_without_tagged_says_how_to_fix_it(tmp_path: Path) -> None:
 
 
 def test_unknown_notebook_field_lists_the_notebook_fields(tmp_path: Path) -> None:
-    _, text, error = _notebook_spec_error(tmp_path, "notebook: {cells: tagged, tags: [grade]}\n")
-    assert (error.line, error.field) == (line_of(text, "notebook:"), "notebook.tags")
-    assert error.message == "unknown field 'tags'; known fields: cells, tag"
+    _, text, error = _notebook_spec_error(tmp_path, "notebook: {cells: tagged, labels: [grade]}\n")
+    assert (error.line, error.field) == (line_of(text, "notebook:"), "notebook.labels")
+    assert error.message == "unknown field 'labels'; known fields: cells, tag"
+    _, _, error = _notebook_spec_error(tmp_path / "close", "notebook: {cells: tagged, tags: [grade]}\n")
+    assert (error.field, error.message) == ("notebook.tags", "'tags' is not a field: did you mean 'tag'?")

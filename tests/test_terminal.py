@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-from grader.report.terminal import _shared_prefix
+import io
+from pathlib import Path
+
+from conftest import CORRECT_GRAPH2, grade_source
+from rich.console import Console
+
+from grader.exercise.spec import Exercise
+from grader.report.terminal import _shared_prefix, render_result
+from grader.results import SubmissionResult
 
 
 def test_a_courses_shared_id_prefix_is_said_once() -> None:
@@ -11,3 +19,43 @@ def test_a_courses_shared_id_prefix_is_said_once() -> None:
     assert _shared_prefix(["graph1", "graph2"]) == ""  # nothing dotted to share
     assert _shared_prefix(["cs231n.a3.rnn"]) == ""  # one column keeps its whole id
     assert _shared_prefix(["cs231n.a3.rnn", "eecs498.a2.svm_loss_naive"]) == ""
+
+
+HINT = "Hint: the backtrace further above shows the operation that failed"
+
+
+def _raising(when: str) -> str:
+    """graph2 raising a torch-like RuntimeError of two lines: a summary, then a hint."""
+    return CORRECT_GRAPH2.replace(
+        "f.backward()",
+        # The hint in a line of its own: the traceback's source line must not hold it.
+        f"f.backward()\n        hint = {HINT!r}\n        if {when}:\n"
+        "            raise RuntimeError('one of the variables was modified\\n' + hint)",
+    )
+
+
+def _rendered(result: SubmissionResult) -> str:
+    console = Console(file=io.StringIO(), width=300, highlight=False, color_system=None)
+    render_result(console, result)
+    text = console.file.getvalue()  # type: ignore[attr-defined]
+    assert isinstance(text, str)
+    return text
+
+
+def test_a_multi_line_error_is_told_once_its_first_line_in_the_summary(
+    graph2: Exercise, tmp_path: Path
+) -> None:
+    result = grade_source(graph2, tmp_path, "always.py", _raising("True"), trials=3)
+    assert result.error is not None and HINT in result.error.message  # the JSON report keeps all of it
+    text = _rendered(result)
+    assert text.count(HINT) == 1, text  # in the traceback, not in the summary line too
+    assert "error (exception): RuntimeError: one of the variables was modified …" in text
+
+
+def test_a_multi_line_error_of_some_trials_is_cut_in_the_table(graph2: Exercise, tmp_path: Path) -> None:
+    result = grade_source(graph2, tmp_path, "some.py", _raising("W_np.shape[0] % 2 == 0"), trials=10)
+    assert result.error is None and result.first_trial_error is not None
+    assert any(HINT in r.message for r in result.returns)
+    text = _rendered(result)
+    assert text.count(HINT) == 1, text  # in the first failing call's traceback only
+    assert "RuntimeError: one of the variables was modified …" in text

@@ -6,6 +6,7 @@ never has to read a pydantic traceback.
 
 from __future__ import annotations
 
+import difflib
 import itertools
 import os
 from collections.abc import Iterable, Mapping
@@ -577,7 +578,7 @@ def load_exercise(folder: Path, authoring: bool = True) -> Exercise:
     try:
         spec = ExerciseSpec.model_validate(data)
     except ValidationError as exc:
-        first = exc.errors()[0]
+        first = _first_error(exc.errors())
         location = tuple(first["loc"])
         raise SpecError(
             path,
@@ -1008,6 +1009,19 @@ def _field_name(location: tuple[Any, ...]) -> str:
     return text
 
 
+def _first_error(errors: list[Any]) -> Any:
+    """The error to report: pydantic lists a required field's absence before the unknown field beside it,
+    but a misspelt `retuns:` is both, and its own line and spelling are what the author must see."""
+    first = errors[0]
+    if first["type"] != "missing":
+        return first
+    parent = _clean_location(tuple(first["loc"]))[:-1]
+    for error in errors:
+        if error["type"] == "extra_forbidden" and _clean_location(tuple(error["loc"]))[:-1] == parent:
+            return error
+    return first
+
+
 def _describe(error: Any, location: tuple[Any, ...]) -> str:
     kind = error["type"]
     message = str(error["msg"]).removeprefix("Value error, ")
@@ -1015,6 +1029,9 @@ def _describe(error: Any, location: tuple[Any, ...]) -> str:
     if kind == "extra_forbidden":
         known = _model_at(clean[:-1])
         fields = [info.alias or name for name, info in (known.model_fields if known else {}).items()]
+        close = difflib.get_close_matches(str(clean[-1]), fields, n=1)
+        if close:
+            return f"'{clean[-1]}' is not a field: did you mean '{close[0]}'?"
         listing = f"; known fields: {', '.join(fields)}" if fields else ""
         return f"unknown field '{clean[-1]}'{listing}"
     if kind == "missing":

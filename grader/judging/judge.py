@@ -46,6 +46,7 @@ def judge(
         comparisons, got = _judge_return(spec, references, report, plan.comparisons[spec.name])
         judged = classify_return(exercise, spec.name, comparisons, by_index, expected, got)
         judged = _shape_accepted(spec, judged, references, report)
+        judged = _array_like_accepted(spec, judged, references, report)
         if judged.verdict is Verdict.LOGIC:
             judged = _diagnosed(exercise, references, spec, report, judged, comparisons)
         if spec.by_hand:
@@ -139,6 +140,22 @@ def _shape_accepted(
         if item.array.shape != due and loosely_fits(due, item.array.shape):
             accepted = f"returned with shape {item.array.shape} where {due} is due, as this exercise allows"
             return replace(judged, message=f"{judged.message}; {accepted}")
+    return judged
+
+
+def _array_like_accepted(
+    spec: ReturnSpec, judged: ReturnResult, references: References, report: WorkerReport
+) -> ReturnResult:
+    """A return that came as a list, a tuple or a Python number where an array is due is graded as the
+    array it describes; the message says so, so the student knows an array is what the exercise asks for."""
+    for index, item in returned(report.first.outputs, spec.name).items():
+        kind = item.source.removeprefix("Python ")
+        if kind == item.source:
+            continue  # a numpy array or scalar, a torch tensor
+        if kind in ("float", "int", "bool") and references.expected[index][spec.name].ndim == 0:
+            continue  # a number where a number is due
+        note = f"returned a {kind}; graded as the array it describes"
+        return replace(judged, message=f"{judged.message}; {note}")
     return judged
 
 

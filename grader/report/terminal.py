@@ -64,7 +64,8 @@ def render_result(console: Console, result: SubmissionResult, show_output: bool 
     )
     if result.error is not None:
         error = result.error
-        console.print(f"  [bold red]error[/] ({error.kind}): {safe(error.message)}")
+        message = _first_lines(error.message, result) if error.traceback else error.message
+        console.print(f"  [bold red]error[/] ({error.kind}): {safe(message)}")
         if error.traceback:
             console.print(_indent(safe(error.traceback), 4))
     table = Table(show_header=True, header_style="bold", box=None, padding=(0, 2, 0, 2))
@@ -73,7 +74,7 @@ def render_result(console: Console, result: SubmissionResult, show_output: bool 
     table.add_column("points", justify="right")
     table.add_column("why")
     for ret in result.returns:
-        why = "not graded: see the error above" if result.error is not None else ret.message
+        why = "not graded: see the error above" if result.error is not None else _summary_message(ret, result)
         table.add_row(safe(ret.name), verdict_text(ret.verdict), f"{ret.score:g}/{ret.points:g}", safe(why))
     console.print(table)
     if result.error is None and result.first_trial_error is not None and result.first_trial_error.traceback:
@@ -99,6 +100,25 @@ def render_result(console: Console, result: SubmissionResult, show_output: bool 
     if not result.passed and not replayed:
         console.print(f"  [dim]reproduce:[/] {safe(result.repro(_focus_trial(result)))}")
     console.print()
+
+
+def _first_lines(text: str, result: SubmissionResult) -> str:
+    """`text` with each exception message of the result's failures cut to its first line.
+
+    torch's errors run over lines (a summary, then hints and the operator's whole signature); the
+    traceback printed below the summary ends with all of it, so the summary line needs only its first.
+    """
+    for failure in (result.error, result.first_trial_error):
+        if failure is not None and "\n" in failure.message and failure.message in text:
+            text = text.replace(failure.message, failure.message.splitlines()[0] + " …")
+    return text
+
+
+def _summary_message(ret: ReturnResult, result: SubmissionResult) -> str:
+    """A return's message for the table: cut where the first failing call's traceback, printed below the
+    table, tells the rest."""
+    first = result.first_trial_error
+    return _first_lines(ret.message, result) if first is not None and first.traceback else ret.message
 
 
 def notebook_note(use: NotebookUse) -> str:

@@ -908,11 +908,97 @@ def _to_array(value: Any) -> tuple[np.ndarray, str, str] | str:
     elif type(value) in (float, int, bool):
         array = np.asarray(value, dtype=np.float64)
         label, source = "float64", f"Python {type(value).__name__}"
+    elif type(value) in (list, tuple):
+        described = _from_nested(value)
+        if isinstance(described, str):
+            return described
+        array, label = described
+        source = f"Python {type(value).__name__}"
     else:
         return f"returned a {_type_name(value)}; return a numpy array, a torch tensor or a number"
     if numeric_dtype_name(array.dtype) is None:
         return f"returned an array of dtype {array.dtype}; a numeric array is expected"
     return array, label, source
+
+
+_MAX_LIST_ENTRIES = MAX_RETURN_BYTES // 8  # what a float64 array within the return bound holds
+_MAX_LIST_DEPTH = 32  # numpy allows 64 dimensions; a list nested deeper (or in itself) is no array
+_PYTHON_NUMBERS = (float, int, bool)
+# Exact types only: a subclass (of float, say, or of numpy.float64) could override what numpy calls on it.
+_NUMPY_SCALARS = frozenset(
+    t for t in set(np.sctypeDict.values()) if numeric_dtype_name(np.dtype(t)) is not None
+)
+
+
+def _from_nested(value: list[Any] | tuple[Any, ...]) -> tuple[np.ndarray, str] | str:
+    """A nested list or tuple of numbers (what `.tolist()` gives) as the array it describes, with its
+    precision label, or why it describes none.
+
+    Student code is hostile, and a list's items may be any objects: only exact builtin lists, tuples and
+    numbers, and numpy's own numeric scalars are accepted, their number is bounded level by level before
+    anything is copied, and nothing on any item is called before that (numpy then reads only those types).
+    """
+    kind = type(value).__name__
+    level: list[Any] = [value]
+    shape: list[int] = []
+    while level and type(level[0]) in (list, tuple):
+        if len(shape) == _MAX_LIST_DEPTH:
+            return f"returned a {kind} nested more than {_MAX_LIST_DEPTH} deep; return a numpy array"
+        length = len(level[0])
+        entries = 0
+        for index, item in enumerate(level):
+            if type(item) not in (list, tuple):
+                where = _position(index, shape)
+                return (
+                    f"returned a ragged {kind}: {where} is a {_type_name(item)} where a list is due, as at "
+                    f"{_position(0, shape)}; a list must describe a rectangular array: return a numpy array"
+                )
+            if len(item) != length:
+                return (
+                    f"returned a ragged {kind}: {_position(index, shape)} has {len(item)} items where "
+                    f"{_position(0, shape)} has {length}; a list must describe a rectangular array: "
+                    "return a numpy array"
+                )
+            entries += length
+            if entries > _MAX_LIST_ENTRIES:
+                return f"returned a {kind} of over {_MAX_LIST_ENTRIES} numbers: far beyond any expected size"
+        shape.append(length)
+        level = [child for item in level for child in item]
+    numpy_scalars = False
+    for index, item in enumerate(level):
+        if type(item) in _PYTHON_NUMBERS:
+            continue
+        if type(item) in _NUMPY_SCALARS:
+            numpy_scalars = True
+            continue
+        where = _position(index, shape)
+        if type(item) in (list, tuple):
+            return (
+                f"returned a ragged {kind}: {where} is a {type(item).__name__} where {_position(0, shape)} "
+                "is a number; a list must describe a rectangular array: return a numpy array"
+            )
+        return (
+            f"returned a {kind} whose entry {where} is a {_type_name(item)}; a list must hold only numbers: "
+            "return a numpy array or a torch tensor"
+        )
+    try:
+        # Python numbers only: float64, as for a Python float; numpy's scalars keep their own precision.
+        array = np.asarray(value) if numpy_scalars else np.asarray(value, dtype=np.float64)
+    except OverflowError:
+        return f"returned a {kind} holding an integer too large for a float64; return a numpy array"
+    if array.shape != tuple(shape) or numeric_dtype_name(array.dtype) is None:
+        return f"returned a {kind} that describes no numeric array; return a numpy array"
+    label = numeric_dtype_name(array.dtype) or str(array.dtype)
+    if array.dtype == np.longdouble and _WIDER_THAN_FLOAT64:
+        array, label = array.astype(np.float64), EXTENDED
+    return array, label
+
+
+def _position(index: int, shape: list[int]) -> str:
+    """The place of a level's item, as the student would index the list: `[1][0]`; the outermost: `it`."""
+    if not shape:
+        return "it"
+    return "".join(f"[{i}]" for i in np.unravel_index(index, shape))
 
 
 @functools.cache
