@@ -141,7 +141,7 @@ def _gradebook_csv(
         writer = csv.writer(handle)
         writer.writerow(["student", *identity, *(c[0] for c in columns), "total", "max_total", "graded_at"])
         for student in students:
-            row: list[Any] = [student]
+            row: list[Any] = [valid_unicode(student)]  # a folder's name may hold bytes that are not UTF-8
             if roster is not None:
                 entry = known.get(student)
                 row += [entry.id, entry.name, entry.email] if entry is not None else ["", "", ""]
