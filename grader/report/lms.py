@@ -11,9 +11,11 @@ DIR/moodle.csv   Moodle's CSV grade import ("Grade import", MoodleDocs: the file
                  useremail or "ID number" -> useridnumber, and each exercise column to its grade item.
 
 In both, a student who handed nothing in for an exercise has an empty cell, which neither LMS imports as a
-grade (the cell is left as it was: no grade), while a hand-in that does not even import (a syntax error) is
-graded 0 like any other. Folders not on the roster cannot be matched to an LMS user, so they are left out
-here (the caller reports them; gradebook.csv keeps them).
+grade, while a hand-in that does not even import (a syntax error) is graded 0 like any other. (Canvas's
+importer, app/models/gradebook_importer.rb, compares each cell with the stored score: an empty cell changes
+nothing where there is no grade, and clears one entered by hand, which its confirmation page shows.)
+Folders not on the roster cannot be matched to an LMS user, so they are left out here (the caller reports
+them; gradebook.csv keeps them).
 """
 
 from __future__ import annotations
