@@ -9,6 +9,7 @@ import sys
 import traceback
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 
@@ -18,6 +19,9 @@ from grader.exercise.spec import SPEC_FILE, Exercise, discover_exercises, load_e
 from grader.exercise.trials import DEFAULT_SEED
 from grader.report.terminal import safe
 from grader.results import SubmissionResult
+
+if TYPE_CHECKING:
+    from grader.report.roster import Roster
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -42,7 +46,21 @@ def _parser() -> argparse.ArgumentParser:
             help="the SQLite gradebook (default: grader-gradebook.sqlite beside the submissions folder)",
         )
         sub.add_argument(
-            "--out", type=Path, help="write gradebook.csv, <student>/results.json (Gradescope), summary.json"
+            "--out",
+            type=Path,
+            help="write gradebook.csv, <student>/results.json (Gradescope), summary.json; "
+            "with --roster also canvas.csv and moodle.csv",
+        )
+        sub.add_argument(
+            "--roster",
+            type=Path,
+            help="CSV of the class as the LMS knows it: folder,id,name,email (header row); its students "
+            "without a folder show as not handed in",
+        )
+        sub.add_argument(
+            "--per-return",
+            action="store_true",
+            help="in the CSV exports, one column per return of each exercise as well",
         )
 
     check = commands.add_parser("check", help="grade one file against one exercise (students)")
@@ -274,6 +292,7 @@ def _run(args: argparse.Namespace, console: Console, errors: Console) -> int:
     from grader.handin.discover import discover_students
     from grader.report.json_report import to_json_line
 
+    roster = _roster(args)  # before grading: a bad roster should not cost a class's grading time
     exercises, broken = _load_all(args.exercises, errors)
     _warn_if_reduced(errors)
     folder = _submissions_folder(args)
@@ -283,6 +302,7 @@ def _run(args: argparse.Namespace, console: Console, errors: Console) -> int:
     run_id = gradebook.start_run(" ".join(sys.argv))
     with _progress(errors, len(jobs), enabled=not args.json) as advance:
         outcome = run_class(jobs, gradebook, run_id, args.seed, args.trials, args.jobs, lambda _: advance())
+    graded_at = gradebook.graded_at()
     gradebook.close()
     if args.json:  # by student, then exercise, as the table: the same lines whatever finished first
         for result in outcome.results:
@@ -292,7 +312,7 @@ def _run(args: argparse.Namespace, console: Console, errors: Console) -> int:
     broken += outcome.broken
     graded = {r.exercise for r in outcome.results}  # not those whose graph failed on its own inputs
     shown = [e.id for e in exercises if e.id in graded]
-    _finish(args, console, outcome.results, shown, [name for name, _ in students])
+    _finish(args, console, errors, outcome.results, shown, [name for name, _ in students], roster, graded_at)
     errors.print(
         f"[dim]{outcome.graded} graded, {outcome.reused} unchanged since the last run (from the gradebook "
         f"{safe(str(gradebook.path))}); seed {args.seed}; submissions from {safe(str(folder))}[/]"
@@ -314,32 +334,70 @@ def _report(args: argparse.Namespace, console: Console, errors: Console) -> int:
     path = _gradebook_path(args, folder)
     if not path.is_file():
         raise UsageError(f"{path}: no gradebook here yet (grader run writes it; --gradebook names another)")
+    roster = _roster(args)
     gradebook = Gradebook(path)
     results = gradebook.results()
+    graded_at = gradebook.graded_at()
     gradebook.close()
     if args.json:
         for result in results:
             print(to_json_line(result))
     exercises = sorted({r.exercise for r in results})
     students = sorted({r.student for r in results})
-    _finish(args, console, results, exercises, students)
+    _finish(args, console, errors, results, exercises, students, roster, graded_at)
     return int(ExitCode.ALL_PASS if all(r.passed for r in results) else ExitCode.SOME_FAILED)
+
+
+def _roster(args: argparse.Namespace) -> Roster | None:
+    from grader.report.roster import load_roster
+
+    return None if args.roster is None else load_roster(args.roster)
 
 
 def _finish(
     args: argparse.Namespace,
     console: Console,
+    errors: Console,
     results: list[SubmissionResult],
     exercises: list[str],
     students: list[str],
+    roster: Roster | None,
+    graded_at: dict[tuple[str, str], str],
 ) -> None:
     from grader.report.exports import write_all
     from grader.report.terminal import render_class
 
+    if roster is not None:
+        # The roster's students first, in its order (those without a folder too: they are missing, not
+        # absent from the class), then the folders it does not name, which are kept and reported.
+        unknown = roster.not_on_roster(students)
+        students = [*roster.folders(), *unknown]
     if not args.json:
         render_class(console, results, exercises, students)
+    if roster is not None:
+        graded = {r.student for r in results}
+        no_folder = [s for s in roster.folders() if s not in graded]
+        if no_folder:
+            errors.print(
+                f"[yellow]{len(no_folder)} students of the roster have no folder: "
+                f"{safe(', '.join(no_folder))} — not handed in (empty cells, never 0)[/]"
+            )
+        if unknown:
+            errors.print(
+                f"[yellow]{safe(str(roster.path))}: {len(unknown)} folders are not on the roster: "
+                f"{safe(', '.join(unknown))} — they are in gradebook.csv but not in canvas.csv or "
+                "moodle.csv; add them to the roster (folder,id,...) to export their grades[/]"
+            )
     if args.out is not None:
-        written = write_all(args.out, results, exercises, students)
+        written = write_all(
+            args.out,
+            results,
+            exercises,
+            students,
+            roster=roster,
+            per_return=args.per_return,
+            graded_at=graded_at,
+        )
         console.print(f"[dim]wrote {len(written)} files to {safe(str(args.out))}[/]")
 
 

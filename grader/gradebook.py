@@ -130,6 +130,12 @@ class Gradebook:
             rows = self._db.execute("SELECT result FROM results ORDER BY student, exercise").fetchall()
         return [decode(row[0]) for row in rows]
 
+    def graded_at(self) -> dict[tuple[str, str], str]:
+        """When each stored (student, exercise) was graded (UTC, ISO 8601), for the exports."""
+        with self._lock:
+            rows = self._db.execute("SELECT student, exercise, graded_at FROM results").fetchall()
+        return {(student, exercise): when for student, exercise, when in rows}
+
 
 def _identity(key: Key) -> tuple[str, str, str, str, str]:
     return key.student, key.exercise, key.submission_hash, key.exercise_hash, key.settings

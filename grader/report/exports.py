@@ -1,8 +1,11 @@
 """`--out DIR`: the files an instructor uploads — a CSV gradebook, Gradescope results, a class summary.
 
-DIR/gradebook.csv       one row per student, one column per exercise (its score), a total and the maximum
+DIR/gradebook.csv       one row per student, one column per exercise (its score; empty: not handed in),
+                        with --per-return one per return too, a total, the maximum and the grading time
 DIR/<student>/results.json   Gradescope's autograder format: one test per (exercise, return)
-DIR/summary.json        per exercise: verdict counts, the most common misconceptions and failing entries
+DIR/summary.json        per exercise: hand-ins, non-submitters, verdict counts, the most common
+                        misconceptions and failing entries
+DIR/canvas.csv, DIR/moodle.csv   with --roster: files Canvas and Moodle import as they are (report/lms.py)
 """
 
 from __future__ import annotations
@@ -11,11 +14,13 @@ import csv
 import json
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from grader.outcomes import Verdict
+from grader.outcomes import FailureKind, Verdict
+from grader.report.lms import Column, cells, write_lms
+from grader.report.roster import Roster
 from grader.results import ReturnResult, SubmissionResult
 from grader.text import valid_unicode
 
@@ -24,44 +29,129 @@ JSONLike = TypeVar("JSONLike")
 
 
 def write_all(
-    folder: Path, results: Sequence[SubmissionResult], exercises: Sequence[str], students: Sequence[str]
+    folder: Path,
+    results: Sequence[SubmissionResult],
+    exercises: Sequence[str],
+    students: Sequence[str],
+    *,
+    roster: Roster | None = None,
+    per_return: bool = False,
+    graded_at: Mapping[tuple[str, str], str] | None = None,
 ) -> list[Path]:
-    """Write every export for these results; returns the files written."""
+    """Write every export for these results; returns the files written.
+
+    `students` are the gradebook's rows: with a roster, its students (those without a folder too) and then
+    the folders it does not name. canvas.csv and moodle.csv are written only with a roster: without one
+    nothing says who a folder is in the LMS.
+    """
     folder.mkdir(parents=True, exist_ok=True)
-    written = [_gradebook_csv(folder / "gradebook.csv", results, exercises, students)]
+    handed_in = {(r.student, r.exercise): r for r in results if handed_in_result(r)}
+    # As in the class table: a library's exercises that nobody in the class handed in are not this
+    # class's work, and as LMS columns they would become empty assignments.
+    attempted = [e for e in exercises if any(exercise == e for _, exercise in handed_in)]
+    columns = _columns(results, attempted, per_return)
+    points = _points(results, attempted, columns)
+    written = [
+        _gradebook_csv(
+            folder / "gradebook.csv",
+            results,
+            handed_in,
+            attempted,
+            columns,
+            points,
+            students,
+            roster,
+            graded_at or {},
+        )
+    ]
+    graded = {r.student for r in results}
     for student in students:
+        if student not in graded:  # on the roster, no folder: no Gradescope file to make
+            continue
         mine = [r for r in results if r.student == student]
         path = folder / _safe(student) / "results.json"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(gradescope_results(mine), indent=1), encoding="utf-8")
         written.append(path)
+    absent = [s for s in students if s not in graded]
     summary = folder / "summary.json"
-    summary.write_text(json.dumps(class_summary(results, exercises), indent=1), encoding="utf-8")
+    summary.write_text(json.dumps(class_summary(results, exercises, absent), indent=1), encoding="utf-8")
     written.append(summary)
+    if roster is not None:
+        # One column per exercise, or per return with --per-return: both would count each point twice.
+        lms_columns = [c for c in columns if (c[2] is not None) == per_return]
+        written += write_lms(folder, roster, handed_in, lms_columns, points)
     return written
+
+
+def handed_in_result(result: SubmissionResult) -> bool:
+    """Whether the student handed anything in for this exercise: a syntax error is a hand-in (graded 0),
+    no file attempting the exercise is not (its cells stay empty, and it counts in no mean)."""
+    return result.error is None or result.error.kind is not FailureKind.NOT_SUBMITTED
 
 
 def _safe(name: str) -> str:
     return _SAFE.sub("_", name) or "_"
 
 
+def _columns(results: Sequence[SubmissionResult], exercises: Sequence[str], per_return: bool) -> list[Column]:
+    """One column per exercise, then (with --per-return) one per exercise's return, as "exercise: return"."""
+    columns: list[Column] = [(e, e, None) for e in exercises]
+    if per_return:
+        for exercise in exercises:
+            first = next((r for r in results if r.exercise == exercise), None)
+            names = [ret.name for ret in first.returns] if first is not None else []
+            columns += [(f"{exercise}: {name}", exercise, name) for name in names]
+    return columns
+
+
+def _points(
+    results: Sequence[SubmissionResult], exercises: Sequence[str], columns: Sequence[Column]
+) -> dict[str, str]:
+    """Each column's points possible, from any result of its exercise (every result has all returns)."""
+    first = {e: next((r for r in results if r.exercise == e), None) for e in exercises}
+    points: dict[str, str] = {}
+    for header, exercise, name in columns:
+        result = first[exercise]
+        if result is None:
+            points[header] = ""
+        elif name is None:
+            points[header] = f"{result.max_score:g}"
+        else:
+            points[header] = f"{sum(r.points for r in result.returns if r.name == name):g}"
+    return points
+
+
 def _gradebook_csv(
-    path: Path, results: Sequence[SubmissionResult], exercises: Sequence[str], students: Sequence[str]
+    path: Path,
+    results: Sequence[SubmissionResult],
+    handed_in: Mapping[tuple[str, str], SubmissionResult],
+    exercises: Sequence[str],
+    columns: Sequence[Column],
+    points: Mapping[str, str],
+    students: Sequence[str],
+    roster: Roster | None,
+    graded_at: Mapping[tuple[str, str], str],
 ) -> Path:
-    by_key = {(r.student, r.exercise): r for r in results}
+    known = roster.by_folder() if roster is not None else {}
+    identity = ["lms_id", "name", "email"] if roster is not None else []
+    # Everyone's maximum is the class's, a missing hand-in included: what the student could have got.
+    maximum = sum(float(points[e]) for e in exercises if points[e])
     with path.open("w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
-        writer.writerow(["student", *exercises, "total", "max_total"])
+        writer.writerow(["student", *identity, *(c[0] for c in columns), "total", "max_total", "graded_at"])
         for student in students:
-            row: list[Any] = [student]
-            total = maximum = 0.0
-            for exercise in exercises:
-                result = by_key.get((student, exercise))
-                row.append("" if result is None else f"{result.score:g}")
-                if result is not None:
-                    total += result.score
-                    maximum += result.max_score
-            writer.writerow([*row, f"{total:g}", f"{maximum:g}"])
+            row: list[Any] = [valid_unicode(student)]  # a folder's name may hold bytes that are not UTF-8
+            if roster is not None:
+                entry = known.get(student)
+                row += [entry.id, entry.name, entry.email] if entry is not None else ["", "", ""]
+            mine = [handed_in[(student, e)] for e in exercises if (student, e) in handed_in]
+            # Nothing handed in at all: no total either, so that it never reads as a 0 earned.
+            total = f"{sum(r.score for r in mine):g}" if mine else ""
+            row += cells(student, handed_in, columns)
+            # The latest grading of the student's hand-ins: when these grades were made.
+            times = [graded_at[k] for k in handed_in if k[0] == student and k in graded_at]
+            writer.writerow([*row, total, f"{maximum:g}", max(times, default="")])
     return path
 
 
@@ -123,13 +213,23 @@ def _test_output(result: SubmissionResult, ret: ReturnResult) -> str:
     return "\n".join(lines)
 
 
-def class_summary(results: Sequence[SubmissionResult], exercises: Sequence[str]) -> dict[str, Any]:
-    """Per exercise and return: how many got each verdict, the misconceptions and entries that fail most."""
+def class_summary(
+    results: Sequence[SubmissionResult], exercises: Sequence[str], absent: Sequence[str] = ()
+) -> dict[str, Any]:
+    """Per exercise and return: how many got each verdict, the misconceptions and entries that fail most.
+
+    Only hand-ins count in `submissions`, the verdicts and `mean_score`: a student who handed nothing in
+    would pull the mean towards 0 and show as an error. They are counted in `not_submitted`, with the
+    roster's students who have no folder at all (`absent`).
+    """
     summary: dict[str, Any] = {"exercises": {}}
     for exercise in exercises:
-        mine = [r for r in results if r.exercise == exercise]
+        everyone = [r for r in results if r.exercise == exercise]
+        mine = [r for r in everyone if handed_in_result(r)]
+        template = mine[0] if mine else (everyone[0] if everyone else None)
         returns: dict[str, Any] = {}
         names = [ret.name for ret in mine[0].returns] if mine else []
+        not_submitted = len(everyone) - len(mine) + len(absent)
         for name in names:
             rets = [ret for r in mine for ret in r.returns if ret.name == name]
             entries = Counter(tuple(e.index) for ret in rets for e in ret.failing_entries)
@@ -143,10 +243,11 @@ def class_summary(results: Sequence[SubmissionResult], exercises: Sequence[str])
             }
         summary["exercises"][exercise] = {
             "submissions": len(mine),
+            "not_submitted": not_submitted,
             "passed": sum(1 for r in mine if r.passed),
             "errors": dict(Counter(r.error.kind.value for r in mine if r.error is not None)),
             "mean_score": round(sum(r.score for r in mine) / len(mine), 3) if mine else None,
-            "max_score": mine[0].max_score if mine else None,
+            "max_score": template.max_score if template is not None else None,
             "returns": returns,
         }
     return encodable(summary)

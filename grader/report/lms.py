@@ -1,0 +1,87 @@
+"""`--out DIR --roster FILE`: grade files that Canvas and Moodle import as they are.
+
+DIR/canvas.csv   Canvas's gradebook import layout ("How do I import grades in the Gradebook?", Canvas
+                 Instructor Guide): the header `Student,ID,SIS User ID,SIS Login ID,Section`, then one
+                 column per assignment; an optional second row whose Student cell is `Points Possible`
+                 gives each assignment's points (written: Canvas creates an assignment it does not have
+                 yet with those points). Canvas finds each student by ID, SIS User ID or SIS Login ID.
+DIR/moodle.csv   Moodle's CSV grade import ("Grade import", MoodleDocs: the file is laid out as the plain
+                 text export is, and every column is mapped at import): `First name,Last name,ID number,
+                 Email address`, then one column per grade item. Map the user by "Email address" ->
+                 useremail or "ID number" -> useridnumber, and each exercise column to its grade item.
+
+In both, a student who handed nothing in for an exercise has an empty cell, which neither LMS imports as a
+grade, while a hand-in that does not even import (a syntax error) is graded 0 like any other. (Canvas's
+importer, app/models/gradebook_importer.rb, compares each cell with the stored score: an empty cell changes
+nothing where there is no grade, and clears one entered by hand, which its confirmation page shows.)
+Folders not on the roster cannot be matched to an LMS user, so they are left out here (the caller reports
+them; gradebook.csv keeps them).
+"""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from grader.report.roster import Roster
+from grader.results import SubmissionResult
+
+CANVAS_FILE = "canvas.csv"
+MOODLE_FILE = "moodle.csv"
+CANVAS_IDENTITY = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
+MOODLE_IDENTITY = ["First name", "Last name", "ID number", "Email address"]
+POINTS_POSSIBLE = "Points Possible"
+
+Column = tuple[str, str, str | None]  # header, exercise, return (None: the whole exercise)
+Cells = Mapping[tuple[str, str], SubmissionResult]  # (student, exercise) -> a hand-in's result
+
+
+def write_lms(
+    folder: Path,
+    roster: Roster,
+    handed_in: Cells,
+    columns: Sequence[Column],
+    points: Mapping[str, str],
+) -> list[Path]:
+    """canvas.csv and moodle.csv, one row per student of the roster, in the roster's order."""
+    canvas, moodle = folder / CANVAS_FILE, folder / MOODLE_FILE
+    headers = [header for header, _, _ in columns]
+    with canvas.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow([*CANVAS_IDENTITY, *headers])
+        writer.writerow([POINTS_POSSIBLE, "", "", "", "", *(points[h] for h in headers)])
+        for student in roster:
+            identity = [student.name or student.folder, student.id, student.sis_user_id]
+            identity += [student.sis_login_id, student.section]
+            writer.writerow([*identity, *cells(student.folder, handed_in, columns)])
+    with moodle.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow([*MOODLE_IDENTITY, *headers])
+        for student in roster:
+            first, last = split_name(student.name)
+            identity = [first, last, student.id, student.email]
+            writer.writerow([*identity, *cells(student.folder, handed_in, columns)])
+    return [canvas, moodle]
+
+
+def cells(student: str, handed_in: Cells, columns: Sequence[Column]) -> list[str]:
+    """A student's score per column: empty where nothing was handed in, so that missing is never 0."""
+    row = []
+    for _, exercise, name in columns:
+        result = handed_in.get((student, exercise))
+        if result is None:
+            row.append("")
+        elif name is None:
+            row.append(f"{result.score:g}")
+        else:
+            ret = next((r for r in result.returns if r.name == name), None)
+            row.append("" if ret is None else f"{ret.score:g}")
+    return row
+
+
+def split_name(name: str) -> tuple[str, str]:
+    """'Ana María López' -> ('Ana María', 'López'): the roster has one name column, Moodle's file two.
+    Moodle shows them only; it matches students by email or ID number, never by name."""
+    first, _, last = name.strip().rpartition(" ")
+    return (first, last) if first else (last, "")
