@@ -259,14 +259,21 @@ def test_a_wrong_word_or_literal_argument_is_a_spec_error(
 A2 = EXERCISES / "cs224n" / "a2"
 
 
+# Through the CLI, the files whose verdicts hang on the sampler and the words (every known-wrong file of the
+# library is graded by tests/test_cases.py): the repeats a fancy index loses, the draws a loop exhausts.
+CLI_FILES = ("solution.py", "wrong/fancy_index.py", "wrong/distinct_negatives.py")
+
+
 def _graded_files() -> list[tuple[str, str, dict[str, str]]]:
-    """(exercise folder, file, verdicts due) for each a2 exercise's solution and known-wrong files."""
+    """(exercise folder, file, verdicts due) for the object-taking exercises' solutions and CLI_FILES."""
     cases = []
-    for folder in sorted(p.parent for p in A2.glob("*/exercise.yaml")):
-        exercise = load_exercise(folder)
-        cases.append((folder.name, "solution.py", {name: "pass" for name in exercise.return_names}))
+    for name in ("neg_sampling", "skipgram"):
+        exercise = load_exercise(A2 / name)
+        cases.append((name, "solution.py", {n: "pass" for n in exercise.return_names}))
         cases += [
-            (folder.name, w.file, {n: v.value for n, v in w.expect.items()}) for w in exercise.spec.wrong
+            (name, w.file, {n: v.value for n, v in w.expect.items()})
+            for w in exercise.spec.wrong
+            if w.file in CLI_FILES
         ]
     return cases
 
@@ -280,9 +287,3 @@ def test_a2_files_get_their_verdicts_through_the_cli(
     result = json.loads(proc.stdout)
     verdicts = {r["name"]: r["verdict"] for r in result["returns"]}
     assert {n: verdicts[n] for n in expected} == expected, result["returns"]
-
-
-def test_a2_exercises_validate(run_grader: Run) -> None:
-    for folder in sorted(p.parent for p in A2.glob("*/exercise.yaml")):
-        proc = run_grader("validate", folder, "--trials", "50")
-        assert proc.returncode == 0, proc.stdout + proc.stderr
