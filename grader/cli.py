@@ -398,7 +398,8 @@ def _finish(
             per_return=args.per_return,
             graded_at=graded_at,
         )
-        console.print(f"[dim]wrote {len(written)} files to {safe(str(args.out))}[/]")
+        # on stderr: with --json, stdout holds JSON lines only
+        errors.print(f"[dim]wrote {len(written)} files to {safe(str(args.out))}[/]")
 
 
 def _gradescope(args: argparse.Namespace, console: Console, errors: Console) -> int:

@@ -126,15 +126,16 @@ def test_exports_and_report(tmp_path: Path) -> None:
     assert summary["exercises"]["graph2"]["returns"]["user_grad"]["verdicts"] == {"logic": 2, "pass": 4}
 
     report = subprocess.run(
-        [*grader_command(), "report", str(exercises), "--json"],
+        [*grader_command(), "report", str(exercises), "--json", "--out", str(tmp_path / "again")],
         capture_output=True,
         text=True,
         timeout=120,
         cwd=tmp_path,
         check=False,
     )
-    lines = [json.loads(line) for line in report.stdout.splitlines()]
+    lines = [json.loads(line) for line in report.stdout.splitlines()]  # JSON lines only, with --out too
     assert sorted(line["student"] for line in lines) == [f"s{i}" for i in range(STUDENTS)]
+    assert "wrote" in report.stderr
     assert report.returncode == 1
 
 
