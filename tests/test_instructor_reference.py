@@ -113,9 +113,8 @@ def test_the_reference_function_gives_the_expected_values_and_their_gradients(tm
 
 def test_its_rounding_is_measured_like_a_graphs(tmp_path: Path) -> None:
     """The Monte Carlo envelope covers the instructor's torch code: correct float32 code is accepted."""
-    references = compute_references(
-        _exercise(tmp_path / "conv"), make_trials(_exercise(tmp_path / "c"), 0, 4)
-    )
+    exercise = _exercise(tmp_path / "conv")
+    references = compute_references(exercise, make_trials(exercise, 0, 4))
     for spread in references.spread.values():
         assert all(np.max(spread[name]) > 0 for name in ("out", "dx", "dw", "db"))
 

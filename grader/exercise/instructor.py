@@ -30,10 +30,8 @@ def reference_values(exercise: Exercise, env: Mapping[str, Any]) -> dict[str, An
     """`env` (inputs and sizes) with the reference function's values added; unchanged without one."""
     if exercise.spec.reference is None:
         return dict(env)
-    function = _function(exercise)
-    parameters = inspect.signature(function).parameters
-    kwargs = {name: env[name] for name in parameters if name in env}
-    computed = function(**kwargs)
+    function, parameters = _function(exercise)
+    computed = function(**{name: env[name] for name in parameters if name in env})
     where = f"{exercise.root / SPEC_FILE}: reference {exercise.spec.reference}"
     if not isinstance(computed, Mapping) or not all(isinstance(k, str) for k in computed):
         raise InstructorReferenceError(
@@ -49,19 +47,21 @@ def reference_values(exercise: Exercise, env: Mapping[str, Any]) -> dict[str, An
     return {**env, **computed}
 
 
-def _function(exercise: Exercise) -> Callable[..., Any]:
+def _function(exercise: Exercise) -> tuple[Callable[..., Any], tuple[str, ...]]:
+    """The reference function and its parameters' names, each an input or a size (or defaulted)."""
     assert exercise.spec.reference_file is not None and exercise.spec.reference_function is not None
     path = exercise.path_of(exercise.spec.reference_file)
     function = _load(path, path.stat().st_mtime_ns, exercise.spec.reference_function)
     known = {*exercise.spec.inputs, *exercise.spec.sizes}
-    for name, parameter in inspect.signature(function).parameters.items():
+    parameters = inspect.signature(function).parameters
+    for name, parameter in parameters.items():
         if name not in known and parameter.default is inspect.Parameter.empty:
             raise InstructorReferenceError(
                 f"{exercise.root / SPEC_FILE}: reference {exercise.spec.reference}: its parameter '{name}' "
                 f"is neither an input nor a size (they are {', '.join(sorted(known))}); name it after one, "
                 "or give it a default"
             )
-    return function
+    return function, tuple(parameters)
 
 
 @cache

@@ -17,6 +17,7 @@ from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import (
+    AfterValidator,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -279,7 +280,7 @@ def _distinct(words: tuple[str, ...]) -> tuple[str, ...]:
     return words
 
 
-Vocabulary = Annotated[tuple[str, ...], Field(min_length=1)]
+Vocabulary = Annotated[tuple[str, ...], Field(min_length=1), AfterValidator(_distinct)]
 
 
 class TokensArg(_Model):
@@ -289,22 +290,12 @@ class TokensArg(_Model):
     tokens: str
     vocab: Vocabulary
 
-    @field_validator("vocab")
-    @classmethod
-    def _distinct_vocab(cls, vocab: tuple[str, ...]) -> tuple[str, ...]:
-        return _distinct(vocab)
-
 
 class IndexOfArg(_Model):
     """A dict from each word of a vocabulary to its index, as CS224n's `word2Ind`: `{index_of: [a, b]}`
     gives {'a': 0, 'b': 1}. A YAML anchor shares the list with a tokens argument (`vocab: &v [...]`)."""
 
     index_of: Vocabulary
-
-    @field_validator("index_of")
-    @classmethod
-    def _distinct_vocab(cls, vocab: tuple[str, ...]) -> tuple[str, ...]:
-        return _distinct(vocab)
 
 
 MethodSpec = str | LiteralArg  # an integer input's entries, one per call; or the same value at every call
@@ -632,16 +623,21 @@ def _cross_check(
     return program
 
 
-def _check_sizes(spec: ExerciseSpec, where: _Where) -> None:
-    """A derived size names only sizes drawn or derived before it, and is at least 1 at every corner of
-    the drawn sizes' ranges (where a linear expression such as L - K + 1 takes its extremes)."""
+def _drawn_corners(spec: ExerciseSpec) -> list[dict[str, int]]:
+    """The drawn (and fixed) sizes at every corner of their ranges."""
     drawn = {
         n: (s, s) if isinstance(s, int) else (s.min, s.max)
         for n, s in spec.sizes.items()
         if not isinstance(s, str)
     }
-    corners = [dict(zip(drawn, ends, strict=True)) for ends in itertools.product(*drawn.values())]
-    known = list(drawn)
+    return [dict(zip(drawn, ends, strict=True)) for ends in itertools.product(*drawn.values())]
+
+
+def _check_sizes(spec: ExerciseSpec, where: _Where) -> None:
+    """A derived size names only sizes drawn or derived before it, and is at least 1 at every corner of
+    the drawn sizes' ranges (where a linear expression such as L - K + 1 takes its extremes)."""
+    corners = _drawn_corners(spec)
+    known = [n for n, s in spec.sizes.items() if not isinstance(s, str)]
     for name, size in spec.sizes.items():
         if not isinstance(size, str):
             continue
@@ -684,12 +680,7 @@ def _check_inputs(spec: ExerciseSpec, where: _Where) -> None:
 def _size_corners(spec: ExerciseSpec) -> list[dict[str, int]]:
     """The sizes at every corner of the drawn sizes' ranges, derived sizes included: where a bound or
     shape that is linear in them takes its extremes. Only after _check_sizes has passed."""
-    drawn = {
-        n: (s, s) if isinstance(s, int) else (s.min, s.max)
-        for n, s in spec.sizes.items()
-        if not isinstance(s, str)
-    }
-    corners = [dict(zip(drawn, ends, strict=True)) for ends in itertools.product(*drawn.values())]
+    corners = _drawn_corners(spec)
     for corner in corners:
         for name, size in spec.sizes.items():
             if isinstance(size, str):

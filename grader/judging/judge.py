@@ -45,8 +45,7 @@ def judge(
     for spec in exercise.spec.returns:
         comparisons, got = _judge_return(spec, references, report, plan.comparisons[spec.name])
         judged = classify_return(exercise, spec.name, comparisons, by_index, expected, got)
-        judged = _shape_accepted(spec, judged, references, report)
-        judged = _array_like_accepted(spec, judged, references, report)
+        judged = _accepted(spec, judged, references, report)
         if judged.verdict is Verdict.LOGIC:
             judged = _diagnosed(exercise, references, spec, report, judged, comparisons)
         if spec.by_hand:
@@ -124,39 +123,41 @@ def _judge_return(
 
 def _as_expected(spec: ReturnSpec, array: np.ndarray, expected: np.ndarray) -> np.ndarray:
     """A return of a loose shape in the expected one, where it fits: the failing case is shown in it."""
-    if spec.shape == "loose" and array.shape != expected.shape and loosely_fits(expected.shape, array.shape):
-        return array.reshape(expected.shape)
-    return array
+    return array.reshape(expected.shape) if _loosely_shaped(spec, array.shape, expected.shape) else array
 
 
-def _shape_accepted(
+def _loosely_shaped(spec: ReturnSpec, shape: tuple[int, ...], due: tuple[int, ...]) -> bool:
+    return spec.shape == "loose" and shape != due and loosely_fits(due, shape)
+
+
+def _accepted(
     spec: ReturnSpec, judged: ReturnResult, references: References, report: WorkerReport
 ) -> ReturnResult:
-    """A loose return's message says which other shape it came in, so the student knows it was allowed."""
-    if spec.shape != "loose":
-        return judged
-    for index, item in returned(report.first.outputs, spec.name).items():
-        due = references.expected[index][spec.name].shape
-        if item.array.shape != due and loosely_fits(due, item.array.shape):
-            accepted = f"returned with shape {item.array.shape} where {due} is due, as this exercise allows"
-            return replace(judged, message=f"{judged.message}; {accepted}")
+    """A return taken in another form than the array due (a loose shape, a list, a tuple, a Python number
+    where an array is due) is graded as the array it describes; the message says which, on the first trial
+    that shows it, so the student knows what the exercise asks for."""
+    for note in (_loose_shape_note, _array_like_note):
+        for index, item in returned(report.first.outputs, spec.name).items():
+            text = note(spec, item, references.expected[index][spec.name])
+            if text is not None:
+                judged = replace(judged, message=f"{judged.message}; {text}")
+                break
     return judged
 
 
-def _array_like_accepted(
-    spec: ReturnSpec, judged: ReturnResult, references: References, report: WorkerReport
-) -> ReturnResult:
-    """A return that came as a list, a tuple or a Python number where an array is due is graded as the
-    array it describes; the message says so, so the student knows an array is what the exercise asks for."""
-    for index, item in returned(report.first.outputs, spec.name).items():
-        kind = item.source.removeprefix("Python ")
-        if kind == item.source:
-            continue  # a numpy array or scalar, a torch tensor
-        if kind in ("float", "int", "bool") and references.expected[index][spec.name].ndim == 0:
-            continue  # a number where a number is due
-        note = f"returned a {kind}; graded as the array it describes"
-        return replace(judged, message=f"{judged.message}; {note}")
-    return judged
+def _loose_shape_note(spec: ReturnSpec, item: Returned, due: np.ndarray) -> str | None:
+    if not _loosely_shaped(spec, item.array.shape, due.shape):
+        return None
+    return f"returned with shape {item.array.shape} where {due.shape} is due, as this exercise allows"
+
+
+def _array_like_note(spec: ReturnSpec, item: Returned, due: np.ndarray) -> str | None:
+    kind = item.source.removeprefix("Python ")
+    if kind == item.source:
+        return None  # a numpy array or scalar, a torch tensor
+    if kind in ("float", "int", "bool") and due.ndim == 0:
+        return None  # a number where a number is due
+    return f"returned a {kind}; graded as the array it describes"
 
 
 def _diagnosed(

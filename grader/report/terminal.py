@@ -243,7 +243,8 @@ def render_class(
 ) -> None:
     by_key = {(r.student, r.exercise): r for r in results}
     # Exercises nobody handed in would be columns of dashes: named once below the table instead.
-    attempted = [e for e in exercises if any(not _not_submitted(r) for r in results if r.exercise == e)]
+    handed_in = {r.exercise for r in results if not _not_submitted(r)}
+    attempted = [e for e in exercises if e in handed_in]
     # A course's ids share their course and assignment (cs231n.a3.rnn, cs231n.a3.lstm): said once, in
     # the title, so that the columns have room for what tells them apart.
     prefix = _shared_prefix(attempted)
