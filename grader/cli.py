@@ -43,7 +43,8 @@ def _parser() -> argparse.ArgumentParser:
         sub.add_argument(
             "--gradebook",
             type=Path,
-            help="the SQLite gradebook (default: grader-gradebook.sqlite beside the submissions folder)",
+            help="the SQLite gradebook (default: beside the submissions folder, named after it: "
+            "submissions.gradebook.sqlite)",
         )
         sub.add_argument(
             "--out",
@@ -298,7 +299,7 @@ def _run(args: argparse.Namespace, console: Console, errors: Console) -> int:
     folder = _submissions_folder(args)
     students = discover_students(folder)
     jobs = plan(exercises, students, args.seed, args.trials)
-    gradebook = Gradebook(_gradebook_path(args, folder))
+    gradebook = Gradebook(_gradebook_path(args, folder, errors))
     run_id = gradebook.start_run(" ".join(sys.argv))
     with _progress(errors, len(jobs), enabled=not args.json) as advance:
         outcome = run_class(jobs, gradebook, run_id, args.seed, args.trials, args.jobs, lambda _: advance())
@@ -331,18 +332,31 @@ def _report(args: argparse.Namespace, console: Console, errors: Console) -> int:
     from grader.report.json_report import to_json_line
 
     folder = _submissions_folder(args)
-    path = _gradebook_path(args, folder)
+    path = _gradebook_path(args, folder, errors)
     if not path.is_file():
         raise UsageError(f"{path}: no gradebook here yet (grader run writes it; --gradebook names another)")
     roster = _roster(args)
     gradebook = Gradebook(path)
-    results = gradebook.results()
+    everything = gradebook.results()
     graded_at = gradebook.graded_at()
     gradebook.close()
+    # The exercises of the folder named, in its order: a gradebook may hold another folder's grades too.
+    exercises = [e.id for e in _load_all(args.exercises, errors)[0]]
+    results = [r for r in everything if r.exercise in exercises]
+    others = sorted({r.exercise for r in everything} - set(exercises))
+    if others and not results:
+        raise UsageError(
+            f"{path}: holds grades for {', '.join(others)}, none of the exercises under {args.exercises}; "
+            "name the exercises folder the class was graded on, or its gradebook with --gradebook"
+        )
+    if others:
+        errors.print(
+            f"[dim]not shown: grades for {safe(', '.join(others))}, not under {safe(str(args.exercises))}[/]"
+        )
     if args.json:
         for result in results:
             print(to_json_line(result))
-    exercises = sorted({r.exercise for r in results})
+    exercises = [e for e in exercises if any(r.exercise == e for r in results)]
     students = sorted({r.student for r in results})
     _finish(args, console, errors, results, exercises, students, roster, graded_at)
     return int(ExitCode.ALL_PASS if all(r.passed for r in results) else ExitCode.SOME_FAILED)
@@ -435,10 +449,20 @@ def _submissions_folder(args: argparse.Namespace) -> Path:
     return Path(args.submissions or args.exercises.resolve().parent / "submissions")
 
 
-def _gradebook_path(args: argparse.Namespace, submissions: Path) -> Path:
-    from grader.gradebook import DEFAULT_NAME
+def _gradebook_path(args: argparse.Namespace, submissions: Path, errors: Console) -> Path:
+    from grader.gradebook import SHARED_NAME, default_path
 
-    return Path(args.gradebook or submissions.resolve().parent / DEFAULT_NAME)
+    if args.gradebook is not None:
+        return Path(args.gradebook)
+    path = default_path(submissions)
+    shared = path.parent / SHARED_NAME
+    if shared.is_file() and not path.exists():
+        errors.print(
+            f"[yellow]note: {safe(str(shared))} is the gradebook grader 0.2 shared among every class "
+            f"beside {safe(str(path.parent))}; this class's is {safe(str(path))} now (--gradebook "
+            f"{safe(str(shared))} to keep using the old one)[/]"
+        )
+    return path
 
 
 @contextlib.contextmanager

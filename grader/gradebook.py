@@ -33,7 +33,18 @@ from grader.judging.compare import EntryError
 from grader.outcomes import Failure, FailureKind, Verdict
 from grader.results import FailingCase, NotebookUse, ReturnResult, SubmissionResult
 
-DEFAULT_NAME = "grader-gradebook.sqlite"
+# Before 0.3 every class beside one exercises folder shared this one file, so that `grader report` showed
+# whichever class ran last; a class's gradebook is now named after its submissions folder.
+SHARED_NAME = "grader-gradebook.sqlite"
+SUFFIX = ".gradebook.sqlite"
+
+
+def default_path(submissions: Path) -> Path:
+    """A class's gradebook: beside its submissions folder, named after it (submissions.gradebook.sqlite)."""
+    folder = submissions.resolve()
+    return folder.parent / f"{folder.name}{SUFFIX}"
+
+
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
     id INTEGER PRIMARY KEY,

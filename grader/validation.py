@@ -195,10 +195,7 @@ def _starter(exercise: Exercise, relative: str) -> Check:
     defined = {node.name: node for node in tree.body if isinstance(node, ast.FunctionDef)}
     found = []
     for entry, args in calls:
-        wanted = ", ".join(
-            a if isinstance(a, str) else "(" + ", ".join(a) + ")" if isinstance(a, tuple) else "..."
-            for a in args
-        )
+        wanted = ", ".join(_shown(a) for a in args)
         node = defined.get(entry)
         if node is None:
             return Check(name, False, f"defines no function {entry}, which the spec calls")
@@ -209,8 +206,39 @@ def _starter(exercise: Exercise, relative: str) -> Check:
         required = len(taken) - len(node.args.defaults)
         if not required <= len(args) <= len(taken):
             return Check(name, False, f"{entry}({parameters}) does not take the spec's args [{wanted}]")
+        misplaced = _misplaced(args, [a.arg for a in taken])
+        if misplaced:
+            return Check(name, False, f"{entry}({parameters}) for the spec's args [{wanted}]: {misplaced}")
         found.append(f"{entry}({parameters})")
     return Check(name, True, f"defines {', '.join(found)}")
+
+
+def _misplaced(args: tuple[object, ...], parameters: list[str]) -> str:
+    """Where the starter's parameters take the spec's arguments in another order, or a cache's part for
+    the whole cache: `(W, x)` for `[dout, [x, w, b]]`. A parameter may rename its argument (`cache`,
+    `upstream`), but not under a name the spec gives another argument: then the order is wrong.
+    Compared without case, as courses write `W` and `w` for one weight."""
+    names = {
+        i: [n.lower() for n in ([a] if isinstance(a, str) else a if isinstance(a, tuple) else [])]
+        for i, a in enumerate(args)
+    }
+    for position, (arg, parameter) in enumerate(zip(args, parameters, strict=False)):
+        own = parameter.lower()
+        if isinstance(arg, tuple) and own in names[position]:
+            return (
+                f"parameter {position + 1} is '{parameter}', one part of the tuple ({', '.join(arg)}) "
+                "the spec passes there whole; name it for the whole (cache)"
+            )
+        if isinstance(arg, str) and own == arg.lower():
+            continue
+        elsewhere = next((i for i, listed in names.items() if i != position and own in listed), None)
+        if elsewhere is not None:
+            return (
+                f"parameter {position + 1} is '{parameter}', but the spec passes "
+                f"{_shown(arg)} there and {_shown(args[elsewhere])} as argument {elsewhere + 1}; "
+                "put the parameters in the spec's order"
+            )
+    return ""
 
 
 def _shown(arg: object) -> str:

@@ -32,6 +32,7 @@ from typing import Any
 import pytest
 from conftest import CORRECT_GRAPH2, GRAPH2, copy_exercise, write_source
 
+from grader.gradebook import default_path
 from grader.sandbox import isolation
 
 ATTACKS = Path(__file__).resolve().parent / "attacks"
@@ -362,7 +363,7 @@ def test_results_cannot_be_forged_after_the_fact(attacked: ClassRun) -> None:
     for path, content in now.items():
         if path.endswith(".json"):
             json.loads(content.decode("utf-8"))  # valid UTF-8 and JSON
-    book = attacked.root / "grader-gradebook.sqlite"
+    book = default_path(attacked.root / "submissions")
     assert book.read_bytes()[:16] == b"SQLite format 3\0"
 
 

@@ -21,7 +21,7 @@ from conftest import (
     write_source,
 )
 
-from grader.gradebook import DEFAULT_NAME
+from grader.gradebook import default_path
 
 STUDENTS = 6
 
@@ -51,7 +51,7 @@ def test_a_rerun_with_nothing_changed_grades_nothing(tmp_path: Path) -> None:
     first = _run(exercises, "--trials", "20", cwd=tmp_path)
     assert first.returncode == 1, first.stderr  # two transposed students
     assert f"{STUDENTS} graded, 0 unchanged" in first.stderr
-    book = tmp_path / DEFAULT_NAME
+    book = default_path(tmp_path / "submissions")
     before = _rows(book)
     again = _run(exercises, "--trials", "20", cwd=tmp_path)
     assert f"0 graded, {STUDENTS} unchanged" in again.stderr
@@ -69,7 +69,7 @@ def test_a_rerun_with_nothing_changed_grades_nothing(tmp_path: Path) -> None:
 @pytest.mark.skipif(not hasattr(os, "killpg"), reason="needs process groups")
 def test_a_run_killed_halfway_resumes_without_regrading(tmp_path: Path) -> None:
     exercises, _ = _class(tmp_path)
-    book = tmp_path / DEFAULT_NAME
+    book = default_path(tmp_path / "submissions")
     process = _run_until_recorded(exercises, tmp_path, rows=2)
     os.killpg(process.pid, signal.SIGKILL)
     process.communicate()
@@ -97,7 +97,7 @@ def _run_until_recorded(exercises: Path, cwd: Path, rows: int) -> subprocess.Pop
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     deadline = time.monotonic() + 240
-    while time.monotonic() < deadline and len(_safe_rows(cwd / DEFAULT_NAME)) < rows:
+    while time.monotonic() < deadline and len(_safe_rows(default_path(cwd / "submissions"))) < rows:
         time.sleep(0.05)
     return process
 
@@ -183,7 +183,7 @@ def test_gradescope_writes_results_even_when_the_autograder_is_broken(tmp_path: 
 @pytest.mark.skipif(not hasattr(signal, "SIGINT"), reason="needs SIGINT")
 def test_ctrl_c_stops_cleanly_and_keeps_what_is_done(tmp_path: Path) -> None:
     exercises, _ = _class(tmp_path)
-    book = tmp_path / DEFAULT_NAME
+    book = default_path(tmp_path / "submissions")
     process = _run_until_recorded(exercises, tmp_path, rows=1)
     process.send_signal(signal.SIGINT)
     _, stderr = process.communicate(timeout=120)
@@ -193,3 +193,33 @@ def test_ctrl_c_stops_cleanly_and_keeps_what_is_done(tmp_path: Path) -> None:
     assert f"interrupted: {STUDENTS - len(kept)} left to grade" in " ".join(stderr.split())
     resumed = _run(exercises, "--trials", "200", cwd=tmp_path)
     assert f"{STUDENTS - len(kept)} graded, {len(kept)} unchanged" in resumed.stderr
+
+
+def test_two_classes_beside_one_exercises_folder_keep_their_own_gradebooks(tmp_path: Path) -> None:
+    """Each class's gradebook is beside its folder, named after it: `grader report` shows that class only,
+    and a folder of other exercises is told so instead of showing grades that are not its own."""
+    exercises = tmp_path / "exercises"
+    copy_exercise(exercises / "graph2")
+    for name, source in (("morning", CORRECT_GRAPH2), ("evening", TRANSPOSED_GRAPH2)):
+        write_source(tmp_path / name / f"{name}_student" / "hw.py", source)
+        ran = _run(exercises, "--submissions", tmp_path / name, "--trials", "5", cwd=tmp_path)
+        assert ran.returncode in (0, 1), ran.stderr
+        assert default_path(tmp_path / name).is_file()
+    assert sorted(p.name for p in tmp_path.glob("*.sqlite")) == [
+        "evening.gradebook.sqlite",
+        "morning.gradebook.sqlite",
+    ]
+
+    def report(*args: str | Path) -> subprocess.CompletedProcess[str]:
+        command = [*grader_command(), "report", *map(str, args)]
+        return subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=tmp_path, check=False)
+
+    morning = report(exercises, "--submissions", tmp_path / "morning", "--json")
+    assert [json.loads(line)["student"] for line in morning.stdout.splitlines()] == ["morning_student"]
+    assert morning.returncode == 0, morning.stderr
+    other = tmp_path / "other"
+    copy_exercise(other / "graph1", source=exercise_folder("graph1"))
+    wrong_folder = report(other, "--submissions", tmp_path / "evening")
+    assert wrong_folder.returncode == 2
+    told = " ".join(wrong_folder.stderr.split())
+    assert "evening.gradebook.sqlite: holds grades for graph2, none of the exercises under" in told

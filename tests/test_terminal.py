@@ -9,7 +9,7 @@ from conftest import CORRECT_GRAPH2, grade_source
 from rich.console import Console
 
 from grader.exercise.spec import Exercise
-from grader.report.terminal import _shared_prefix, render_result
+from grader.report.terminal import _shared_prefix, isolation_summary, render_result
 from grader.results import SubmissionResult
 
 
@@ -59,3 +59,28 @@ def test_a_multi_line_error_of_some_trials_is_cut_in_the_table(graph2: Exercise,
     text = _rendered(result)
     assert text.count(HINT) == 1, text  # in the first failing call's traceback only
     assert "RuntimeError: one of the variables was modified …" in text
+
+
+def test_rounding_envelope_is_explained_once_where_the_word_first_appears(
+    graph2: Exercise, tmp_path: Path
+) -> None:
+    result = grade_source(graph2, tmp_path, "ok.py", CORRECT_GRAPH2, trials=3)
+    console = Console(file=io.StringIO(), width=300, highlight=False, color_system=None)
+    render_result(console, result)
+    render_result(console, result)  # a second exercise in the same report: told already
+    text = console.file.getvalue()  # type: ignore[attr-defined]
+    assert text.count("rounding envelope: how far rounding alone") == 1, text
+    table_line = next(n for n, line in enumerate(text.splitlines()) if "rounding envelopes)" in line)
+    said = next(n for n, line in enumerate(text.splitlines()) if "rounding envelope: how far" in line)
+    assert said == table_line + 3  # right below the returns table (f, auto_grad, user_grad)
+    assert "rounding envelope: how far" in _rendered(result)  # a new report tells it again
+
+
+def test_the_score_line_names_the_isolation_in_a_few_words() -> None:
+    full = (
+        "bubblewrap (own PID and network namespaces, no capabilities, only the submission visible), "
+        "processes bounded by a cgroup"
+    )
+    assert isolation_summary(full) == "bubblewrap, processes bounded by a cgroup"
+    reduced = "reduced isolation: own user (uid 60000), Landlock (ABI 4); no bubblewrap: not installed"
+    assert isolation_summary(reduced) == reduced  # what is missing, and why, is kept whole

@@ -253,10 +253,12 @@ def resolve_with_rerun(
             # float64 values, yet computed otherwise when lifted: float32 inside, which the rerun lifted.
             return _judged_by_scaling(original, expected, spread, got, array, _AT_FLOAT64)
         why = "no precision above float64 could check it"
-        # torch.tensor() of an extended input raises, say: torch stops at float64
+        # torch.tensor() of an extended input raises, say: torch stops at float64. Its message (torch's
+        # list of supported dtypes) tells a student nothing about their formula: the exception's name does.
         if isinstance(extended, str):
-            failed = extended if len(extended) <= 100 else extended[:97] + "..."
-            why += f": its rerun in extended precision failed ({failed})"
+            raised = extended.split(":", 1)[0].strip()
+            raised = raised if raised.isidentifier() and len(raised) <= 40 else "an exception"
+            why += f" (rerun in extended precision, your code raised {raised}, as torch code does)"
         elif extended is not None:
             why += (
                 ": its rerun in extended precision returned float64 (float(), .item(), torch tensors or an "

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import re
 import textwrap
-from collections.abc import Sequence
+import weakref
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 from rich.console import Console
@@ -34,6 +36,18 @@ VERDICT_MEANINGS = {
     Verdict.AUTOGRAD: "to be derived by hand, but computed by autograd (it moved with autograd's results)",
     Verdict.ERROR: "no usable value: exception, timeout, crash, wrong type or shape, missing function",
 }
+
+# Said once per report, where the word first appears: "4.33e+14 float64 rounding envelopes" is jargon to a
+# student. The envelope is compare.py's: its scale is what the reference moves under randomised rounding.
+ENVELOPE_MEANING = (
+    "rounding envelope: how far rounding alone, in the precision named, can move an entry (measured by "
+    "rerunning the reference with randomly rounded arithmetic); under 1 is rounding, far above 1 is a "
+    "real error"
+)
+_EXPLAINED: weakref.WeakSet[Console] = weakref.WeakSet()
+# A reduced isolation's description says what is missing and why: kept whole. A full one's parenthesised
+# details would make the score line wrap on every check.
+_DETAILS = re.compile(r" \([^()]*\)")
 
 
 def safe(text: str) -> str:
@@ -77,6 +91,8 @@ def render_result(console: Console, result: SubmissionResult, show_output: bool 
         why = "not graded: see the error above" if result.error is not None else _summary_message(ret, result)
         table.add_row(safe(ret.name), verdict_text(ret.verdict), f"{ret.score:g}/{ret.points:g}", safe(why))
     console.print(table)
+    if result.error is None:
+        _explain_envelopes(console, [ret.message for ret in result.returns])
     if result.error is None and result.first_trial_error is not None and result.first_trial_error.traceback:
         first = result.first_trial_error
         console.print(f"  [bold]first failing call[/] (trial {first.trial}):")
@@ -94,12 +110,33 @@ def render_result(console: Console, result: SubmissionResult, show_output: bool 
         if ret.verdict is not Verdict.PASS and ret.verdict is not Verdict.ERROR:
             _render_failure(console, result, ret)
     _render_output(console, result, show_output)
+    _explain_envelopes(
+        console, [r.message for r in result.returns], any(r.failing_entries for r in result.returns)
+    )
     score = f"{result.score:g}/{result.max_score:g}"
-    console.print(f"  score [bold]{score}[/]   [dim]isolation: {safe(result.isolation)}[/]")
+    console.print(
+        f"  score [bold]{score}[/]   [dim]isolation: {safe(isolation_summary(result.isolation))}[/]"
+    )
     replayed = any(r.case is not None for r in result.returns if r.verdict is not Verdict.ERROR)
     if not result.passed and not replayed:
         console.print(f"  [dim]reproduce:[/] {safe(result.repro(_focus_trial(result)))}")
     console.print()
+
+
+def isolation_summary(description: str) -> str:
+    """The isolation a result ran under, in a line: a full isolation without its details."""
+    return description if description.startswith("reduced") else _DETAILS.sub("", description)
+
+
+def _explain_envelopes(console: Console, messages: Iterable[str], table: bool = False) -> None:
+    """ENVELOPE_MEANING, the first time this console's report speaks of envelopes."""
+    if console in _EXPLAINED or not (table or any("envelope" in m for m in messages)):
+        return
+    _EXPLAINED.add(console)
+    text = textwrap.fill(
+        ENVELOPE_MEANING, max(40, console.width - 2), initial_indent="  ", subsequent_indent="    "
+    )
+    console.print(f"[dim]{safe(text)}[/]")
 
 
 def _first_lines(text: str, result: SubmissionResult) -> str:
@@ -184,6 +221,7 @@ def _render_failure(console: Console, result: SubmissionResult, ret: ReturnResul
                 f"{entry.envelope_ratio:.3g}",
             )
         console.print(table)
+        _explain_envelopes(console, [], table=True)
     console.print(f"    [dim]replay:[/] {safe(result.repro(case.trial))}")
 
 
@@ -298,6 +336,14 @@ def render_class(
         shown = [e for e in exercises_missing if e in attempted]
         if shown:
             console.print(f"  [bold]{safe(student)}[/] did not hand in: {safe(', '.join(shown))}")
+    told = [
+        ret.message
+        for r in problems
+        if r.error is None
+        for ret in r.returns
+        if ret.verdict is not Verdict.PASS
+    ]
+    _explain_envelopes(console, told)
 
 
 def _not_submitted(result: SubmissionResult) -> bool:
