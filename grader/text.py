@@ -24,3 +24,15 @@ def visible(text: str) -> str:
     and tabs kept."""
     text = valid_unicode(text)
     return _CONTROLS.sub(lambda m: f"\\x{ord(m.group()):02x}", text) if _CONTROLS.search(text) else text
+
+
+# A spreadsheet opening a CSV runs a cell that starts with one of these as a formula (CSV injection,
+# OWASP): `=HYPERLINK(...)` as a folder name or an LMS display name, both of them the student's to choose.
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def spreadsheet_text(text: str) -> str:
+    """`text` for a CSV cell that a spreadsheet shows as text, never runs: a leading quote where it would
+    start a formula (spreadsheets hide that quote)."""
+    text = valid_unicode(text)
+    return f"'{text}" if text.startswith(_FORMULA_START) else text

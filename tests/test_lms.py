@@ -254,3 +254,18 @@ def test_split_name() -> None:
     assert split_name("Ana María López") == ("Ana María", "López")
     assert split_name("Plato") == ("Plato", "")
     assert split_name("") == ("", "")
+
+
+def test_names_that_a_spreadsheet_would_run_are_kept_as_text(tmp_path: Path) -> None:
+    """A folder or display name is the student's to choose: `=HYPERLINK(...)` must open as text."""
+    exercises = tmp_path / "exercises"
+    copy_exercise(exercises / "graph2")
+    write_source(tmp_path / "submissions" / "=1+1" / "hw.py", CORRECT_GRAPH2)
+    roster = tmp_path / "roster.csv"
+    roster.write_text('folder,id,name,email\n=1+1,7,"@SUM(A1) -Evil",e@uni.edu\n', encoding="utf-8")
+    done = _grader("run", exercises, "--trials", "3", "--out", "out", "--roster", roster, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    book = _csv(tmp_path / "out" / "gradebook.csv")
+    assert book[1][:3] == ["'=1+1", "7", "'@SUM(A1) -Evil"]
+    assert _csv(tmp_path / "out" / "canvas.csv")[2][:2] == ["'@SUM(A1) -Evil", "7"]  # the id matches as it is
+    assert _csv(tmp_path / "out" / "moodle.csv")[1][:3] == ["'@SUM(A1)", "'-Evil", "7"]

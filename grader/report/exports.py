@@ -22,7 +22,7 @@ from grader.outcomes import FailureKind, Verdict
 from grader.report.lms import Column, cells, write_lms
 from grader.report.roster import Roster
 from grader.results import ReturnResult, SubmissionResult
-from grader.text import valid_unicode
+from grader.text import spreadsheet_text, valid_unicode
 
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 JSONLike = TypeVar("JSONLike")
@@ -141,10 +141,11 @@ def _gradebook_csv(
         writer = csv.writer(handle)
         writer.writerow(["student", *identity, *(c[0] for c in columns), "total", "max_total", "graded_at"])
         for student in students:
-            row: list[Any] = [valid_unicode(student)]  # a folder's name may hold bytes that are not UTF-8
+            row: list[Any] = [spreadsheet_text(student)]  # a folder's name may hold bytes that are not UTF-8
             if roster is not None:
                 entry = known.get(student)
-                row += [entry.id, entry.name, entry.email] if entry is not None else ["", "", ""]
+                names = [entry.id, entry.name, entry.email] if entry is not None else ["", "", ""]
+                row += [spreadsheet_text(n) for n in names]
             mine = [handed_in[(student, e)] for e in exercises if (student, e) in handed_in]
             # Nothing handed in at all: no total either, so that it never reads as a 0 earned.
             total = f"{sum(r.score for r in mine):g}" if mine else ""

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from grader.report.roster import Roster
 from grader.results import SubmissionResult
+from grader.text import spreadsheet_text
 
 CANVAS_FILE = "canvas.csv"
 MOODLE_FILE = "moodle.csv"
@@ -52,7 +53,8 @@ def write_lms(
         writer.writerow([*CANVAS_IDENTITY, *headers])
         writer.writerow([POINTS_POSSIBLE, "", "", "", "", *(points[h] for h in headers)])
         for student in roster:
-            identity = [student.name or student.folder, student.id, student.sis_user_id]
+            # Canvas matches by the ids, which are left as they are: only the name is shown text.
+            identity = [spreadsheet_text(student.name or student.folder), student.id, student.sis_user_id]
             identity += [student.sis_login_id, student.section]
             writer.writerow([*identity, *cells(student.folder, handed_in, columns)])
     with moodle.open("w", newline="", encoding="utf-8") as handle:
@@ -60,7 +62,7 @@ def write_lms(
         writer.writerow([*MOODLE_IDENTITY, *headers])
         for student in roster:
             first, last = split_name(student.name)
-            identity = [first, last, student.id, student.email]
+            identity = [spreadsheet_text(first), spreadsheet_text(last), student.id, student.email]
             writer.writerow([*identity, *cells(student.folder, handed_in, columns)])
     return [canvas, moodle]
 
