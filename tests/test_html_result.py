@@ -10,7 +10,7 @@ import numpy as np
 
 from grader.judging.compare import EntryError
 from grader.outcomes import Failure, FailureKind, Verdict
-from grader.report.html_result import result_html
+from grader.report.html_result import result_html, verdict_colour
 from grader.results import FailingCase, ReturnResult, SubmissionResult
 
 HOSTILE = '<script>alert("x")</script><img src=x onerror=alert(1)>'
@@ -168,3 +168,7 @@ def test_a_replay_command_given_replaces_the_repro_commands() -> None:
 
 def test_without_style_the_fragment_holds_no_style_sheet() -> None:
     assert "<style>" in result_html(_result()) and "<style>" not in result_html(_result(), style=False)
+
+
+def test_each_verdict_has_a_colour_of_its_own() -> None:
+    assert len({verdict_colour(v) for v in Verdict}) == len(Verdict)

@@ -27,17 +27,24 @@ from grader.report.terminal import notebook_note
 from grader.results import ReturnResult, SubmissionResult
 from grader.text import visible
 
-# STYLE's colour names as shades that read on white, so that both reports colour a verdict alike.
+# STYLE's colours as shades that read on white, so that both reports colour a verdict alike; a bold style
+# gets a darker shade, so that a bar's blocks of error and logic (or autograd and instability) differ.
 _SHADES = {"green": "#1a7f37", "yellow": "#9a6700", "magenta": "#a626a4", "red": "#cf222e"}
+_BOLD_SHADES = {"magenta": "#6e2a8c", "red": "#82071e"}
 FAIL_COLOUR = _SHADES["red"]
 PASS_COLOUR = _SHADES["green"]
 
 
+def verdict_colour(verdict: Verdict) -> str:
+    """The shade of the verdict's terminal colour."""
+    *weight, colour = STYLE[verdict].split()
+    return (_BOLD_SHADES if "bold" in weight else _SHADES)[colour]
+
+
 def verdict_css(verdict: Verdict) -> str:
     """The verdict's terminal style as CSS declarations."""
-    words = STYLE[verdict].split()
-    bold = "font-weight:bold;" if "bold" in words else ""
-    return f"{bold}color:{_SHADES[words[-1]]}"
+    bold = "font-weight:bold;" if "bold" in STYLE[verdict].split() else ""
+    return f"{bold}color:{verdict_colour(verdict)}"
 
 
 def _verdict_rules(scope: str) -> str:
