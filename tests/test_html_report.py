@@ -4,18 +4,22 @@ builds holds gradebook.csv's numbers, the screenshot shows the verdicts' colours
 from __future__ import annotations
 
 import csv
+import dataclasses
 import re
 import subprocess
 from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
 
+import numpy as np
 import pytest
 from browser import dump_dom, png_colours, screenshot
 from conftest import CORRECT_GRAPH2, TRANSPOSED_GRAPH2, copy_exercise, grader_command, write_source
+from test_html_result import sample_result
 
-from grader.report.html import page_names
+from grader.report.html import index_html, page_names, write_site
 from grader.report.html_result import FAIL_COLOUR, PASS_COLOUR
+from grader.results import SubmissionResult
 
 HOSTILE = "<img src=x onerror=alert(1)>"  # a folder name: student-controlled, like everything they hand in
 
@@ -82,6 +86,12 @@ class _Dom(HTMLParser):
         return [(a, "".join(t).strip()) for name, a, t in self.elements if name == tag and attribute in a]
 
 
+def _heat(dom: _Dom) -> dict[tuple[int, int], int]:
+    """The heatmap's count per (row, column)."""
+    cells = dom.find("td", "data-count")
+    return {(int(a["data-row"]), int(a["data-col"])): int(a["data-count"]) for a, _ in cells}
+
+
 def _class_table(dom: _Dom) -> dict[str, dict[str, tuple[str, str]]]:
     """student -> {exercise, "total", "max": (the data attribute's number, the text shown)}, row by row."""
     table: dict[str, dict[str, tuple[str, str]]] = {}
@@ -127,13 +137,8 @@ def test_grader_run_html_writes_the_same_class_page(site: Site) -> None:
 
 def test_the_class_page_shows_where_the_class_fails_and_why(site: Site) -> None:
     page = (site.html / "index.html").read_text(encoding="utf-8")
-    dom = _Dom(page)
-    heat = {
-        (int(a["data-row"]), int(a["data-col"])): int(a["data-count"])
-        for a, _ in dom.find("td", "data-count")
-    }
     # bob and the hostile name transpose a 2×2 gradient (the smallest case, d=2): the diagonal is right
-    assert heat == {(0, 0): 0, (0, 1): 2, (1, 0): 2, (1, 1): 0}
+    assert _heat(_Dom(page)) == {(0, 0): 0, (0, 1): 2, (1, 0): 2, (1, 1): 0}
     # the most common misconception: 2 hand-ins, on user_grad
     assert '<td class="num">2</td><td>user_grad</td><td><strong>transposed</strong>' in page
     # the verdict bars count 1 pass, 2 logic, 1 error of 4 hand-ins (dana handed nothing in)
@@ -191,3 +196,46 @@ def test_page_names_are_safe_and_unique_even_on_a_case_blind_file_system() -> No
         "_.._x.html",
         "x" * 80 + ".html",
     ]
+
+
+def _with_mask(student: str, mask: np.ndarray) -> SubmissionResult:
+    result = sample_result(student=student)
+    wrong = result.returns[1]
+    case = dataclasses.replace(wrong.case, mask=mask)  # type: ignore[type-var]
+    return dataclasses.replace(result, returns=(result.returns[0], dataclasses.replace(wrong, case=case)))
+
+
+def test_smallest_cases_of_different_shapes_are_counted_by_entry_index_and_said_so() -> None:
+    small = np.array([[True, False], [False, False]])
+    large = np.array([[True, True, False], [False, False, False], [False, False, True]])
+    results = [_with_mask("a", small), _with_mask("b", large)]
+    dom = _Dom(index_html(results, ["graph2"], ["a", "b"], page_names(["a", "b"])))
+    assert _heat(dom) == {
+        (i, j): int(small[i, j] if i < 2 and j < 2 else 0) + int(large[i, j])
+        for i in range(3)
+        for j in range(3)
+    }
+    text = "".join(t for _, _, text in dom.elements for t in text)
+    assert "shapes vary with the trial sizes (2×2, 3×3): entries are counted by their index" in text
+
+
+def test_a_mask_too_large_to_draw_lists_the_entries_failing_most_often() -> None:
+    big = np.zeros((20, 20), dtype=bool)
+    results = [_with_mask("a", big)]
+    dom = _Dom(index_html(results, ["graph2"], ["a"], page_names(["a"])))
+    assert not dom.find("td", "data-count")
+    text = "".join(t for _, _, text in dom.elements for t in text)
+    assert "too large to draw; the entries failing most often (hand-ins): [0, 0] (1)" in text
+
+
+def test_a_roster_student_without_a_folder_has_a_row_of_dashes_and_a_page(tmp_path: Path) -> None:
+    written = write_site(tmp_path, [sample_result(student="a")], ["graph2"], ["a", "ghost"])
+    assert [p.relative_to(tmp_path).as_posix() for p in written] == [
+        "index.html",
+        "students/a.html",
+        "students/ghost.html",
+    ]
+    table = _class_table(_Dom(written[0].read_text(encoding="utf-8")))
+    assert table["ghost"] == {"graph2": ("", "—"), "total": ("", "—"), "max": ("3", "3")}
+    assert table["a"]["graph2"] == ("1", "1/3 logic")
+    assert "not handed in (no folder)" in written[2].read_text(encoding="utf-8")

@@ -49,7 +49,8 @@ def _entry(i: int) -> EntryError:
     return EntryError((0, i), 1.0 + i, -1.0 - i, 2.0 + 2 * i, 2.0, 1e9, 500.0)
 
 
-def _result(**changes: object) -> SubmissionResult:
+def sample_result(**changes: object) -> SubmissionResult:
+    """ana's graph2: f passes, dW is transposed (a 2×3 smallest case, 7 failing entries listed)."""
     mask = np.array([[True, False, True], [False, False, True]])
     wrong = ReturnResult(
         name="dW",
@@ -93,7 +94,7 @@ def _result(**changes: object) -> SubmissionResult:
 
 
 def test_hostile_student_text_is_shown_as_text_never_markup() -> None:
-    result = _result(student=HOSTILE, submission=HOSTILE, stdout=HOSTILE + "\n")
+    result = sample_result(student=HOSTILE, submission=HOSTILE, stdout=HOSTILE + "\n")
     returns = tuple(
         dataclasses.replace(r, name=HOSTILE, message=HOSTILE, misconception=HOSTILE, feedback=HOSTILE)
         for r in result.returns
@@ -111,7 +112,7 @@ def test_hostile_student_text_is_shown_as_text_never_markup() -> None:
 
 
 def test_the_failing_entries_grid_is_the_smallest_cases_mask() -> None:
-    result = _result()
+    result = sample_result()
     tree = _Tree(result_html(result))
     case = result.returns[1].case
     assert case is not None and case.mask is not None
@@ -131,7 +132,7 @@ def test_the_failing_entries_grid_is_the_smallest_cases_mask() -> None:
 
 
 def test_a_large_mask_is_counted_not_drawn() -> None:
-    result = _result()
+    result = sample_result()
     big = np.zeros((20, 20), dtype=bool)
     big[3, :7] = True
     case = dataclasses.replace(result.returns[1].case, mask=big)  # type: ignore[type-var]
@@ -149,9 +150,9 @@ def test_a_whole_submission_error_is_told_once_and_the_returns_not_graded() -> N
         FailureKind.IMPORT, message, f"Traceback (most recent call last):\nRuntimeError: {message}"
     )
     returns = tuple(
-        dataclasses.replace(r, verdict=Verdict.ERROR, score=0.0, case=None) for r in _result().returns
+        dataclasses.replace(r, verdict=Verdict.ERROR, score=0.0, case=None) for r in sample_result().returns
     )
-    tree = _Tree(result_html(_result(error=error, returns=returns)))
+    tree = _Tree(result_html(sample_result(error=error, returns=returns)))
     text = "".join(tree.text)
     assert len(tree.tags("div", **{"class": "error"})) == 1
     assert text.count("mat1 and mat2 shapes cannot be multiplied") == 2  # the summary line, the traceback
@@ -162,12 +163,14 @@ def test_a_whole_submission_error_is_told_once_and_the_returns_not_graded() -> N
 
 
 def test_a_replay_command_given_replaces_the_repro_commands() -> None:
-    text = "".join(_Tree(result_html(_result(), replay="check(graph2, trial=3)")).text)
+    text = "".join(_Tree(result_html(sample_result(), replay="check(graph2, trial=3)")).text)
     assert "check(graph2, trial=3)" in text and "grader repro" not in text
 
 
 def test_without_style_the_fragment_holds_no_style_sheet() -> None:
-    assert "<style>" in result_html(_result()) and "<style>" not in result_html(_result(), style=False)
+    assert "<style>" in result_html(sample_result()) and "<style>" not in result_html(
+        sample_result(), style=False
+    )
 
 
 def test_each_verdict_has_a_colour_of_its_own() -> None:

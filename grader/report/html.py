@@ -25,7 +25,15 @@ from grader import __version__
 from grader.outcomes import Verdict
 from grader.report.common import GRID_LIMIT, VERDICT_MEANINGS, grid
 from grader.report.exports import _columns, _points, class_summary, handed_in_result
-from grader.report.html_result import STYLE_SHEET, escape, result_html, verdict_badge, verdict_colour
+from grader.report.html_result import (
+    FAIL_COLOUR,
+    STYLE_SHEET,
+    escape,
+    result_html,
+    verdict_badge,
+    verdict_colour,
+    verdict_css,
+)
 from grader.report.lms import Column, cells
 from grader.results import SubmissionResult
 from grader.text import valid_unicode
@@ -50,9 +58,7 @@ _PAGE_STYLE = (
     ".bar span{display:block;height:100%}"
     ".swatch{display:inline-block;width:10px;height:10px;margin:0 4px 0 12px}"
     "table.heat td{width:24px;height:24px;padding:0;text-align:center;font-size:11px;"
-    "border:1px solid #fff}"
-    + "".join(f".v-{v.value}{{color:{verdict_colour(v)}}}" for v in Verdict)
-    + "</style>"
+    "border:1px solid #fff}" + "".join(f".v-{v.value}{{{verdict_css(v)}}}" for v in Verdict) + "</style>"
 )
 
 
@@ -294,7 +300,7 @@ def _heatmap(name: str, mine: Sequence[SubmissionResult], data: Mapping[str, Any
             text = "#fff" if share > 0.5 else "#1f2328"
             parts.append(
                 f'<td data-row="{i}" data-col="{j}" data-count="{count[i, j]}" '
-                f'style="background:rgba(207,34,46,{share:.3f});color:{text}" '
+                f'style="background:{FAIL_COLOUR}{round(255 * share):02x};color:{text}" '
                 f'title="[{i}, {j}]: {count[i, j]} of {len(mine)}">{count[i, j] or ""}</td>'
             )
         parts.append("</tr>")
