@@ -53,6 +53,12 @@ def _parser() -> argparse.ArgumentParser:
             "with --roster also canvas.csv and moodle.csv",
         )
         sub.add_argument(
+            "--html",
+            type=Path,
+            help="write a self-contained site (DIR/index.html: the class table, each exercise's verdicts, "
+            "failing entries and misconceptions; a page per student) to open offline",
+        )
+        sub.add_argument(
             "--roster",
             type=Path,
             help="CSV of the class as the LMS knows it: folder,id,name,email (header row); its students "
@@ -414,6 +420,11 @@ def _finish(
         )
         # on stderr: with --json, stdout holds JSON lines only
         errors.print(f"[dim]wrote {len(written)} files to {safe(str(args.out))}[/]")
+    if args.html is not None:
+        from grader.report.html import INDEX, write_site
+
+        pages = write_site(args.html, results, exercises, students)
+        errors.print(f"[dim]wrote {len(pages)} pages to {safe(str(args.html))} (open {INDEX})[/]")
 
 
 def _gradescope(args: argparse.Namespace, console: Console, errors: Console) -> int:

@@ -19,6 +19,13 @@ if ! command -v bwrap >/dev/null 2>&1 && [[ $(id -u) == 0 ]] && command -v apt-g
     echo "setup: bubblewrap could not be installed; submissions will run with reduced isolation" >&2
 fi
 
+# --dev: the HTML report's tests open its pages in a real headless Chromium (Debian's chromium package).
+if [[ -n "$extras" ]] && ! command -v chromium >/dev/null 2>&1 && [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null 2>&1; then
+  echo "setup: installing chromium (for the HTML report's browser tests)" >&2
+  { apt-get install -y -q chromium || { apt-get update -q && apt-get install -y -q chromium; }; } >/dev/null 2>&1 ||
+    echo "setup: chromium could not be installed; the HTML report's browser tests will fail here" >&2
+fi
+
 if [[ ! -x .venv/bin/python ]]; then
   "$python" -m venv .venv
 fi

@@ -43,6 +43,7 @@ def _spec_id(folder: Path) -> str:
 def exercise_folder(exercise_id: str) -> Path:
     return library()[exercise_id]
 
+
 # Array-building examples can be slow on their first call (numpy/torch warm-up): no per-example deadline.
 settings.register_profile("grader", deadline=None, max_examples=60)
 settings.load_profile("grader")

@@ -49,6 +49,8 @@ def exercise_folder(exercise_id: str) -> Path:
         if f"\nid: {exercise_id}\n" in "\n" + (folder / "exercise.yaml").read_text(encoding="utf-8"):
             return folder
     raise FileNotFoundError(f"no exercise with id '{exercise_id}' under {EXERCISES}")
+
+
 CORPUS = ROOT / "tests" / "corpus"
 SEED = 0
 # Correct code must never be called a mistake: many trials. The suite runs 2,000 to stay fast;

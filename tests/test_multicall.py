@@ -113,7 +113,7 @@ def test_a_backward_done_by_autograd_through_the_cache_is_autograd(
 
 def test_a_backward_that_raises_leaves_the_forward_graded(exercise: Exercise, tmp_path: Path) -> None:
     """CS231n's `dx_pad[:, :, pad:-pad, pad:-pad]` breaks only the backward: the forward is still right."""
-    raising = LAYERS.replace("x, w = cache[\"inputs\"]", "x, w = cache[\"inputs\"]\n        1 / 0")
+    raising = LAYERS.replace('x, w = cache["inputs"]', 'x, w = cache["inputs"]\n        1 / 0')
     result = grade_source(exercise, tmp_path, "raising.py", raising, trials=10)
     got = {r.name: r for r in result.returns}
     assert got["out"].verdict is Verdict.PASS

@@ -9,7 +9,8 @@ from conftest import CORRECT_GRAPH2, grade_source
 from rich.console import Console
 
 from grader.exercise.spec import Exercise
-from grader.report.terminal import _shared_prefix, isolation_summary, render_result
+from grader.report.common import isolation_summary
+from grader.report.terminal import _shared_prefix, render_result
 from grader.results import SubmissionResult
 
 
