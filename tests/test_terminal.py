@@ -85,3 +85,15 @@ def test_the_score_line_names_the_isolation_in_a_few_words() -> None:
     assert isolation_summary(full) == "bubblewrap, processes bounded by a cgroup"
     reduced = "reduced isolation: own user (uid 60000), Landlock (ABI 4); no bubblewrap: not installed"
     assert isolation_summary(reduced) == reduced  # what is missing, and why, is kept whole
+
+
+def test_the_class_table_tells_nothing_handed_in_from_zero(graph2: Exercise, tmp_path: Path) -> None:
+    """As gradebook.csv: everyone out of the class's maximum, and no total for who handed nothing in."""
+    from grader.report.terminal import render_class
+
+    right = grade_source(graph2, tmp_path, "ok.py", CORRECT_GRAPH2, trials=3)
+    console = Console(file=io.StringIO(), width=200, highlight=False, color_system=None)
+    render_class(console, [right], ["graph2"], [right.student, "absent"])
+    rows = {line.split()[1]: line for line in console.file.getvalue().splitlines() if "│" in line[:2]}  # type: ignore[attr-defined]
+    assert rows[right.student].rstrip(" │").endswith("10/10")
+    assert rows["absent"].rstrip(" │").endswith("—/10")

@@ -235,19 +235,20 @@ def render_class(
     for exercise in attempted:
         table.add_column(safe(exercise.removeprefix(prefix)), justify="center")
     table.add_column("total", justify="right", no_wrap=True)
+    points = {r.exercise: r.max_score for r in results if not not_submitted(r)}
+    maximum = sum(points[e] for e in attempted)
     for student in students:
-        cells = []
-        total = maximum = 0.0
+        cells, total, handed = [], 0.0, False
         for exercise in attempted:  # a library's exercises nobody handed in are not this class's work
             result = by_key.get((student, exercise))
-            if result is not None:
-                total += result.score
-                maximum += result.max_score
             if result is None or not_submitted(result):
                 cells.append("[dim]—[/]")
-            else:
-                cells.append(f"{result.score:g}/{result.max_score:g} {verdict_text(result.worst)}")
-        table.add_row(safe(student), *cells, f"{total:g}/{maximum:g}")
+                continue
+            total += result.score
+            handed = True
+            cells.append(f"{result.score:g}/{result.max_score:g} {verdict_text(result.worst)}")
+        # As gradebook.csv: out of the class's maximum, and no total where nothing was handed in (never 0).
+        table.add_row(safe(student), *cells, f"{total:g}/{maximum:g}" if handed else f"[dim]—[/]/{maximum:g}")
     console.print(table)
     if any(not_submitted(r) for r in results):
         console.print("[dim]— not handed in[/]")
