@@ -11,29 +11,20 @@ from rich.markup import escape
 from rich.table import Table
 
 from grader.exercise.trials import Trial
-from grader.outcomes import FailureKind, Verdict
+from grader.outcomes import Verdict
+from grader.report.common import (
+    STYLE,
+    error_summary,
+    focus_trial,
+    grid,
+    not_submitted,
+    number,
+    shows_failure,
+    sizes_text,
+    summary_message,
+)
 from grader.results import NotebookUse, ReturnResult, SubmissionResult, student_location
 from grader.text import visible
-
-STYLE = {
-    Verdict.PASS: "green",
-    Verdict.PRECISION: "yellow",
-    Verdict.INSTABILITY: "magenta",
-    Verdict.LOGIC: "red",
-    Verdict.AUTOGRAD: "bold magenta",
-    Verdict.ERROR: "bold red",
-}
-_GRID_LIMIT = 12
-
-VERDICT_MEANINGS = {
-    Verdict.PASS: "matches the float64 reference within the tolerance",
-    Verdict.PRECISION: "outside the stated tolerance, but within rounding of the precision used: "
-    "the maths is right",
-    Verdict.INSTABILITY: "beyond rounding, but right at higher precision: a numerically unstable formula",
-    Verdict.LOGIC: "wrong at any precision: a mistake in the formula",
-    Verdict.AUTOGRAD: "to be derived by hand, but computed by autograd (it moved with autograd's results)",
-    Verdict.ERROR: "no usable value: exception, timeout, crash, wrong type or shape, missing function",
-}
 
 
 def safe(text: str) -> str:
@@ -43,10 +34,6 @@ def safe(text: str) -> str:
 
 def verdict_text(verdict: Verdict) -> str:
     return f"[{STYLE[verdict]}]{verdict.value}[/]"
-
-
-def _number(value: float) -> str:
-    return f"{value:.6g}" if np.isfinite(value) else str(value)
 
 
 def make_console(stderr: bool = False) -> Console:
@@ -64,8 +51,7 @@ def render_result(console: Console, result: SubmissionResult, show_output: bool 
     )
     if result.error is not None:
         error = result.error
-        message = _first_lines(error.message, result) if error.traceback else error.message
-        console.print(f"  [bold red]error[/] ({error.kind}): {safe(message)}")
+        console.print(f"  [bold red]error[/] ({error.kind}): {safe(error_summary(result))}")
         if error.traceback:
             console.print(_indent(safe(error.traceback), 4))
     table = Table(show_header=True, header_style="bold", box=None, padding=(0, 2, 0, 2))
@@ -74,7 +60,7 @@ def render_result(console: Console, result: SubmissionResult, show_output: bool 
     table.add_column("points", justify="right")
     table.add_column("why")
     for ret in result.returns:
-        why = "not graded: see the error above" if result.error is not None else _summary_message(ret, result)
+        why = summary_message(ret, result)
         table.add_row(safe(ret.name), verdict_text(ret.verdict), f"{ret.score:g}/{ret.points:g}", safe(why))
     console.print(table)
     if result.error is None and result.first_trial_error is not None and result.first_trial_error.traceback:
@@ -91,34 +77,15 @@ def render_result(console: Console, result: SubmissionResult, show_output: bool 
     if result.notebook is not None:
         console.print(f"  [dim]{safe(notebook_note(result.notebook))}[/]")
     for ret in result.returns:
-        if ret.verdict is not Verdict.PASS and ret.verdict is not Verdict.ERROR:
+        if shows_failure(ret):
             _render_failure(console, result, ret)
     _render_output(console, result, show_output)
     score = f"{result.score:g}/{result.max_score:g}"
     console.print(f"  score [bold]{score}[/]   [dim]isolation: {safe(result.isolation)}[/]")
     replayed = any(r.case is not None for r in result.returns if r.verdict is not Verdict.ERROR)
     if not result.passed and not replayed:
-        console.print(f"  [dim]reproduce:[/] {safe(result.repro(_focus_trial(result)))}")
+        console.print(f"  [dim]reproduce:[/] {safe(result.repro(focus_trial(result)))}")
     console.print()
-
-
-def _first_lines(text: str, result: SubmissionResult) -> str:
-    """`text` with each exception message of the result's failures cut to its first line.
-
-    torch's errors run over lines (a summary, then hints and the operator's whole signature); the
-    traceback printed below the summary ends with all of it, so the summary line needs only its first.
-    """
-    for failure in (result.error, result.first_trial_error):
-        if failure is not None and "\n" in failure.message and failure.message in text:
-            text = text.replace(failure.message, failure.message.splitlines()[0] + " …")
-    return text
-
-
-def _summary_message(ret: ReturnResult, result: SubmissionResult) -> str:
-    """A return's message for the table: cut where the first failing call's traceback, printed below the
-    table, tells the rest."""
-    first = result.first_trial_error
-    return _first_lines(ret.message, result) if first is not None and first.traceback else ret.message
 
 
 def notebook_note(use: NotebookUse) -> str:
@@ -162,12 +129,12 @@ def _render_failure(console: Console, result: SubmissionResult, ret: ReturnResul
     case = ret.case
     if case is None:
         return
-    sizes = ", ".join(f"{k}={v}" for k, v in sorted(case.sizes.items())) or "fixed sizes"
+    sizes = sizes_text(case)
     console.print(f"  [bold]{safe(ret.name)}[/]: smallest failing case is trial {case.trial} ({sizes})")
-    if case.mask is not None and case.mask.ndim <= 2 and max(case.mask.shape, default=1) <= _GRID_LIMIT:
+    cells = grid(case.mask) if case.mask is not None else None
+    if cells is not None:
         console.print("    failing entries (x), passing (.):")
-        grid = np.atleast_2d(case.mask)
-        for row in grid:
+        for row in cells:
             console.print("      " + " ".join("[red]x[/]" if bad else "[green].[/]" for bad in row))
     if ret.failing_entries:
         table = Table(box=None, padding=(0, 1, 0, 4), header_style="dim")
@@ -176,8 +143,8 @@ def _render_failure(console: Console, result: SubmissionResult, ret: ReturnResul
         for entry in ret.failing_entries[:5]:
             table.add_row(
                 str(list(entry.index)),
-                _number(entry.expected),
-                _number(entry.got),
+                number(entry.expected),
+                number(entry.got),
                 f"{entry.abs_error:.2e}",
                 f"{entry.rel_error:.2e}",
                 f"{entry.ulps:.3g}",
@@ -185,13 +152,6 @@ def _render_failure(console: Console, result: SubmissionResult, ret: ReturnResul
             )
         console.print(table)
     console.print(f"    [dim]replay:[/] {safe(result.repro(case.trial))}")
-
-
-def _focus_trial(result: SubmissionResult) -> int | None:
-    """The trial to replay: where the run stopped, else the smallest failing case."""
-    if result.error is not None and result.error.trial is not None:
-        return result.error.trial
-    return next((r.case.trial for r in result.returns if r.case is not None), None)
 
 
 def render_case(console: Console, result: SubmissionResult, trial: Trial) -> None:
@@ -243,7 +203,7 @@ def render_class(
 ) -> None:
     by_key = {(r.student, r.exercise): r for r in results}
     # Exercises nobody handed in would be columns of dashes: named once below the table instead.
-    handed_in = {r.exercise for r in results if not _not_submitted(r)}
+    handed_in = {r.exercise for r in results if not not_submitted(r)}
     attempted = [e for e in exercises if e in handed_in]
     # A course's ids share their course and assignment (cs231n.a3.rnn, cs231n.a3.lstm): said once, in
     # the title, so that the columns have room for what tells them apart.
@@ -262,23 +222,23 @@ def render_class(
             if result is not None:
                 total += result.score
                 maximum += result.max_score
-            if result is None or _not_submitted(result):
+            if result is None or not_submitted(result):
                 cells.append("[dim]—[/]")
             else:
                 cells.append(f"{result.score:g}/{result.max_score:g} {verdict_text(result.worst)}")
         table.add_row(safe(student), *cells, f"{total:g}/{maximum:g}")
     console.print(table)
-    if any(_not_submitted(r) for r in results):
+    if any(not_submitted(r) for r in results):
         console.print("[dim]— not handed in[/]")
     nobody = [e for e in exercises if e not in attempted]
     if nobody:
         console.print(f"[dim]handed in by nobody (0 for everyone): {safe(', '.join(nobody))}[/]")
     problems = [r for r in results if not r.passed]
-    if any(not _not_submitted(r) or r.exercise in attempted for r in problems):
+    if any(not not_submitted(r) or r.exercise in attempted for r in problems):
         console.print("[bold]what failed[/]")
     missing: dict[str, list[str]] = {}
     for result in problems:
-        if _not_submitted(result):
+        if not_submitted(result):
             missing.setdefault(result.student, []).append(result.exercise)
             continue
         console.print(f"  [bold]{safe(result.student)}[/] / {safe(result.exercise)}:")
@@ -286,19 +246,15 @@ def render_class(
             where = student_location(result.error.traceback)
             where = f" ({where})" if where else ""
             console.print(f"    error ({result.error.kind}): {safe(result.error.message)}{safe(where)}")
-            console.print(f"    [dim]{safe(result.repro(_focus_trial(result)))}[/]")
+            console.print(f"    [dim]{safe(result.repro(focus_trial(result)))}[/]")
             continue
         for ret in result.returns:
             if ret.verdict is not Verdict.PASS:
                 named = f" — likely mistake: {ret.misconception}" if ret.misconception else ""
                 line = f"{safe(ret.name)} {verdict_text(ret.verdict)}: {safe(ret.message + named)}"
                 console.print(f"    {line}")
-        console.print(f"    [dim]{safe(result.repro(_focus_trial(result)))}[/]")
+        console.print(f"    [dim]{safe(result.repro(focus_trial(result)))}[/]")
     for student, exercises_missing in missing.items():
         shown = [e for e in exercises_missing if e in attempted]
         if shown:
             console.print(f"  [bold]{safe(student)}[/] did not hand in: {safe(', '.join(shown))}")
-
-
-def _not_submitted(result: SubmissionResult) -> bool:
-    return result.error is not None and result.error.kind is FailureKind.NOT_SUBMITTED

@@ -1,0 +1,92 @@
+"""What every human-readable report (terminal, HTML) says the same way: verdict colours and meanings, which
+message lines a summary keeps, which trial to replay, when a failing-entry grid is small enough to show."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from grader.outcomes import FailureKind, Verdict
+from grader.results import FailingCase, ReturnResult, SubmissionResult
+
+# rich style names; the HTML report maps the colour names to its own shades (report/html_result.py).
+STYLE = {
+    Verdict.PASS: "green",
+    Verdict.PRECISION: "yellow",
+    Verdict.INSTABILITY: "magenta",
+    Verdict.LOGIC: "red",
+    Verdict.AUTOGRAD: "bold magenta",
+    Verdict.ERROR: "bold red",
+}
+
+VERDICT_MEANINGS = {
+    Verdict.PASS: "matches the float64 reference within the tolerance",
+    Verdict.PRECISION: "outside the stated tolerance, but within rounding of the precision used: "
+    "the maths is right",
+    Verdict.INSTABILITY: "beyond rounding, but right at higher precision: a numerically unstable formula",
+    Verdict.LOGIC: "wrong at any precision: a mistake in the formula",
+    Verdict.AUTOGRAD: "to be derived by hand, but computed by autograd (it moved with autograd's results)",
+    Verdict.ERROR: "no usable value: exception, timeout, crash, wrong type or shape, missing function",
+}
+
+# A larger grid of x and . (or of cells) is unreadable: the count of failing entries says it instead.
+GRID_LIMIT = 12
+
+
+def number(value: float) -> str:
+    return f"{value:.6g}" if np.isfinite(value) else str(value)
+
+
+def first_lines(text: str, result: SubmissionResult) -> str:
+    """`text` with each exception message of the result's failures cut to its first line.
+
+    torch's errors run over lines (a summary, then hints and the operator's whole signature); the
+    traceback shown below the summary ends with all of it, so the summary line needs only its first.
+    """
+    for failure in (result.error, result.first_trial_error):
+        if failure is not None and "\n" in failure.message and failure.message in text:
+            text = text.replace(failure.message, failure.message.splitlines()[0] + " …")
+    return text
+
+
+def error_summary(result: SubmissionResult) -> str:
+    """The whole-submission error's message for its summary line: cut where its traceback tells the rest."""
+    error = result.error
+    if error is None:
+        return ""
+    return first_lines(error.message, result) if error.traceback else error.message
+
+
+def summary_message(ret: ReturnResult, result: SubmissionResult) -> str:
+    """A return's message for the table: cut where the first failing call's traceback, shown below the
+    table, tells the rest."""
+    if result.error is not None:
+        return "not graded: see the error above"
+    first = result.first_trial_error
+    return first_lines(ret.message, result) if first is not None and first.traceback else ret.message
+
+
+def focus_trial(result: SubmissionResult) -> int | None:
+    """The trial to replay: where the run stopped, else the smallest failing case."""
+    if result.error is not None and result.error.trial is not None:
+        return result.error.trial
+    return next((r.case.trial for r in result.returns if r.case is not None), None)
+
+
+def shows_failure(ret: ReturnResult) -> bool:
+    """Whether a return gets its failure detail (mistake, smallest case, entries): an error has no values."""
+    return ret.verdict is not Verdict.PASS and ret.verdict is not Verdict.ERROR
+
+
+def sizes_text(case: FailingCase) -> str:
+    return ", ".join(f"{k}={v}" for k, v in sorted(case.sizes.items())) or "fixed sizes"
+
+
+def grid(mask: np.ndarray) -> np.ndarray | None:
+    """The mask as rows of cells to draw, or None where it is too large or has too many dimensions."""
+    if mask.ndim <= 2 and max(mask.shape, default=1) <= GRID_LIMIT:
+        return np.atleast_2d(mask)
+    return None
+
+
+def not_submitted(result: SubmissionResult) -> bool:
+    return result.error is not None and result.error.kind is FailureKind.NOT_SUBMITTED
