@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import io
 import os
+import re
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
@@ -26,6 +28,7 @@ from grader.exercise.spec import SPEC_FILE, Exercise, discover_exercises
 from grader.exercise.spec import load_exercise as _loaded
 from grader.exercise.trials import DEFAULT_SEED, Trial, make_trial
 from grader.handin.prepare import Submission
+from grader.outcomes import Failure
 from grader.results import SubmissionResult
 
 if TYPE_CHECKING:
@@ -119,7 +122,8 @@ def check(
     where = _code_folder(ordered)
 
     def start(student: int, after: WorkerReport | None) -> Runner:
-        return InProcessRunner(loaded, ordered, student, where)  # never `after`: it has no deadlines
+        # Never `after`: it has no deadlines to overrun.
+        return InProcessRunner(loaded, ordered, student, where, _as_cells(where))
 
     result = graded(loaded, Submission("", where, ()), seed, trials, only_trial=trial, start=start)
     calls = ", ".join(f"{entry}()" for entry in _entries(loaded))
@@ -249,6 +253,30 @@ def _code_folder(functions: Sequence[Callable[..., Any]]) -> Path:
     files = [getattr(getattr(f, "__code__", None), "co_filename", None) for f in functions]
     folders = [os.path.dirname(f) for f in files if isinstance(f, str) and os.path.isabs(f)]
     return Path(os.path.commonpath(folders)) if folders else Path.cwd()
+
+
+_FILE = re.compile(r'File "(?P<file>[^"\n]+)"')
+
+
+def _as_cells(folder: Path) -> Callable[[Failure], Failure] | None:
+    """In IPython (a Jupyter kernel), failures' places in its cell files (`File "2875901.py"`) told as
+    the cells the student sees (`File "In[3]"`); None elsewhere."""
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None else None
+    names = getattr(getattr(shell, "compile", None), "format_code_name", None)
+    if names is None:
+        return None
+
+    def cell(match: re.Match[str]) -> str:
+        named = names(str(folder / match["file"]))
+        return f'File "{named[1]}"' if isinstance(named, tuple) and len(named) == 2 else match.group(0)
+
+    def relocated(failure: Failure) -> Failure:
+        return replace(
+            failure, message=_FILE.sub(cell, failure.message), traceback=_FILE.sub(cell, failure.traceback)
+        )
+
+    return relocated
 
 
 def _call(

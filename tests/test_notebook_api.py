@@ -75,6 +75,14 @@ def _notebook() -> Any:
             )
         )
         cells.append(cell(name))  # displayed, as a cell's last expression is
+    cells.append(cell("def sigmoid(z):\n    return 1 / (1 + np.exp(-z)) @ z"))  # a helper's mistake
+    cells.append(
+        cell(
+            "def graph2(W_np, x_np, b_np):\n    return sigmoid(W_np @ x_np + b_np).sum(), W_np, W_np\n"
+            f"failing = grader.check({str(GRAPH2)!r}, graph2, trials=2)\n"
+            "print(failing.result.first_trial_error.traceback)"
+        )
+    )
     notebook: Callable[..., Any] = nbformat.v4.new_notebook
     return notebook(cells=cells)
 
@@ -102,6 +110,8 @@ def executed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         shown = next(o for o in next(cells).outputs if o["output_type"] == "execute_result")
         stdout, _ = cli[name].communicate(timeout=120)
         found[name] = {"kernel": json.loads(printed), "shown": shown["data"], "cli": json.loads(stdout)}
+    next(cells)
+    found["traceback"] = "".join(o["text"] for o in next(cells).outputs if o["output_type"] == "stream")
     return found
 
 
@@ -174,6 +184,15 @@ def test_a_check_shows_as_text_too_in_the_notebook(executed: dict[str, Any]) -> 
     assert "user_grad" in text and "logic" in text
     assert "isolation: graded in this Python process: no sandbox, your own machine" in text
     assert f"grader.check({str(GRAPH2)!r}, graph2, trial=0)" in text  # the replay, in the notebook's terms
+
+
+def test_a_failure_in_the_notebook_names_its_cells(executed: dict[str, Any]) -> None:
+    # The cells are counted as executed: the import, then three for each check, then these two.
+    helper, caller = 2 + 3 * len(CHECKS), 3 + 3 * len(CHECKS)
+    lines = executed["traceback"].splitlines()
+    assert f'File "In[{caller}]", line 2, in graph2' in lines[0]
+    assert f'File "In[{helper}]", line 2, in sigmoid' in lines[2]
+    assert lines[-1].startswith("ValueError: matmul")
 
 
 # --- outside Jupyter: the same API in this process ----------------------------------------------------

@@ -108,13 +108,16 @@ class InProcessRunner:
         functions: Sequence[Callable[..., Any]],
         seed: int,
         where: Path,
+        relocate: Callable[[Failure], Failure] | None = None,
         inputs_as: str | None = None,
     ) -> None:
         """`functions`: one per call of the exercise, in its order (the entry's, then its `then`'s);
         `seed` (trials.student_seed) seeds the student's randomness; `where` is the folder of the
-        student's code, whose frames the tracebacks keep (a notebook kernel's cell files)."""
+        student's code, whose frames the tracebacks keep (a notebook kernel's cell files), and
+        `relocate` rewrites the places in a failure's text (a kernel's cell files as its cells)."""
         self._functions = list(functions)
         self._where = where
+        self._relocate = relocate
         self._job = {
             **calls_job(exercise, inputs_as, seed),
             "limits": {"memory_mb": exercise.spec.limits.memory_mb},  # named in a MemoryError's message
@@ -164,7 +167,7 @@ class InProcessRunner:
         """Nothing to end: the functions ran in this process, and left it as they found it."""
 
     def _report(self, first: Pass) -> WorkerReport:
-        return WorkerReport(
+        report = WorkerReport(
             first=first,
             reruns=self._collector.pass_of(Run.FLOAT64),
             extended=self._collector.pass_of(Run.EXTENDED),
@@ -175,6 +178,7 @@ class InProcessRunner:
             seconds=self._seconds,
             isolation=IN_PROCESS,
         )
+        return report if self._relocate is None else report.relocated(self._relocate)
 
     @contextlib.contextmanager
     def _running(self) -> Iterator[None]:
