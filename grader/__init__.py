@@ -1,7 +1,30 @@
 """grader: auto-graded gradient exercises in PyTorch and numpy.
 
-Kept import-free on purpose: the sandboxed worker imports this package beside student code,
-and must not pay for (or expose) the grader's own dependencies.
+Kept import-free on purpose: the sandboxed worker imports this package beside student code, and must not
+pay for (or expose) the grader's own dependencies; the command line imports it first. The Python API
+(api.py: `grader.check`, `grader.grade`, `grader.load_exercise`, `grader.find_exercise`) is imported on
+first use.
 """
 
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 __version__ = "0.2.0"
+
+if TYPE_CHECKING:
+    from grader.api import Checked, check, find_exercise, grade, load_exercise
+
+__all__ = ["Checked", "__version__", "check", "find_exercise", "grade", "load_exercise"]
+_API = frozenset(__all__) - {"__version__"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _API:
+        return getattr(importlib.import_module("grader.api"), name)
+    raise AttributeError(f"module 'grader' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_API])

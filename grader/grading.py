@@ -8,22 +8,43 @@ Nothing here decides a verdict: that is the judging modules' (grader/judging/).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from grader.exercise.spec import Exercise
-from grader.exercise.trials import make_trials, student_seed
+from grader.exercise.trials import Trial, make_trials, student_seed
 from grader.handin.prepare import Submission, prepare
 from grader.judging.judge import judge
 from grader.judging.reruns import plan_reruns
 from grader.outcomes import Failure, FailureKind
 from grader.results import SubmissionResult
-from grader.sandbox.report import Pass, WorkerReport
+from grader.sandbox.report import Pass, RerunRequest, WorkerReport
 from grader.sandbox.runner import RunningWorker
 from grader.sandbox.warm import WorkerPool
 
 if TYPE_CHECKING:
     from grader.exercise.reference import References
+
+
+class Runner(Protocol):
+    """What runs the student's code: a sandboxed worker (RunningWorker), or the student's own Python
+    process for the functions a notebook hands in (in_process.InProcessRunner)."""
+
+    def send(self, trials: Sequence[Trial]) -> None: ...
+
+    def first_pass(self) -> Pass: ...
+
+    def rerun(self, request: RerunRequest) -> WorkerReport: ...
+
+    def report(self) -> WorkerReport: ...
+
+    def close(self) -> None: ...
+
+
+# Starts a runner: from the student's seed (trials.student_seed), and the report of an earlier runner
+# whose first pass a trial's deadline stopped (None for the first), which it runs on from.
+StartRunner = Callable[[int, WorkerReport | None], Runner]
 
 
 def grade(
@@ -35,16 +56,23 @@ def grade(
     references: References | None = None,
     inputs_as: str | None = None,
     pool: WorkerPool | None = None,
+    start: StartRunner | None = None,
 ) -> SubmissionResult:
     """Grade; pass `references` (from compute_references) to share them across submissions.
 
     `inputs_as="float32"` hands the code float32 inputs: how validation checks a solution's float32 variant.
-    The worker comes from `pool`, by default the process's shared pool of warm workers.
+    The worker comes from `pool`, by default the process's shared pool of warm workers; `start` runs the
+    code otherwise (the submission's files are then not run).
     """
     handin = prepare(submission)
     student = student_seed(exercise, seed)
+
+    def sandboxed(student: int, after: WorkerReport | None) -> Runner:
+        return RunningWorker(exercise, handin, inputs_as, pool, student, after=after)
+
+    start = start or sandboxed
     # First: its start-up overlaps ours.
-    worker = RunningWorker(exercise, handin, inputs_as, pool, student)
+    worker = start(student, None)
     try:
         if references is None:
             trials = make_trials(exercise, seed, trial_count or exercise.spec.trials, only_trial)
@@ -61,7 +89,7 @@ def grade(
             # trials on from it, once. Closed first: the pool may have no other slot to give.
             earlier = worker.report()
             worker.close()
-            worker = RunningWorker(exercise, handin, inputs_as, pool, student, after=earlier)
+            worker = start(student, earlier)
             worker.send(references.trials)
             first = worker.first_pass()
         plan = plan_reruns(exercise, references, first)

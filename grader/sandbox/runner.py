@@ -30,6 +30,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from pydantic import ValidationError
@@ -286,12 +287,10 @@ class RunningWorker:
 
     def _job_bytes(self, trials: Sequence[Trial]) -> bytes:
         limits = self._limits
-        spec = self._exercise.spec
         job = {
             "type": "job",
             "files": list(self._handin.imports),
-            "calls": self._exercise.wire_calls(),
-            "returns": list(self._exercise.return_names),
+            **calls_job(self._exercise, self._inputs_as, self._seed),
             "trial_count": len(trials),
             "first_pass": None if self._earlier is None else self._order,  # None: every trial, in order
             "deadlines": {
@@ -299,17 +298,6 @@ class RunningWorker:
                 "first_call_seconds": limits.first_call_cpu_seconds,
                 "wall_cap_factor": WALL_CAP_FACTOR,
             },
-            "inputs_as": self._inputs_as,
-            # Inputs handed out otherwise than as float64 numpy arrays: name -> {type, dtype}.
-            "handed": {
-                **{
-                    name: {"type": s.type, "dtype": s.dtype}
-                    for name, s in spec.inputs.items()
-                    if (s.type, s.dtype) != ("numpy", "float64")
-                },
-                **{name: {"type": "python", "dtype": "float64"} for name in self._exercise.sizes_handed},
-            },
-            "seed": self._seed,
             "limits": {
                 "memory_mb": limits.memory_mb,
                 "file_mb": limits.file_mb,
@@ -600,6 +588,27 @@ def _layout(
     if found != list(names):
         raise ProtocolError(f"a trial's returns are named {found}; the exercise's are {list(names)}")
     return tuple(kinds[k] for k in chosen)
+
+
+def calls_job(exercise: Exercise, inputs_as: str | None, seed: int) -> dict[str, Any]:
+    """What the worker's trials read of its job (but its limits): the calls and their returns, how the
+    inputs are handed, the student's seed. Shared with the in-process runner (in_process.py)."""
+    spec = exercise.spec
+    return {
+        "calls": exercise.wire_calls(),
+        "returns": list(exercise.return_names),
+        "inputs_as": inputs_as,
+        # Inputs handed out otherwise than as float64 numpy arrays: name -> {type, dtype}.
+        "handed": {
+            **{
+                name: {"type": s.type, "dtype": s.dtype}
+                for name, s in spec.inputs.items()
+                if (s.type, s.dtype) != ("numpy", "float64")
+            },
+            **{name: {"type": "python", "dtype": "float64"} for name in exercise.sizes_handed},
+        },
+        "seed": seed,
+    }
 
 
 _TRIALS_PER_FRAME = 200

@@ -9,6 +9,7 @@ in the grader's process. Stdlib and numpy only (torch if present).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import importlib.util
 import mmap
@@ -20,10 +21,10 @@ import signal
 import sys
 import time
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from types import FrameType, ModuleType
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -50,6 +51,9 @@ _TRACEBACK_FRAMES = 8
 _DEADLINE_TICK = 0.25  # seconds between checks of the running call's deadlines
 _SKIPPED_SHOWN = 20  # imports a notebook skipped, named in the report
 _SKIPPED_NOTE = 200  # characters of each
+# The grader's own code: never the student's, even in a folder holding both (in_process.py's functions
+# defined beside a checkout of the grader).
+_GRADER_FILES = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 Converted = tuple[str, str | None, str, np.ndarray | None]  # name, dtype label or None, source or problem
 
 
@@ -62,6 +66,25 @@ class TrialTimeout(BaseException):
     def __init__(self, deadline: str = "cpu") -> None:
         super().__init__(deadline)
         self.deadline = deadline
+
+
+class TrialSink(Protocol):
+    """Where `_run_trial` puts what a trial gave: the result pipe (`Channel`) in the sandboxed worker, a
+    collector in the grader's own process where a notebook grades its functions (in_process.py)."""
+
+    def send(self, header: dict[str, Any], arrays: list[np.ndarray] | None = None) -> None: ...
+
+    def starting(self, trial: int) -> None: ...
+
+    def queue(self, trial: int, run: Run, seconds: float, returns: list[Converted]) -> None: ...
+
+
+def return_kind(name: str, label: str | None, source: str) -> dict[str, Any]:
+    """A return's description as it travels (payload.ReturnKind): an array's dtype label and source, or
+    (label None) the problem with it."""
+    if label is None:
+        return {"name": name, "ok": False, "problem": source}
+    return {"name": name, "ok": True, "dtype": label, "source": source}
 
 
 class Channel:
@@ -130,12 +153,7 @@ class Channel:
     def flush(self) -> None:
         if not self._items:
             return
-        kinds = [
-            {"name": name, "ok": True, "dtype": label, "source": source}
-            if label is not None
-            else {"name": name, "ok": False, "problem": source}
-            for name, label, source in self._kinds
-        ]
+        kinds = [return_kind(name, label, source) for name, label, source in self._kinds]
         header = {"type": "trials", "run": self._run.value, "kinds": kinds, "items": self._items}
         frame = encode_wire(header, self._arrays)
         self._kinds, self._items, self._arrays, self._queued_bytes = {}, [], [], 0
@@ -232,24 +250,46 @@ def main(job_dir: Path, jobs_fd: int, results_fd: int, progress_fd: int) -> None
     if request is not None:
         arrays = iter(request.arrays)
         probes = {index: {n: next(arrays) for n in names} for index, names in request.header["probes"]}
-        runs = [
-            *((index, inputs_by_trial[index], Run.FLOAT64) for index in request.header["trials"]),
-            *((index, inputs, Run.FLOAT64) for index, inputs in probes.items()),
-            *((index, inputs_by_trial[index], Run.EXTENDED) for index in request.header["extended"]),
-        ]
-        with _float64_everywhere():
-            for index, inputs, run in runs:
-                channel.starting(index)
-                _run_trial(channel, functions, index, inputs, job, submission_dir, run)
-        # Last, where the exercise asks for returns derived by hand: trials again as the first pass ran
-        # them, but with autograd's results scaled. A return derived by hand does not move.
-        with _autograd_scaled():
-            for index in request.header["provenance"]:
-                channel.starting(index)
-                _run_trial(
-                    channel, functions, index, inputs_by_trial[index], job, submission_dir, Run.PROVENANCE
-                )
+        header = request.header
+        reruns = Reruns(header["trials"], probes, header["extended"], header["provenance"])
+        run_reruns(channel, functions, inputs_by_trial, reruns, job, submission_dir)
     channel.send({"type": "done"})
+
+
+@dataclasses.dataclass(frozen=True)
+class Reruns:
+    """What the grader asks for after the first pass (report.RerunRequest, as the worker holds it)."""
+
+    float64: Sequence[int]  # trials again at float64
+    probes: Mapping[int, dict[str, np.ndarray]]  # new inputs, at float64
+    extended: Sequence[int]  # trials again in numpy's extended precision
+    provenance: Sequence[int]  # trials again as first run, with autograd's results scaled
+
+
+def run_reruns(
+    channel: TrialSink,
+    functions: list[Callable[..., Any]],
+    inputs_by_trial: Mapping[int, dict[str, np.ndarray]],
+    reruns: Reruns,
+    job: dict[str, Any],
+    submission_dir: Path,
+) -> None:
+    """The second pass, in the order the grader reads it."""
+    runs = [
+        *((index, inputs_by_trial[index], Run.FLOAT64) for index in reruns.float64),
+        *((index, inputs, Run.FLOAT64) for index, inputs in reruns.probes.items()),
+        *((index, inputs_by_trial[index], Run.EXTENDED) for index in reruns.extended),
+    ]
+    with _float64_everywhere():
+        for index, inputs, run in runs:
+            channel.starting(index)
+            _run_trial(channel, functions, index, inputs, job, submission_dir, run)
+    # Last, where the exercise asks for returns derived by hand: trials again as the first pass ran
+    # them, but with autograd's results scaled. A return derived by hand does not move.
+    with _autograd_scaled():
+        for index in reruns.provenance:
+            channel.starting(index)
+            _run_trial(channel, functions, index, inputs_by_trial[index], job, submission_dir, Run.PROVENANCE)
 
 
 class _Lifted(np.ndarray):
@@ -612,7 +652,7 @@ def _python2_names() -> None:
 
 
 def _run_trial(
-    channel: Channel,
+    channel: TrialSink,
     functions: list[Callable[..., Any]],
     index: int,
     inputs: dict[str, np.ndarray],
@@ -1033,7 +1073,11 @@ def _clip(text: str, limit: int = 4000) -> str:
 def _student_traceback(exc: BaseException, submission_dir: Path) -> str:
     """The traceback restricted to the student's own files, with paths relative to the submission."""
     prefix = str(submission_dir) + os.sep
-    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename.startswith(prefix)]
+    frames = [
+        f
+        for f in traceback.extract_tb(exc.__traceback__)
+        if f.filename.startswith(prefix) and not f.filename.startswith(_GRADER_FILES)
+    ]
     lines = []
     for frame in frames[-_TRACEBACK_FRAMES:]:
         lines.append(f'  File "{frame.filename.removeprefix(prefix)}", line {frame.lineno}, in {frame.name}')

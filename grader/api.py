@@ -1,0 +1,295 @@
+"""The grader from Python: `grader.check(...)` in a student's notebook, `grader.grade(...)` for instructors.
+
+    import grader
+    grader.check("exercises/mac0460/graph2", graph2)          # the function objects, in this process
+    grader.check("graph2", graph2, trials=50)                 # the exercise by id, found under the cwd
+    result = grader.grade("exercises/mac0460/graph2", "hw.py") # a file, sandboxed: what `grader check` does
+
+`check` grades the functions the student defined in their own kernel, with no sandbox (their machine,
+their code), by the same trials, reruns and judging as `grader check EXERCISE FILE`: the same verdicts on
+the same code. What it returns shows itself in Jupyter (an HTML table) and as text elsewhere.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, fields, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import yaml
+
+from grader.errors import UsageError
+from grader.exercise.spec import SPEC_FILE, Exercise, discover_exercises
+from grader.exercise.spec import load_exercise as _loaded
+from grader.exercise.trials import DEFAULT_SEED, Trial, make_trial
+from grader.handin.prepare import Submission
+from grader.outcomes import Failure
+from grader.results import SubmissionResult
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+ExerciseRef = str | Path | Exercise  # a folder, its exercise.yaml, an id, or an exercise loaded already
+
+
+def find_exercise(name: str | Path) -> Path:
+    """The folder of an exercise: `name` is its folder (or exercise.yaml), or its id, or the name of its
+    folder, looked up among the exercises under the current directory (a course ships its exercises
+    folder next to the notebook: ./exercises/**, or ./graph2)."""
+    path = Path(name).expanduser()
+    if (path / SPEC_FILE).is_file() or (path.suffix in (".yaml", ".yml") and path.is_file()):
+        return path
+    text = str(name)
+    found = [folder for folder in discover_exercises(Path.cwd()) if text in (folder.name, _id_of(folder))]
+    if len(found) == 1:
+        return found[0]
+    if found:
+        listed = ", ".join(str(f) for f in found)
+        where = Path.cwd()
+        raise UsageError(f"{text!r} names {len(found)} exercises under {where}: {listed}; give its folder")
+    raise UsageError(
+        f"no exercise {text!r}: no folder holding {SPEC_FILE} there, and no exercise of that id or folder "
+        f"name under {Path.cwd()}; give the exercise's folder (the one holding {SPEC_FILE})"
+    )
+
+
+def _id_of(folder: Path) -> str | None:
+    with open(folder / SPEC_FILE, encoding="utf-8") as spec:
+        try:
+            data = yaml.safe_load(spec)
+        except yaml.YAMLError:
+            return None  # not this one: loading the exercise it is says what is wrong with it
+    found = data.get("id") if isinstance(data, dict) else None
+    return found if isinstance(found, str) else None
+
+
+def load_exercise(exercise: ExerciseRef) -> Exercise:
+    """An exercise, loaded and checked for grading: from its folder, its exercise.yaml, or its id."""
+    if isinstance(exercise, Exercise):
+        return exercise
+    return _loaded(find_exercise(exercise), authoring=False)
+
+
+def grade(
+    exercise: ExerciseRef,
+    submission: str | Path,
+    seed: int = DEFAULT_SEED,
+    trials: int | None = None,
+    trial: int | None = None,
+) -> SubmissionResult:
+    """Grade a hand-in (a .py or .ipynb file, or a folder of them) in the sandbox: what
+    `grader check EXERCISE FILE --seed SEED --trials N` does, as a value (results.SubmissionResult).
+
+    `trials`: how many (default: the exercise's); `trial`: that one trial alone, as `grader repro`.
+    """
+    from grader.grading import grade as graded
+    from grader.handin.discover import submission_from_path
+
+    loaded = load_exercise(exercise)
+    cells = loaded.spec.notebook.selection
+    handed = submission_from_path(Path(submission), loaded.spec.entry, notebook=cells)
+    return graded(loaded, handed, seed, trials, only_trial=trial)
+
+
+def check(
+    exercise: ExerciseRef,
+    *functions: Callable[..., Any],
+    seed: int = DEFAULT_SEED,
+    trials: int | None = None,
+    trial: int | None = None,
+    **named: Callable[..., Any],
+) -> Checked:
+    """Grade function objects in this Python process (a notebook's kernel): no sandbox, your own machine.
+
+    Each function is the exercise's entry of its `__name__` (a forward and a backward for an exercise of
+    two calls), or is passed by the entry's name: `check("affine", affine_forward, affine_backward=bwd)`.
+    `trials`: how many (default: the exercise's); `trial`: that one trial alone, to replay it. The
+    verdicts are those `grader check EXERCISE FILE` gives the same code. No deadlines: a call that never
+    returns is stopped by Ctrl-C (in Jupyter: interrupt the kernel).
+    """
+    from grader.grading import Runner
+    from grader.grading import grade as graded
+    from grader.sandbox.in_process import InProcessRunner
+    from grader.sandbox.report import WorkerReport
+
+    loaded = load_exercise(exercise)
+    ordered = _by_entry(loaded, functions, named)
+    where = _code_folder(ordered)
+
+    def start(student: int, after: WorkerReport | None) -> Runner:
+        # Never `after`: it has no deadlines to overrun.
+        return InProcessRunner(loaded, ordered, student, where, _as_cells(where))
+
+    result = graded(loaded, Submission("", where, ()), seed, trials, only_trial=trial, start=start)
+    calls = ", ".join(f"{entry}()" for entry in _entries(loaded))
+    result = replace(result, submission=f"{calls} in this Python process")
+    replayed = make_trial(loaded, seed, trial) if trial is not None else None
+    return Checked(result, _call(exercise, loaded, functions, named, seed), replayed)
+
+
+@dataclass(frozen=True, repr=False)
+class Checked:
+    """What `check` found: shown as HTML in Jupyter, as text elsewhere (`print(...)`); its numbers as
+    `passed`, `score` and `max_score`, the whole result as `result` (results.SubmissionResult)."""
+
+    result: SubmissionResult
+    call: str  # `grader.check(...)` as the notebook wrote it, up to its options: what a replay calls
+    replayed: Trial | None = None  # the one trial a replay (`trial=`) ran, shown whole
+
+    @property
+    def passed(self) -> bool:
+        return self.result.passed
+
+    @property
+    def score(self) -> float:
+        return self.result.score
+
+    @property
+    def max_score(self) -> float:
+        return self.result.max_score
+
+    def _shown(self) -> _Replayed:
+        values = {f.name: getattr(self.result, f.name) for f in fields(self.result)}
+        return _Replayed(**values, call=self.call)
+
+    def __str__(self) -> str:
+        from grader.report.terminal import render_case, render_result
+
+        def rendered(console: Console) -> None:
+            render_result(console, self._shown())
+            if self.replayed is not None:
+                render_case(console, self.result, self.replayed)
+
+        return _text(rendered)
+
+    def __repr__(self) -> str:
+        return str(self)
+
+    def _repr_html_(self) -> str:
+        """What Jupyter shows: the result as HTML, the failing entries as a grid of coloured cells; a
+        replay's trial (its inputs, expected and got) below it, as text."""
+        from grader.report.html_result import escape, result_html
+        from grader.report.terminal import render_case
+
+        # No single `replay=` for all: the notebook result's own replays name each case's trial.
+        page = result_html(self._shown())
+        replayed = self.replayed
+        if replayed is None:
+            return page
+        case = _text(lambda console: render_case(console, self.result, replayed))
+        return f'{page}<pre class="grader-case">{escape(case)}</pre>'
+
+
+def _text(render: Callable[[Console], None]) -> str:
+    """What `render` prints, as plain text: no colours, and not displayed by rich itself under Jupyter."""
+    from rich.console import Console
+
+    out = io.StringIO()
+    render(Console(file=out, width=110, highlight=False, color_system=None, force_jupyter=False))
+    return "\n".join(line.rstrip() for line in out.getvalue().splitlines()) + "\n"
+
+
+@dataclass(frozen=True)
+class _Replayed(SubmissionResult):
+    """A result as a notebook shows it: its replays are calls of grader.check, not commands to type."""
+
+    call: str = ""
+
+    def repro(self, trial: int | None = None) -> str:
+        if trial is not None:
+            return f"{self.call}, trial={trial})"
+        return f"{self.call}, trials={self.trials})"
+
+
+def _entries(exercise: Exercise) -> list[str]:
+    """The functions the exercise calls, in order: its entry, then its `then` calls'."""
+    return [exercise.spec.entry, *(call.entry for call in exercise.spec.then)]
+
+
+def _by_entry(
+    exercise: Exercise, functions: Sequence[Callable[..., Any]], named: dict[str, Callable[..., Any]]
+) -> list[Callable[..., Any]]:
+    """One function per entry of the exercise, in its order: by keyword, else by `__name__`."""
+    entries = _entries(exercise)
+    wanted = " and ".join(entries)
+    given: dict[str, Callable[..., Any]] = {}
+    for function in functions:
+        name = getattr(function, "__name__", None)
+        if not callable(function) or name not in entries:
+            what = f"a function named {name}" if name is not None else "a callable with no __name__"
+            what = what if callable(function) else f"a {type(function).__name__}"
+            raise UsageError(
+                f"grader.check: {what} is not a function of exercise {exercise.id}, which calls {wanted}; "
+                f"name it as the assignment does, or pass it as {entries[0]}=your_function"
+            )
+        if name in given or name in named:
+            raise UsageError(f"grader.check: two functions for {name}; pass one")
+        given[name] = function
+    for name, function in named.items():
+        if name not in entries:
+            raise UsageError(
+                f"grader.check: {name}= is not a function of exercise {exercise.id}, which calls {wanted}"
+            )
+        if not callable(function):
+            raise UsageError(f"grader.check: {name}= is a {type(function).__name__}, not a function")
+        given[name] = function
+    missing = [entry for entry in entries if entry not in given]
+    if missing:
+        raise UsageError(
+            f"grader.check: no function for {' and '.join(missing)}; exercise {exercise.id} calls {wanted}: "
+            f"pass each (grader.check(..., {', '.join(entries)})), or by name ({missing[0]}=your_function)"
+        )
+    return [given[entry] for entry in entries]
+
+
+def _code_folder(functions: Sequence[Callable[..., Any]]) -> Path:
+    """The folder of the functions' code, whose frames a failure's traceback shows (a notebook kernel's
+    cell files); the current directory where it cannot be told."""
+    files = [getattr(getattr(f, "__code__", None), "co_filename", None) for f in functions]
+    folders = [os.path.dirname(f) for f in files if isinstance(f, str) and os.path.isabs(f)]
+    return Path(os.path.commonpath(folders)) if folders else Path.cwd()
+
+
+_FILE = re.compile(r'File "(?P<file>[^"\n]+)"')
+
+
+def _as_cells(folder: Path) -> Callable[[Failure], Failure] | None:
+    """In IPython (a Jupyter kernel), failures' places in its cell files (`File "2875901.py"`) told as
+    the cells the student sees (`File "In[3]"`); None elsewhere."""
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None else None
+    names = getattr(getattr(shell, "compile", None), "format_code_name", None)
+    if names is None:
+        return None
+
+    def cell(match: re.Match[str]) -> str:
+        named = names(str(folder / match["file"]))
+        return f'File "{named[1]}"' if isinstance(named, tuple) and len(named) == 2 else match.group(0)
+
+    def relocated(failure: Failure) -> Failure:
+        return replace(
+            failure, message=_FILE.sub(cell, failure.message), traceback=_FILE.sub(cell, failure.traceback)
+        )
+
+    return relocated
+
+
+def _call(
+    exercise: ExerciseRef,
+    loaded: Exercise,
+    functions: Sequence[Callable[..., Any]],
+    named: dict[str, Callable[..., Any]],
+    seed: int,
+) -> str:
+    """`grader.check(...)` as called, without its closing parenthesis (a replay adds its trial)."""
+    where = str(loaded.root) if isinstance(exercise, Exercise) else str(exercise)
+    args = [repr(where), *(f.__name__ for f in functions)]
+    args += [f"{name}={getattr(f, '__name__', name)}" for name, f in named.items()]
+    if seed != DEFAULT_SEED:
+        args.append(f"seed={seed}")
+    return f"grader.check({', '.join(args)}"
