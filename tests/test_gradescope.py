@@ -30,6 +30,9 @@ from conftest import (
 import grader
 from grader.errors import SpecError, UsageError
 from grader.exercise.spec import EXERCISES_ENV, exercise_argument, load_exercise
+from grader.outcomes import Failure, FailureKind, Verdict
+from grader.report.gradescope import gradescope_results
+from grader.results import ReturnResult, SubmissionResult
 
 TRIALS = 20
 PREVIEW = 5
@@ -307,3 +310,24 @@ def test_an_exercise_id_is_looked_up_where_the_student_works(
     assert exercise_argument(Path("cs231n.a2.affine")) == affine.resolve()
     monkeypatch.chdir(tmp_path)  # the course's folder of exercises below the current one
     assert exercise_argument(Path("graph2")) == (tmp_path / "hw" / "graph2").resolve()
+
+
+def test_student_text_cannot_break_out_of_the_markdown() -> None:
+    hostile = "<img src=x onerror=alert(1)> **bold** [link](http://x) ``` \x1b[2J"
+    logic = ReturnResult("f", Verdict.LOGIC, 1, 1, f"wrong: {hostile}", 1.0, 0.0, "float64", 9.0)
+    told = gradescope_results(
+        [SubmissionResult("graph2", "x", "/x/graph2.py", "x", 0, 1, (logic,), None, "")]
+    )
+    output = told["tests"][0]["output"]
+    assert re.search(r"(?<!\\)[<*\[]", output.split("\n\n")[0].removeprefix("**logic**")) is None, output
+    assert "\x1b" not in output
+    assert "\\\\x1b\\[2J" in output  # the escape made visible, then escaped for Markdown
+    traceback = f'  File "graph2.py", line 1\n    {hostile}\n```\n# not a heading'
+    failure = Failure(FailureKind.IMPORT, hostile, traceback=traceback)
+    erred = ReturnResult("f", Verdict.ERROR, 1, 1, "not run", 1.0, 0.0, "float64", 0.0)
+    told = gradescope_results(
+        [SubmissionResult("graph2", "x", "/x/graph2.py", "x", 0, 1, (erred,), failure, "")]
+    )
+    # fenced by more backticks than the traceback holds: all of it stays inside the code block
+    shown = traceback.replace("\x1b", "\\x1b")  # the escape made visible
+    assert f"````\n{shown}\n````" in told["output"]

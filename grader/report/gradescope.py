@@ -104,8 +104,10 @@ def gradescope_results(
         "stdout_visibility": "hidden",
         "tests": tests,
     }
+    # The longest first: the exercises' folder may lie inside the grader's.
     roots = sorted({p.rstrip("/") for p in private if p.strip("/")}, key=len, reverse=True)
-    return each_string(results_json, lambda text: _without(valid_unicode(text), roots))
+    pattern = re.compile("|".join(rf"{re.escape(root)}(?:/|(?![\w.-]))" for root in roots)) if roots else None
+    return each_string(results_json, lambda text: _without(valid_unicode(text), pattern))
 
 
 def each_string(value: JSONLike, change: Callable[[str], str]) -> JSONLike:
@@ -119,10 +121,11 @@ def each_string(value: JSONLike, change: Callable[[str], str]) -> JSONLike:
     return value
 
 
-def _without(text: str, roots: Sequence[str]) -> str:
-    for root in roots:  # the longest first: the exercises' folder may lie inside the grader's
-        text = text.replace(root + "/", "").replace(root, ".")
-    return text
+def _without(text: str, roots: re.Pattern[str] | None) -> str:
+    """`text` with the paths below those roots relative to them, and a root itself as '.'."""
+    if roots is None:
+        return text
+    return roots.sub(lambda found: "" if found.group().endswith("/") else ".", text)
 
 
 def _file_in_handin(result: SubmissionResult) -> str:
@@ -161,12 +164,16 @@ def _tests(
     error = result.error
     told_above = error is not None and above is not None and _same(error, above)
     tests = []
+    # The first call that raised, once: on the first return it left without a value.
+    first_call = result.first_trial_error if error is None else None
     for k, ret in enumerate(result.returns):
         visibility = shown.of(ret.name)
         if preview is not None and visibility in ("visible", "hidden"):
             continue  # a visible return is seen whole already; nothing of a hidden one is shown
         if error is None:
-            output = _return_output(result, ret, shown.file)
+            raised = first_call if ret.verdict is Verdict.ERROR else None
+            first_call = None if raised is not None else first_call
+            output = _return_output(result, ret, shown.file, raised)
         elif told_above:
             pointer = "not handed in: see above" if error.kind is FailureKind.NOT_SUBMITTED else _SEE_ABOVE
             output = f"**{ret.verdict.value}**: {pointer}"
@@ -197,7 +204,7 @@ def _same(one: Failure, other: Failure) -> bool:
 
 def _error_section(result: SubmissionResult, error: Failure, file: str) -> str:
     """A whole-submission error, told once: what happened, the student's traceback, how to replay it."""
-    lines = [f"**{_escaped(result.exercise)}: {error.kind.value}**"]
+    lines = [f"**{_escaped(result.exercise)}: error ({error.kind.value})**"]
     traceback = error.traceback
     if traceback and error.message in traceback:
         lines.append(_fenced(traceback))
@@ -210,10 +217,12 @@ def _error_section(result: SubmissionResult, error: Failure, file: str) -> str:
     return "\n\n".join(lines)
 
 
-def _return_output(result: SubmissionResult, ret: ReturnResult, file: str) -> str:
+def _return_output(result: SubmissionResult, ret: ReturnResult, file: str, raised: Failure | None) -> str:
     parts = [f"**{ret.verdict.value}**: {_text(ret.message)}"]
     if ret.verdict is Verdict.PASS:
         return parts[0]
+    if raised is not None and raised.traceback:
+        parts.append(f"The first call that failed (trial {raised.trial}):\n\n{_fenced(raised.traceback)}")
     if ret.misconception is not None:
         feedback = f" {_text(ret.feedback)}" if ret.feedback else ""
         parts.append(f"**Likely mistake: {_escaped(ret.misconception)}.**{feedback}")
