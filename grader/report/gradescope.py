@@ -81,14 +81,14 @@ def gradescope_results(
     for result in results:
         shown = (handouts or {}).get(result.exercise) or Handout(file=_file_in_handin(result))
         now = result if shown.seen_now else shown.preview
-        sections.append(_summary(result, shown, now))
         above = now.error if now is not None else None
-        if (
-            now is not None
-            and above is not None
-            and any(shown.of(r.name) != "hidden" for r in result.returns)
-        ):
-            sections.append(_error_section(now, above, shown.file))
+        summary = _summary(result, shown, now)
+        if now is None or above is None or all(shown.of(r.name) == "hidden" for r in result.returns):
+            sections.append(summary)
+        elif above.kind is FailureKind.NOT_SUBMITTED:  # nothing to show but why: on the exercise's line
+            sections.append(f"{summary}: {_text(above.message)}")
+        else:
+            sections += [summary, _error_section(now, above, shown.file)]
         if shown.preview is not None and not shown.seen_now:
             tests += _tests(shown.preview, shown, above, preview=result.trials)
         tests += _tests(result, shown, above)
@@ -212,7 +212,7 @@ def _error_section(result: SubmissionResult, error: Failure, file: str) -> str:
         lines.append(_text(error.message))
         if traceback:
             lines.append(_fenced(traceback))
-    if error.kind is not FailureKind.NOT_SUBMITTED and file:
+    if error.kind is not FailureKind.NOT_SUBMITTED and file:  # nothing of theirs to replay
         lines.append(_replay(result, file, error.trial))
     return "\n\n".join(lines)
 
