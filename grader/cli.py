@@ -15,7 +15,7 @@ from rich.console import Console
 
 from grader import __version__
 from grader.errors import ExitCode, GraderError, SpecError, UsageError
-from grader.exercise.spec import SPEC_FILE, Exercise, discover_exercises, load_exercise
+from grader.exercise.spec import SPEC_FILE, Exercise, discover_exercises, exercise_argument, load_exercise
 from grader.exercise.trials import DEFAULT_SEED
 from grader.report.terminal import safe
 from grader.results import SubmissionResult
@@ -74,7 +74,8 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument(
         "exercise",
         type=Path,
-        help="exercise folder (holding exercise.yaml), or a folder of them: every exercise the file defines",
+        help="exercise folder (holding exercise.yaml), or a folder of them: every exercise the file defines; "
+        "or an exercise's id, found below the current folder (and $GRADER_EXERCISES)",
     )
     check.add_argument("file", type=Path, help="your .py file (or a folder of .py files)")
     common(check)
@@ -83,7 +84,9 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("--show-output", action="store_true", help="show what your code printed")
 
     repro = commands.add_parser("repro", help="replay one trial and show it whole: inputs, expected, got")
-    repro.add_argument("exercise", type=Path, help="exercise folder (holding exercise.yaml)")
+    repro.add_argument(
+        "exercise", type=Path, help="exercise folder (holding exercise.yaml), or its id (as for check)"
+    )
     repro.add_argument("file", type=Path, help="your .py file (or a folder of .py files)")
     repro.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"trial seed (default {DEFAULT_SEED})")
     repro.add_argument("--trial", type=_non_negative, required=True, help="the trial to replay")
@@ -214,7 +217,9 @@ def _check(args: argparse.Namespace, console: Console, errors: Console) -> int:
     from grader.report.terminal import render_case, render_result
 
     replay = args.command == "repro"
-    if not replay and args.trial is None and not (args.exercise / SPEC_FILE).is_file():
+    library = not replay and args.trial is None
+    args.exercise = exercise_argument(args.exercise, library)
+    if library and not (args.exercise / SPEC_FILE).is_file():
         return _check_library(args, console, errors)
     exercise = load_exercise(args.exercise, authoring=False)
     _warn_if_reduced(errors)
@@ -428,31 +433,69 @@ def _finish(
 
 
 def _gradescope(args: argparse.Namespace, console: Console, errors: Console) -> int:
-    """Grade one student's hand-in on every exercise; Gradescope reads the results file, whatever happens."""
+    """Grade one student's hand-in on every exercise; Gradescope reads the results file, whatever happens.
+
+    An exercise whose grading students see only later (`gradescope: {visible_trials: N}`) is graded once
+    more on its first N trials: the preview they see at once. What went wrong on the autograder's side
+    goes to stderr (the staff's log) in full, and to the student without its paths.
+    """
     import json
     import tempfile
 
-    from grader.classrun import plan, run_class
+    import grader
+    from grader.classrun import Job, plan, run_class
     from grader.gradebook import Gradebook
-    from grader.report.exports import gradescope_results
+    from grader.report.gradescope import gradescope_results, handout
 
-    args.results.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        exercises, broken = _load_all(args.exercises, errors)
-        jobs = plan(exercises, [("submission", args.submission)], args.seed, args.trials)
+    def graded(jobs: list[Job], trials: int | None) -> tuple[list[SubmissionResult], list[GraderError]]:
         with tempfile.TemporaryDirectory() as scratch:  # one submission: nothing to keep between runs
             gradebook = Gradebook(Path(scratch) / "gradebook.sqlite")
-            run_id = gradebook.start_run("gradescope")
-            outcome = run_class(jobs, gradebook, run_id, args.seed, args.trials, 1)
+            outcome = run_class(jobs, gradebook, gradebook.start_run("gradescope"), args.seed, trials, 1)
             gradebook.close()
-        results = gradescope_results(outcome.results)
-        for exc in [*broken, *outcome.broken]:
-            results["output"] += f"\nautograder configuration error (not your fault): {exc}"
-    except Exception as exc:  # the student still gets a result, and the staff a reason
-        results = {"score": 0, "output": f"the autograder failed (not your fault; tell the staff): {exc}"}
+        for exc in outcome.broken:
+            errors.print(f"[bold red]spec error:[/] {safe(str(exc))} — this exercise is skipped")
+        return outcome.results, outcome.broken
+
+    args.results.parent.mkdir(parents=True, exist_ok=True)
+    hand_in = [("submission", args.submission)]
+    places = (
+        args.submission,
+        args.exercises,
+        Path("/autograder/source"),
+        Path(grader.__file__).parent.parent,
+    )
+    private = {str(p) for place in places for p in (place, place.resolve()) if p.is_absolute()} | {sys.prefix}
+    try:
+        exercises, broken = _load_all(args.exercises, errors)
+        jobs = plan(exercises, hand_in, args.seed, args.trials)
+        results, failed = graded(jobs, args.trials)
+        broken += failed
+        previews: dict[str, SubmissionResult] = {}
+        counts = {e.id: e.spec.gradescope.visible_trials for e in exercises}
+        for count in sorted({c for c in counts.values() if c is not None}):
+            ahead = [e for e in exercises if counts[e.id] == count and count < (args.trials or e.spec.trials)]
+            previews |= {r.exercise: r for r in graded(plan(ahead, hand_in, args.seed, count), count)[0]}
+            # The first N trials are the whole grading where it has no more: it is its own preview.
+            previews |= {
+                r.exercise: r for r in results if counts[r.exercise] == count and r.exercise not in previews
+            }
+        by_id = {job.exercise.id: job for job in jobs}
+        handouts = {
+            r.exercise: handout(
+                by_id[r.exercise].exercise, by_id[r.exercise].submission, previews.get(r.exercise)
+            )
+            for r in results
+        }
+        notes = [
+            f"autograder configuration error (not your fault): {len(broken)} exercise(s) of this assignment "
+            "could not be graded; the course staff has the details"
+        ]
+        output = gradescope_results(results, handouts, notes if broken else [], private)
+    except Exception:  # the student still gets a result, and the staff a reason
+        output = {"score": 0, "output": "the autograder failed (not your fault; tell the staff)"}
         errors.print(safe(traceback.format_exc()))
-    args.results.write_text(json.dumps(results, indent=1), encoding="utf-8")
-    console.print(f"wrote {safe(str(args.results))}: score {results['score']:g}")
+    args.results.write_text(json.dumps(output, indent=1), encoding="utf-8")
+    console.print(f"wrote {safe(str(args.results))}: score {output['score']:g}")
     return int(ExitCode.ALL_PASS)
 
 

@@ -1,25 +1,28 @@
 #!/usr/bin/env bash
-# Build the zip to upload as a Gradescope "Autograder": bash gradescope/build.sh EXERCISES_DIR OUT.zip
+# Build the zip to upload as a Gradescope "Autograder": bash gradescope/build.sh EXERCISES_DIR... OUT.zip
 # It holds setup.sh and run_autograder at the top, the grader's source in grader/, and the exercises
-# to grade in exercises/ (one exercise folder, or a folder of them): their specs and support files only.
+# to grade in exercises/ (exercise folders, or folders of them, each under its own name with the shared
+# folders it uses beside it): their specs, references and support files only.
 set -euo pipefail
-if [ $# -ne 2 ]; then
-    echo "usage: bash gradescope/build.sh EXERCISES_DIR OUT.zip" >&2
+if [ $# -lt 2 ]; then
+    echo "usage: bash gradescope/build.sh EXERCISES_DIR... OUT.zip" >&2
     exit 2
 fi
-exercises=$(cd "$1" && pwd)
-out=$(cd "$(dirname "$2")" && pwd)/$(basename "$2")
+exercises=("${@:1:$#-1}")
+last=${!#}
+out=$(cd "$(dirname "$last")" && pwd)/$(basename "$last")
 repo=$(cd "$(dirname "$0")/.." && pwd)
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 cp "$repo/gradescope/setup.sh" "$repo/gradescope/run_autograder" "$stage/"
 mkdir -p "$stage/grader"
 cp -r "$repo/grader" "$repo/pyproject.toml" "$repo/README.md" "$stage/grader/"
-# Only what grading reads: each exercise's spec and its support files. Not the reference solution, the
-# starter or the known-wrong files: a submission must find nothing to copy, whatever isolation holds.
+# Only what grading reads: each exercise's spec, its reference (reference.py, where the spec names one)
+# and its support files. Not the solution, the starter or the known-wrong files: a submission must find
+# nothing to copy, whatever isolation holds.
 python=${PYTHON:-$repo/.venv/bin/python}
 [ -x "$python" ] || python=python3
-"$python" "$repo/gradescope/stage_exercises.py" "$exercises" "$stage/exercises"
+"$python" "$repo/gradescope/stage_exercises.py" "${exercises[@]}" "$stage/exercises"
 find "$stage" -name __pycache__ -prune -exec rm -rf {} +
 rm -f "$out"
 (cd "$stage" && python3 -m zipfile -c "$out" setup.sh run_autograder grader exercises)

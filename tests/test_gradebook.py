@@ -16,7 +16,8 @@ from grader.errors import UsageError
 from grader.exercise.spec import Exercise
 from grader.gradebook import Gradebook, Key
 from grader.outcomes import Failure, FailureKind
-from grader.report.exports import class_summary, gradescope_results
+from grader.report.exports import class_summary
+from grader.report.gradescope import gradescope_results
 from grader.results import SubmissionResult
 
 
@@ -99,8 +100,8 @@ def test_gradescope_results_have_the_required_fields(
         assert test["status"] in ("passed", "failed")
     failed = [t for t in results["tests"] if t["status"] == "failed"]
     assert [t["name"] for t in failed] == ["graph2: user_grad"]
-    assert "replay: grader repro" in failed[0]["output"]
-    assert "likely mistake: transposed — " in failed[0]["output"]
+    assert "grader repro graph2 transposed.py --seed 0 --trial" in failed[0]["output"]
+    assert "**Likely mistake: transposed.** your values are the right ones transposed" in failed[0]["output"]
     assert "transposed" in failed[0]["tags"]
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import difflib
 import itertools
 import os
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
@@ -29,7 +30,7 @@ from pydantic import (
     model_validator,
 )
 
-from grader.errors import SpecError
+from grader.errors import SpecError, UsageError
 from grader.exercise.graph import GraphError, Program, evaluate_size_expression, parse, size_expression_names
 from grader.handin import notebooks
 from grader.outcomes import Verdict
@@ -127,6 +128,11 @@ class VjpSpec(_Model):
     upstream: str
 
 
+# When Gradescope shows a test to students (its results.json `visibility`): always, after the due date
+# (the late due date where late hand-ins are allowed), once grades are published, or never.
+Visibility = Literal["visible", "after_due_date", "after_published", "hidden"]
+
+
 class ReturnSpec(_Model):
     name: str
     value: str | None = None
@@ -138,6 +144,7 @@ class ReturnSpec(_Model):
     by_hand: bool = False
     # loose: an extra or missing axis of length 1 is accepted ((1, d) for (d,), as CS224n's checks do).
     shape: Literal["strict", "loose"] = "strict"
+    visibility: Visibility | None = None  # on Gradescope; None: the exercise's `gradescope.visibility`
 
     @model_validator(mode="after")
     def _one_kind(self) -> ReturnSpec:
@@ -213,6 +220,24 @@ class NotebookSpec(_Model):
     @property
     def selection(self) -> notebooks.Selection:
         return notebooks.Selection(self.cells, self.tag or notebooks.DEFAULT_TAG)
+
+
+class GradescopeSpec(_Model):
+    """How Gradescope shows the exercise's tests (report/gradescope.py). `visible_trials: N` adds, for
+    grading that students do not see yet, a preview graded on the first N trials (the same trials as
+    the first N of the full grading: trials derive from the seed and their index), visible at once."""
+
+    visibility: Visibility = "visible"
+    visible_trials: int | None = Field(default=None, ge=1)
+
+    @model_validator(mode="after")
+    def _preview_of_something_unseen(self) -> GradescopeSpec:
+        if self.visible_trials is not None and self.visibility not in ("after_due_date", "after_published"):
+            raise ValueError(
+                f"visible_trials previews a grading students do not see yet; with visibility "
+                f"'{self.visibility}' there is none: set visibility after_due_date or after_published"
+            )
+        return self
 
 
 class WrongSolution(_Model):
@@ -414,6 +439,7 @@ class ExerciseSpec(_Model):
     support: tuple[str, ...] = ()  # files or folders beside exercise.yaml that submissions may import
     limits: Limits = Limits()
     notebook: NotebookSpec = NotebookSpec()
+    gradescope: GradescopeSpec = GradescopeSpec()
 
     @model_validator(mode="after")
     def _graph_or_reference(self) -> ExerciseSpec:
@@ -486,6 +512,11 @@ class Exercise:
 
     def points(self, name: str) -> float:
         return self.spec.points.get(name, 1.0)
+
+    def visibility(self, name: str) -> Visibility:
+        """When Gradescope shows the return's test to students: its own setting, else the exercise's."""
+        own = next(r.visibility for r in self.spec.returns if r.name == name)
+        return own or self.spec.gradescope.visibility
 
     @property
     def max_score(self) -> float:
@@ -595,6 +626,70 @@ def discover_exercises(folder: Path) -> list[Path]:
         else:
             subfolders[:] = [d for d in subfolders if not d.startswith((".", "_"))]
     return sorted(found)
+
+
+EXERCISES_ENV = "GRADER_EXERCISES"  # folders to look exercise ids up in too, separated by os.pathsep
+_IDS_LISTED = 20
+
+
+def exercise_argument(name: Path, library: bool = False) -> Path:
+    """The exercise a command line names: a folder holding exercise.yaml (or the YAML file); with
+    `library`, a folder with exercises below it; else, for a bare name, the exercise with that id below
+    the current folder or a folder GRADER_EXERCISES lists, as a course hands exercises out
+    (./graph2/exercise.yaml, ./exercises/cs231n/a2/affine): what a replay command printed by Gradescope,
+    `grader repro graph2 graph2.py ...`, needs. A path that names nothing is returned as it is, for
+    loading it to say what is missing."""
+    if name.suffix in (".yaml", ".yml") or (name / SPEC_FILE).is_file():
+        return name
+    if library and name.is_dir() and discover_exercises(name):
+        return name
+    wanted = str(name)
+    if name.is_absolute() or len(name.parts) != 1:
+        return name
+    places = [Path.cwd(), *(Path(p) for p in os.environ.get(EXERCISES_ENV, "").split(os.pathsep) if p)]
+    found: dict[str, list[Path]] = {}
+    for place in places:
+        for folder in discover_exercises(place):
+            declared = _declared_id(folder)
+            if declared is not None and folder.resolve() not in found.get(declared, []):
+                found.setdefault(declared, []).append(folder.resolve())
+    matches = found.get(wanted, [])
+    if len(matches) == 1:
+        return matches[0]
+    where = " and ".join(str(p) for p in places)
+    if matches:
+        listing = ", ".join(str(m) for m in matches)
+        raise UsageError(
+            f"'{wanted}' is the id of {len(matches)} exercises below {where} ({listing}): name the folder"
+        )
+    nothing = f"'{wanted}': no exercise folder of that name (one holding {SPEC_FILE}), nor an exercise"
+    raise UsageError(f"{nothing} with that id below {where}{_suggestions(wanted, sorted(found))}")
+
+
+def _suggestions(wanted: str, ids: list[str]) -> str:
+    """What to say after an unknown id: the ids it may mean, and those there are."""
+    if not ids:
+        return (
+            f" (no exercises there: run the command in the folder that holds the exercise's folder, or set "
+            f"{EXERCISES_ENV} to the folder of exercises)"
+        )
+    close = difflib.get_close_matches(wanted, ids, n=3)
+    close += [i for i in ids if i.rpartition(".")[2] == wanted and i not in close]  # cs231n.a2.affine
+    shown = ", ".join(ids[:_IDS_LISTED]) + (
+        f" and {len(ids) - _IDS_LISTED} more" if len(ids) > _IDS_LISTED else ""
+    )
+    mean = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+    return f"{mean} (ids found: {shown})"
+
+
+def _declared_id(folder: Path) -> str | None:
+    """The id an exercise's YAML declares, without validating the rest; None where it cannot be read."""
+    try:
+        data = yaml.safe_load((folder / SPEC_FILE).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return None
+    declared = data.get("id") if isinstance(data, dict) else None
+    return declared if isinstance(declared, str) else None
 
 
 @dataclass(frozen=True)
@@ -1028,6 +1123,11 @@ def _describe(error: Any, location: tuple[Any, ...]) -> str:
     if kind == "missing":
         return f"required field '{clean[-1]}' is missing"
     value = error.get("input")
+    if kind == "literal_error" and isinstance(value, str):
+        allowed = re.findall(r"'([^']*)'", str(error.get("ctx", {}).get("expected", "")))
+        close = difflib.get_close_matches(value, allowed, n=1)
+        if close:
+            return f"{message} (got {value!r}): did you mean '{close[0]}'?"
     if kind == "object_kind" and isinstance(value, dict):
         return f"{message} (got {value.get('object')!r})"
     if value is not None and not isinstance(value, dict | list):
@@ -1041,6 +1141,7 @@ def _model_at(location: tuple[Any, ...]) -> type[BaseModel] | None:
         (): ExerciseSpec,
         ("limits",): Limits,
         ("notebook",): NotebookSpec,
+        ("gradescope",): GradescopeSpec,
         ("returns", "#"): ReturnSpec,
         ("returns", "#", "grad"): GradSpec,
         ("returns", "#", "vjp"): VjpSpec,

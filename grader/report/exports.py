@@ -3,6 +3,7 @@
 DIR/gradebook.csv       one row per student, one column per exercise (its score; empty: not handed in),
                         with --per-return one per return too, a total, the maximum and the grading time
 DIR/<student>/results.json   Gradescope's autograder format: one test per (exercise, return)
+                        (report/gradescope.py)
 DIR/summary.json        per exercise: hand-ins, non-submitters, verdict counts, the most common
                         misconceptions and failing entries
 DIR/canvas.csv, DIR/moodle.csv   with --roster: files Canvas and Moodle import as they are (report/lms.py)
@@ -18,10 +19,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from grader.outcomes import FailureKind, Verdict
+from grader.outcomes import FailureKind
+from grader.report.gradescope import each_string, gradescope_results
 from grader.report.lms import Column, cells, write_lms
 from grader.report.roster import Roster
-from grader.results import ReturnResult, SubmissionResult
+from grader.results import SubmissionResult
 from grader.text import spreadsheet_text, valid_unicode
 
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
@@ -158,60 +160,7 @@ def _gradebook_csv(
 
 def encodable(value: JSONLike) -> JSONLike:
     """`value` with every string valid Unicode: student text may hold lone surrogates."""
-    if isinstance(value, str):
-        return valid_unicode(value)  # type: ignore[return-value]
-    if isinstance(value, dict):
-        return {encodable(k): encodable(v) for k, v in value.items()}  # type: ignore[return-value]
-    if isinstance(value, list | tuple):
-        return [encodable(v) for v in value]  # type: ignore[return-value]
-    return value
-
-
-def gradescope_results(results: Sequence[SubmissionResult]) -> dict[str, Any]:
-    """Gradescope's results.json for one student: one test per (exercise, return)."""
-    tests = []
-    for result in results:
-        for ret in result.returns:
-            tests.append(
-                {
-                    "name": f"{result.exercise}: {ret.name}",
-                    "score": ret.score,
-                    "max_score": ret.points,
-                    "status": "passed" if ret.verdict is Verdict.PASS else "failed",
-                    "output": _test_output(result, ret),
-                    "visibility": "visible",
-                    "tags": [ret.verdict.value, *([ret.misconception] if ret.misconception else [])],
-                }
-            )
-    return encodable(
-        {
-            "score": sum(r.score for r in results),
-            "max_score": sum(r.max_score for r in results),
-            "execution_time": round(sum(r.seconds for r in results), 3),
-            "output": "\n".join(_summary_line(r) for r in results),
-            "visibility": "visible",
-            "stdout_visibility": "hidden",
-            "tests": tests,
-        }
-    )
-
-
-def _summary_line(result: SubmissionResult) -> str:
-    return f"{result.exercise}: {result.score:g}/{result.max_score:g} ({result.worst.value})"
-
-
-def _test_output(result: SubmissionResult, ret: ReturnResult) -> str:
-    lines = [f"{ret.verdict.value}: {ret.message}"]
-    if ret.misconception is not None:
-        lines.append(f"likely mistake: {ret.misconception}" + (f" — {ret.feedback}" if ret.feedback else ""))
-    if result.error is not None:
-        lines.append(f"error ({result.error.kind}): {result.error.message}")
-        if result.error.traceback:
-            lines.append(result.error.traceback)
-    if ret.verdict is not Verdict.PASS and result.error is None:
-        trial = ret.case.trial if ret.case is not None else None
-        lines.append(f"replay: {result.repro(trial)}")
-    return "\n".join(lines)
+    return each_string(value, valid_unicode)
 
 
 def class_summary(

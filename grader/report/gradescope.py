@@ -1,0 +1,284 @@
+"""Gradescope's results.json for one student's hand-in: what the student reads on Gradescope.
+
+One test per (exercise, return), its output in Markdown (`output_format: md`, Gradescope's autograder
+specification): the verdict's sentence, the mistake when it is named, the failing-entry grid and the
+worst entries of the smallest failing case, and a replay command in the student's terms (the exercise by
+id, the student's own file: `grader repro graph2 graph2.py --seed 0 --trial 9`), which runs where the
+exercise's folder as the course hands it out and the file are. A whole-submission error (a syntax error, a
+missing function) is told once per exercise, in the top-level output; its tests only point there.
+
+Visibility follows the exercise's `gradescope:` and each return's `visibility:`. Gradescope shows a test
+whose visibility is `after_due_date` only after the (late) due date, and hides the student's total score
+while any test is hidden; with `visible_trials: N`, a preview of each such test, graded on the first N
+trials, is visible at once, carrying no points (an informational test: its status, no score).
+
+Student text is escaped (or fenced) for Markdown, and no path of the grading machine is left in any
+string: the hand-in's own files are named relative to it, as the student knows them.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import PurePath
+from typing import Any, TypeVar
+
+import numpy as np
+
+from grader.exercise.spec import Exercise, Visibility
+from grader.handin.prepare import Submission
+from grader.outcomes import Failure, FailureKind, Verdict
+from grader.results import ReturnResult, SubmissionResult
+from grader.text import valid_unicode, visible
+
+JSONLike = TypeVar("JSONLike")
+_GRID_LIMIT = 12  # as the terminal's: a grid wider or taller than this says less than the table
+_WORST_SHOWN = 5
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]<>|~&])")  # what can start markup within a line
+_WHEN = {
+    "after_due_date": "after the due date",
+    "after_published": "once grades are published",
+    "hidden": "to the course staff only",
+}
+_SEE_ABOVE = "not graded: see the error above"
+
+
+@dataclass(frozen=True)
+class Handout:
+    """What the report needs of an exercise beyond its result: the student's file and who sees what."""
+
+    file: str = ""  # the hand-in's file that defines the entry, relative to the hand-in; "" unknown
+    visibility: Mapping[str, Visibility] = field(default_factory=dict)  # per return; unnamed: visible
+    preview: SubmissionResult | None = None  # graded on the first `visible_trials` trials
+
+    def of(self, name: str) -> Visibility:
+        return self.visibility.get(name, "visible")
+
+    @property
+    def seen_now(self) -> bool:
+        """Whether the student sees every test of the full grading from the start."""
+        return all(v == "visible" for v in self.visibility.values())
+
+
+def handout(exercise: Exercise, submission: Submission | None, preview: SubmissionResult | None) -> Handout:
+    file = submission.files[0] if submission is not None and submission.files else ""
+    return Handout(file, {name: exercise.visibility(name) for name in exercise.return_names}, preview)
+
+
+def gradescope_results(
+    results: Sequence[SubmissionResult],
+    handouts: Mapping[str, Handout] | None = None,
+    notes: Sequence[str] = (),
+    private: Iterable[str] = (),
+) -> dict[str, Any]:
+    """results.json for one student. `notes` go at the end of the top-level output (in Markdown);
+    every string loses the `private` paths (the hand-in's, the exercises', the grader's), the hand-in's
+    files named relative to it."""
+    sections: list[str] = []
+    tests: list[dict[str, Any]] = []
+    for result in results:
+        shown = (handouts or {}).get(result.exercise) or Handout(file=_file_in_handin(result))
+        now = result if shown.seen_now else shown.preview
+        above = now.error if now is not None else None
+        summary = _summary(result, shown, now)
+        if now is None or above is None or all(shown.of(r.name) == "hidden" for r in result.returns):
+            sections.append(summary)
+        elif above.kind is FailureKind.NOT_SUBMITTED:  # nothing to show but why: on the exercise's line
+            sections.append(f"{summary}: {_text(above.message)}")
+        else:
+            sections += [summary, _error_section(now, above, shown.file)]
+        if shown.preview is not None and not shown.seen_now:
+            tests += _tests(shown.preview, shown, above, preview=result.trials)
+        tests += _tests(result, shown, above)
+    sections += notes
+    results_json = {
+        "score": sum(r.score for r in results),
+        "max_score": sum(r.max_score for r in results),
+        "execution_time": round(sum(r.seconds for r in results), 3),
+        "output": "\n\n".join(sections),
+        "output_format": "md",
+        "test_output_format": "md",
+        "visibility": "visible",
+        "stdout_visibility": "hidden",
+        "tests": tests,
+    }
+    # The longest first: the exercises' folder may lie inside the grader's.
+    roots = sorted({p.rstrip("/") for p in private if p.strip("/")}, key=len, reverse=True)
+    pattern = re.compile("|".join(rf"{re.escape(root)}(?:/|(?![\w.-]))" for root in roots)) if roots else None
+    return each_string(results_json, lambda text: _without(valid_unicode(text), pattern))
+
+
+def each_string(value: JSONLike, change: Callable[[str], str]) -> JSONLike:
+    """`value` (JSON-like: dicts, lists, strings, numbers) with `change` applied to every string in it."""
+    if isinstance(value, str):
+        return change(value)  # type: ignore[return-value]
+    if isinstance(value, dict):
+        return {each_string(k, change): each_string(v, change) for k, v in value.items()}  # type: ignore[return-value]
+    if isinstance(value, list | tuple):
+        return [each_string(v, change) for v in value]  # type: ignore[return-value]
+    return value
+
+
+def _without(text: str, roots: re.Pattern[str] | None) -> str:
+    """`text` with the paths below those roots relative to them, and a root itself as '.'."""
+    if roots is None:
+        return text
+    return roots.sub(lambda found: "" if found.group().endswith("/") else ".", text)
+
+
+def _file_in_handin(result: SubmissionResult) -> str:
+    """The student's file as they know it, from a class run's result (hw3.ipynb for
+    submissions/dana/hw3.ipynb); "." where the hand-in is a folder of several files."""
+    path = PurePath(result.submission)
+    if path.suffix not in (".py", ".ipynb"):
+        return "."
+    parts = path.parts[:-1]
+    if result.student in parts:
+        return str(PurePath(*path.parts[len(parts) - parts[::-1].index(result.student) :]))
+    return path.name
+
+
+def _summary(result: SubmissionResult, shown: Handout, now: SubmissionResult | None) -> str:
+    """The exercise's line of the top-level output: its score where the student sees it."""
+    name = f"**{_escaped(result.exercise)}**"
+    if shown.seen_now:
+        return f"{name}: {result.score:g}/{result.max_score:g} ({result.worst.value})"
+    when = " or ".join(
+        dict.fromkeys(_WHEN[shown.of(r.name)] for r in result.returns if shown.of(r.name) in _WHEN)
+    )
+    line = f"{name}: graded on {result.trials} trials, shown {when}"
+    if now is not None:
+        line += (
+            f"; on the first {now.trials} of them (a preview): {now.score:g}/{now.max_score:g} "
+            f"({now.worst.value})"
+        )
+    return line
+
+
+def _tests(
+    result: SubmissionResult, shown: Handout, above: Failure | None, preview: int | None = None
+) -> list[dict[str, Any]]:
+    """The tests of one grading: the full one, or (`preview`: the full one's trial count) its preview."""
+    error = result.error
+    told_above = error is not None and above is not None and _same(error, above)
+    tests = []
+    # The first call that raised, once: on the first return it left without a value.
+    first_call = result.first_trial_error if error is None else None
+    for k, ret in enumerate(result.returns):
+        visibility = shown.of(ret.name)
+        if preview is not None and visibility in ("visible", "hidden"):
+            continue  # a visible return is seen whole already; nothing of a hidden one is shown
+        if error is None:
+            raised = first_call if ret.verdict is Verdict.ERROR else None
+            first_call = None if raised is not None else first_call
+            output = _return_output(result, ret, shown.file, raised)
+        elif told_above:
+            pointer = "not handed in: see above" if error.kind is FailureKind.NOT_SUBMITTED else _SEE_ABOVE
+            output = f"**{ret.verdict.value}**: {pointer}"
+        elif k == 0:
+            output = _error_section(result, error, shown.file)
+        else:
+            output = f"**{ret.verdict.value}**: not graded: see the error in this exercise's first test"
+        test: dict[str, Any] = {"name": f"{result.exercise}: {ret.name}"}
+        if preview is None:
+            test |= {"score": ret.score, "max_score": ret.points}
+        else:
+            test["name"] += f" (preview: the first {result.trials} of {preview} trials)"
+            output = f"Preview: {ret.score:g}/{ret.points:g} on the first {result.trials} trials.\n\n{output}"
+        test |= {
+            "status": "passed" if ret.verdict is Verdict.PASS else "failed",
+            "output": output,
+            "output_format": "md",
+            "visibility": "visible" if preview is not None else visibility,
+            "tags": [ret.verdict.value, *([ret.misconception] if ret.misconception else [])],
+        }
+        tests.append(test)
+    return tests
+
+
+def _same(one: Failure, other: Failure) -> bool:
+    return (one.kind, one.message, one.trial) == (other.kind, other.message, other.trial)
+
+
+def _error_section(result: SubmissionResult, error: Failure, file: str) -> str:
+    """A whole-submission error, told once: what happened, the student's traceback, how to replay it."""
+    lines = [f"**{_escaped(result.exercise)}: error ({error.kind.value})**"]
+    traceback = error.traceback
+    if traceback and error.message in traceback:
+        lines.append(_fenced(traceback))
+    else:
+        lines.append(_text(error.message))
+        if traceback:
+            lines.append(_fenced(traceback))
+    if error.kind is not FailureKind.NOT_SUBMITTED and file:  # nothing of theirs to replay
+        lines.append(_replay(result, file, error.trial))
+    return "\n\n".join(lines)
+
+
+def _return_output(result: SubmissionResult, ret: ReturnResult, file: str, raised: Failure | None) -> str:
+    parts = [f"**{ret.verdict.value}**: {_text(ret.message)}"]
+    if ret.verdict is Verdict.PASS:
+        return parts[0]
+    if raised is not None and raised.traceback:
+        parts.append(f"The first call that failed (trial {raised.trial}):\n\n{_fenced(raised.traceback)}")
+    if ret.misconception is not None:
+        feedback = f" {_text(ret.feedback)}" if ret.feedback else ""
+        parts.append(f"**Likely mistake: {_escaped(ret.misconception)}.**{feedback}")
+    elif ret.verdict is Verdict.AUTOGRAD and ret.feedback:
+        parts.append(f"**To fix:** {_text(ret.feedback)}")
+    case = ret.case
+    trial = case.trial if case is not None else None
+    if case is not None:
+        sizes = ", ".join(f"{k}={v}" for k, v in sorted(case.sizes.items())) or "fixed sizes"
+        parts.append(f"**Smallest failing case:** trial {case.trial} ({_escaped(sizes)})")
+        mask = case.mask
+        if mask is not None and mask.ndim <= 2 and max(mask.shape, default=1) <= _GRID_LIMIT:
+            grid = "\n".join(" ".join("x" if bad else "." for bad in row) for row in np.atleast_2d(mask))
+            parts.append("Failing entries (x), passing (.):\n\n" + _fenced(grid))
+    if ret.failing_entries:
+        rows = ["| entry | expected | got | abs err | rel err |", "| ---: | ---: | ---: | ---: | ---: |"]
+        for entry in ret.failing_entries[:_WORST_SHOWN]:
+            rows.append(
+                f"| `{list(entry.index)}` | {_number(entry.expected)} | {_number(entry.got)} | "
+                f"{entry.abs_error:.2e} | {entry.rel_error:.2e} |"
+            )
+        parts.append("Worst entries:\n\n" + "\n".join(rows))
+    if trial is None and ret.verdict is Verdict.ERROR and result.first_trial_error is not None:
+        trial = result.first_trial_error.trial
+    if file:
+        parts.append(_replay(result, file, trial))
+    return "\n\n".join(parts)
+
+
+def _replay(result: SubmissionResult, file: str, trial: int | None) -> str:
+    """The command that replays it, as the student runs it: the exercise by id, their file by its name."""
+    where = f"{result.exercise} {shlex.quote(file)} --seed {result.seed}"
+    command = f"grader repro {where} --trial {trial}" if trial is not None else f"grader check {where}"
+    intro = (
+        "Replay it in the folder that holds the exercise's folder (as the course hands it out) and your file:"
+    )
+    return f"{intro}\n\n{_fenced(command)}"
+
+
+def _number(value: float) -> str:
+    return f"{value:.6g}" if np.isfinite(value) else str(value)
+
+
+def _escaped(text: str) -> str:
+    """Text as Markdown shows it literally: its control characters visible, its markup escaped."""
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", visible(text))
+
+
+def _text(text: str) -> str:
+    """A message for Markdown: escaped on one line, fenced where it runs over several (a torch error)."""
+    return _fenced(text) if "\n" in text.strip() else _escaped(text)
+
+
+def _fenced(text: str) -> str:
+    """A code block holding `text` whatever backticks it has: the fence is longer than any run of them."""
+    shown = visible(text).strip("\n")
+    longest = max((len(run) for run in re.findall(r"`+", shown)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}\n{shown}\n{fence}"
