@@ -21,10 +21,8 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import yaml
-
 from grader.errors import UsageError
-from grader.exercise.spec import SPEC_FILE, Exercise, discover_exercises
+from grader.exercise.spec import SPEC_FILE, Exercise, exercise_argument
 from grader.exercise.spec import load_exercise as _loaded
 from grader.exercise.trials import DEFAULT_SEED, Trial, make_trial
 from grader.handin.prepare import Submission
@@ -38,34 +36,13 @@ ExerciseRef = str | Path | Exercise  # a folder, its exercise.yaml, an id, or an
 
 
 def find_exercise(name: str | Path) -> Path:
-    """The folder of an exercise: `name` is its folder (or exercise.yaml), or its id, or the name of its
-    folder, looked up among the exercises under the current directory (a course ships its exercises
-    folder next to the notebook: ./exercises/**, or ./graph2)."""
-    path = Path(name).expanduser()
-    if (path / SPEC_FILE).is_file() or (path.suffix in (".yaml", ".yml") and path.is_file()):
-        return path
-    text = str(name)
-    found = [folder for folder in discover_exercises(Path.cwd()) if text in (folder.name, _id_of(folder))]
-    if len(found) == 1:
-        return found[0]
-    if found:
-        listed = ", ".join(str(f) for f in found)
-        where = Path.cwd()
-        raise UsageError(f"{text!r} names {len(found)} exercises under {where}: {listed}; give its folder")
-    raise UsageError(
-        f"no exercise {text!r}: no folder holding {SPEC_FILE} there, and no exercise of that id or folder "
-        f"name under {Path.cwd()}; give the exercise's folder (the one holding {SPEC_FILE})"
-    )
-
-
-def _id_of(folder: Path) -> str | None:
-    with open(folder / SPEC_FILE, encoding="utf-8") as spec:
-        try:
-            data = yaml.safe_load(spec)
-        except yaml.YAMLError:
-            return None  # not this one: loading the exercise it is says what is wrong with it
-    found = data.get("id") if isinstance(data, dict) else None
-    return found if isinstance(found, str) else None
+    """The folder of an exercise: `name` is its folder (or exercise.yaml), or its id, looked up as
+    `grader check` looks it up: among the exercises below the current directory (a course ships its
+    exercises folder next to the notebook: ./exercises/**, or ./graph2) and GRADER_EXERCISES's folders."""
+    path = exercise_argument(Path(name).expanduser())
+    if not ((path / SPEC_FILE).is_file() or (path.suffix in (".yaml", ".yml") and path.is_file())):
+        raise UsageError(f"{path}: no {SPEC_FILE} there; give the exercise's folder (the one holding it)")
+    return path
 
 
 def load_exercise(exercise: ExerciseRef) -> Exercise:

@@ -279,7 +279,7 @@ def test_an_exercise_is_found_by_its_id_under_the_current_directory(monkeypatch:
     assert grader.find_exercise("graph2") == GRAPH2
     assert grader.find_exercise("cs231n.a2.affine") == AFFINE
     assert grader.load_exercise("exercises/mac0460/graph2").id == "graph2"
-    with pytest.raises(UsageError, match="no exercise 'graph9'"):
+    with pytest.raises(UsageError, match="'graph9': no exercise folder of that name"):
         grader.find_exercise("graph9")
 
 

@@ -16,6 +16,7 @@ import json
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -47,25 +48,8 @@ def write_all(
     nothing says who a folder is in the LMS.
     """
     folder.mkdir(parents=True, exist_ok=True)
-    handed_in = {(r.student, r.exercise): r for r in results if handed_in_result(r)}
-    # As in the class table: a library's exercises that nobody in the class handed in are not this
-    # class's work, and as LMS columns they would become empty assignments.
-    attempted = [e for e in exercises if any(exercise == e for _, exercise in handed_in)]
-    columns = _columns(results, attempted, per_return)
-    points = _points(results, attempted, columns)
-    written = [
-        _gradebook_csv(
-            folder / "gradebook.csv",
-            results,
-            handed_in,
-            attempted,
-            columns,
-            points,
-            students,
-            roster,
-            graded_at or {},
-        )
-    ]
+    grades = class_grades(results, exercises, per_return)
+    written = [_gradebook_csv(folder / "gradebook.csv", grades, students, roster, graded_at or {})]
     graded = {r.student for r in results}
     for student in students:
         if student not in graded:  # on the roster, no folder: no Gradescope file to make
@@ -81,9 +65,44 @@ def write_all(
     written.append(summary)
     if roster is not None:
         # One column per exercise, or per return with --per-return: both would count each point twice.
-        lms_columns = [c for c in columns if (c[2] is not None) == per_return]
-        written += write_lms(folder, roster, handed_in, lms_columns, points)
+        lms_columns = [c for c in grades.columns if (c[2] is not None) == per_return]
+        written += write_lms(folder, roster, grades.handed_in, lms_columns, grades.points)
     return written
+
+
+@dataclass(frozen=True)
+class ClassGrades:
+    """The class's numbers as every export shows them (gradebook.csv, the LMS files, the HTML report)."""
+
+    handed_in: Mapping[tuple[str, str], SubmissionResult]
+    exercises: list[str]  # those someone handed in: the columns
+    columns: list[Column]
+    points: Mapping[str, str]  # each column's points possible
+    maximum: float  # everyone's maximum: the class's, a missing hand-in included
+
+    def scores(self, student: str) -> list[str]:
+        """The student's score per column; '' where nothing was handed in."""
+        return cells(student, self.handed_in, self.columns)
+
+    def total(self, student: str) -> str:
+        """The sum of the student's hand-ins' scores; '' when nothing was handed in at all, so that it never
+        reads as a 0 earned."""
+        mine = [self.handed_in[(student, e)] for e in self.exercises if (student, e) in self.handed_in]
+        return f"{sum(r.score for r in mine):g}" if mine else ""
+
+
+def class_grades(
+    results: Sequence[SubmissionResult], exercises: Sequence[str], per_return: bool = False
+) -> ClassGrades:
+    handed_in = {(r.student, r.exercise): r for r in results if handed_in_result(r)}
+    # As in the class table: a library's exercises that nobody in the class handed in are not this
+    # class's work, and as LMS columns they would become empty assignments.
+    attempted = [e for e in exercises if any(exercise == e for _, exercise in handed_in)]
+    columns = _columns(results, attempted, per_return)
+    points = _points(results, attempted, columns)
+    # What the student could have got: the class's maximum, a missing hand-in included.
+    maximum = sum(float(points[e]) for e in attempted if points[e])
+    return ClassGrades(handed_in, attempted, columns, points, maximum)
 
 
 def handed_in_result(result: SubmissionResult) -> bool:
@@ -126,35 +145,27 @@ def _points(
 
 def _gradebook_csv(
     path: Path,
-    results: Sequence[SubmissionResult],
-    handed_in: Mapping[tuple[str, str], SubmissionResult],
-    exercises: Sequence[str],
-    columns: Sequence[Column],
-    points: Mapping[str, str],
+    grades: ClassGrades,
     students: Sequence[str],
     roster: Roster | None,
     graded_at: Mapping[tuple[str, str], str],
 ) -> Path:
     known = roster.by_folder() if roster is not None else {}
     identity = ["lms_id", "name", "email"] if roster is not None else []
-    # Everyone's maximum is the class's, a missing hand-in included: what the student could have got.
-    maximum = sum(float(points[e]) for e in exercises if points[e])
     with path.open("w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
-        writer.writerow(["student", *identity, *(c[0] for c in columns), "total", "max_total", "graded_at"])
+        headers = [c[0] for c in grades.columns]
+        writer.writerow(["student", *identity, *headers, "total", "max_total", "graded_at"])
         for student in students:
             row: list[Any] = [spreadsheet_text(student)]  # a folder's name may hold bytes that are not UTF-8
             if roster is not None:
                 entry = known.get(student)
                 names = [entry.id, entry.name, entry.email] if entry is not None else ["", "", ""]
                 row += [spreadsheet_text(n) for n in names]
-            mine = [handed_in[(student, e)] for e in exercises if (student, e) in handed_in]
-            # Nothing handed in at all: no total either, so that it never reads as a 0 earned.
-            total = f"{sum(r.score for r in mine):g}" if mine else ""
-            row += cells(student, handed_in, columns)
+            row += grades.scores(student)
             # The latest grading of the student's hand-ins: when these grades were made.
-            times = [graded_at[k] for k in handed_in if k[0] == student and k in graded_at]
-            writer.writerow([*row, total, f"{maximum:g}", max(times, default="")])
+            times = [graded_at[k] for k in grades.handed_in if k[0] == student and k in graded_at]
+            writer.writerow([*row, grades.total(student), f"{grades.maximum:g}", max(times, default="")])
     return path
 
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +23,7 @@ import numpy as np
 from grader import __version__
 from grader.outcomes import Verdict
 from grader.report.common import GRID_LIMIT, VERDICT_MEANINGS, grid, mentions_envelopes
-from grader.report.exports import _columns, _points, class_summary, handed_in_result
+from grader.report.exports import ClassGrades, class_grades, class_summary, handed_in_result
 from grader.report.html_result import (
     FAIL_COLOUR,
     STYLE_SHEET,
@@ -34,7 +33,6 @@ from grader.report.html_result import (
     verdict_colour,
     verdict_css,
 )
-from grader.report.lms import Column, cells
 from grader.results import SubmissionResult
 from grader.text import valid_unicode
 
@@ -60,35 +58,6 @@ _PAGE_STYLE = (
     "table.heat td{width:24px;height:24px;padding:0;text-align:center;font-size:11px;"
     "border:1px solid #fff}" + "".join(f".v-{v.value}{{{verdict_css(v)}}}" for v in Verdict) + "</style>"
 )
-
-
-@dataclass(frozen=True)
-class ClassGrades:
-    """The class table's numbers, computed as gradebook.csv computes them."""
-
-    handed_in: Mapping[tuple[str, str], SubmissionResult]
-    exercises: list[str]  # those someone handed in: the gradebook's columns
-    columns: list[Column]
-    points: Mapping[str, str]  # each exercise's points possible
-    maximum: float  # everyone's maximum: the class's, a missing hand-in included
-
-    def scores(self, student: str) -> list[str]:
-        """The student's score per exercise; '' where nothing was handed in."""
-        return cells(student, self.handed_in, self.columns)
-
-    def total(self, student: str) -> str:
-        """The sum of the student's hand-ins' scores; '' when nothing was handed in at all."""
-        mine = [self.handed_in[(student, e)] for e in self.exercises if (student, e) in self.handed_in]
-        return f"{sum(r.score for r in mine):g}" if mine else ""
-
-
-def class_grades(results: Sequence[SubmissionResult], exercises: Sequence[str]) -> ClassGrades:
-    handed_in = {(r.student, r.exercise): r for r in results if handed_in_result(r)}
-    attempted = [e for e in exercises if any(exercise == e for _, exercise in handed_in)]
-    columns = _columns(results, attempted, per_return=False)
-    points = _points(results, attempted, columns)
-    maximum = sum(float(points[e]) for e in attempted if points[e])
-    return ClassGrades(handed_in, attempted, columns, points, maximum)
 
 
 def page_names(students: Sequence[str]) -> dict[str, str]:
