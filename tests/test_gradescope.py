@@ -148,6 +148,15 @@ def test_a_failing_return_shows_its_grid_worst_entries_mistake_and_replay(graded
     assert graded["transposed"].tests["graph2: f"]["output"].startswith("**pass**: correct on all 20 trials")
 
 
+def test_rounding_envelope_is_explained_once_in_the_first_test_that_speaks_of_it(
+    graded: dict[str, Graded],
+) -> None:
+    tests = list(graded["transposed"].tests.values())
+    explained = [t["name"] for t in tests if "rounding envelope: how far" in t["output"]]
+    first = next(t["name"] for t in tests if "envelope" in t["output"])
+    assert explained == [first] == ["graph2: f"]
+
+
 def test_the_printed_replay_runs_where_the_course_hands_the_exercise_out(
     graded: dict[str, Graded], tmp_path: Path
 ) -> None:
