@@ -138,7 +138,7 @@ class Checked:
         from grader.report.terminal import render_case, render_result
 
         def rendered(console: Console) -> None:
-            render_result(console, self._shown())
+            render_result(console, self._shown(), output_hint=".result.stdout and .result.stderr hold them")
             if self.replayed is not None:
                 render_case(console, self.result, self.replayed)
 

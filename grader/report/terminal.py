@@ -48,7 +48,12 @@ def make_console(stderr: bool = False) -> Console:
     return Console(stderr=stderr, highlight=False, width=width)
 
 
-def render_result(console: Console, result: SubmissionResult, show_output: bool = False) -> None:
+def render_result(
+    console: Console,
+    result: SubmissionResult,
+    show_output: bool = False,
+    output_hint: str = "--show-output shows them",
+) -> None:
     trials = f"trial {result.only_trial}" if result.only_trial is not None else f"{result.trials} trials"
     console.print(
         f"[bold]{safe(result.exercise)}[/] — {safe(result.submission)}  "
@@ -86,7 +91,7 @@ def render_result(console: Console, result: SubmissionResult, show_output: bool 
     for ret in result.returns:
         if shows_failure(ret):
             _render_failure(console, result, ret)
-    _render_output(console, result, show_output)
+    _render_output(console, result, show_output, output_hint)
     score = f"{result.score:g}/{result.max_score:g}"
     console.print(
         f"  score [bold]{score}[/]   [dim]isolation: {safe(isolation_summary(result.isolation))}[/]"
@@ -124,7 +129,7 @@ def notebook_note(use: NotebookUse) -> str:
     return note
 
 
-def _render_output(console: Console, result: SubmissionResult, show_output: bool) -> None:
+def _render_output(console: Console, result: SubmissionResult, show_output: bool, hint: str) -> None:
     for stream, text in (("stdout", result.stdout), ("stderr", result.stderr)):
         if not text.strip():
             continue
@@ -133,9 +138,7 @@ def _render_output(console: Console, result: SubmissionResult, show_output: bool
             console.print(f"  [dim]your code's {stream}:[/]")
             console.print(_indent(safe(text.strip()), 4), style="dim")
         else:
-            console.print(
-                f"  [dim]your code printed {len(lines)} lines to {stream} (--show-output shows them)[/]"
-            )
+            console.print(f"  [dim]your code printed {len(lines)} lines to {stream} ({safe(hint)})[/]")
 
 
 def _render_failure(console: Console, result: SubmissionResult, ret: ReturnResult) -> None:
