@@ -30,8 +30,11 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def make_class(folder: Path, students: int) -> Path:
     exercises = folder / "exercises"
-    shutil.copytree(ROOT / "exercises" / "graph2", exercises / "graph2")
-    solution = (ROOT / "exercises" / "graph2" / "solution.py").read_text(encoding="utf-8")
+    course = ROOT / "exercises" / "mac0460"
+    # graph2 with the course's helpers beside it, as its spec names them (../_support/util.py)
+    shutil.copytree(course / "graph2", exercises / "graph2")
+    shutil.copytree(course / "_support", exercises / "_support")
+    solution = (course / "graph2" / "solution.py").read_text(encoding="utf-8")
     for i in range(students):
         student = folder / "submissions" / f"student{i:03d}"
         student.mkdir(parents=True)

@@ -58,12 +58,12 @@ pool.close()
 
 def make_class(folder: Path, students: int, source: Path) -> Path:
     exercises = folder / "exercises"
-    shutil.copytree(source / "exercises" / "graph2", exercises / "graph2")
+    course = source / "exercises" / "mac0460"
+    shutil.copytree(course / "graph2", exercises / "graph2")
+    shutil.copytree(course / "_support", exercises / "_support")  # the helpers graph2's spec names
     for k in range(students):
         (folder / "submissions" / f"s{k:03d}").mkdir(parents=True)
-        shutil.copyfile(
-            source / "exercises" / "graph2" / "solution.py", folder / "submissions" / f"s{k:03d}" / "hw.py"
-        )
+        shutil.copyfile(course / "graph2" / "solution.py", folder / "submissions" / f"s{k:03d}" / "hw.py")
     return exercises
 
 
