@@ -17,8 +17,9 @@ from grader.exercise.spec import Exercise, load_exercise
 from grader.gradebook import decode, encode
 from grader.grading import grade
 from grader.handin import notebooks
-from grader.handin.discover import discover_students, may_define, submission_from_path
+from grader.handin.discover import discover_students, may_define, submission_from_path, untagged_hint
 from grader.handin.prepare import prepare
+from grader.outcomes import FailureKind
 from grader.report.json_report import to_json_line
 from grader.report.terminal import notebook_note
 from grader.results import NotebookUse, SubmissionResult
@@ -411,3 +412,19 @@ def test_grader_check_grades_a_notebook_by_the_exercise_mode(
     assert result["error"]["message"] == "ModuleNotFoundError: No module named 'coutils'"
     assert 'File "hw.ipynb", cell 3, line 1, in <module>' in result["error"]["traceback"]
     assert result["notebook"] == {"cells": "all", "tag": None, "left_out": 0, "skipped_imports": []}
+
+
+def test_a_function_in_an_untagged_cell_is_pointed_out(graph2: Exercise, tmp_path: Path) -> None:
+    """The student wrote graph2 but forgot the tag: the error says which notebook, and how to tag it."""
+    cells = [_tagged("code", "import numpy as np\n", "grade"), _cell("code", _lines(CORRECT_GRAPH2))]
+    path = write_notebook(tmp_path / "hw.ipynb", cells)
+    submission = submission_from_path(path, "graph2", notebook=TAGGED)
+    hint = untagged_hint(submission, "graph2")
+    assert hint.startswith("hw.ipynb defines graph2() in a cell without the tag 'grade'")
+    result = grade(graph2, submission, seed=0, trial_count=3)
+    assert result.error is not None and result.error.kind is FailureKind.MISSING_FUNCTION
+    assert result.error.message.endswith(hint)
+    # tagged, or graded by another mode, there is nothing to point out
+    assert untagged_hint(submission_from_path(path, "graph2", notebook=DEFINITIONS), "graph2") == ""
+    tagged = write_notebook(tmp_path / "ok.ipynb", [_tagged("code", _lines(CORRECT_GRAPH2), "grade")])
+    assert untagged_hint(submission_from_path(tagged, "graph2", notebook=TAGGED), "graph2") == ""

@@ -69,6 +69,25 @@ def may_define(submission: Submission, name: str) -> bool:
     return False
 
 
+def untagged_hint(submission: Submission, name: str) -> str:
+    """Where the exercise grades tagged cells only: a sentence naming the notebook whose untagged cells
+    define `name` (the student forgot the tag), else ''."""
+    selection = submission.notebook
+    if selection.cells != "tagged" or may_define(submission, name):
+        return ""
+    for relative, content in zip(submission.files, submission.contents, strict=True):
+        if not relative.endswith(notebooks.SUFFIX):
+            continue
+        tree, _ = _parsed(submission.root / relative, content, notebooks.ALL)
+        if tree is not None and _binds(tree, name):
+            return (
+                f"{relative} defines {name}() in a cell without the tag '{selection.tag}', and this exercise "
+                f"grades only the cells tagged '{selection.tag}': add the tag to that cell (JupyterLab: the "
+                "property inspector's cell tags; Notebook 7: View > Right Sidebar > Property Inspector)"
+            )
+    return ""
+
+
 def _parsed(
     path: Path, content: bytes, notebook: notebooks.Selection
 ) -> tuple[ast.Module | None, notebooks.ConvertedNotebook | None]:

@@ -15,12 +15,13 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from grader.exercise.spec import Exercise, ReturnSpec
+from grader.handin.discover import untagged_hint
 from grader.handin.prepare import Submission
 from grader.judging import consistency, diagnosis, provenance
 from grader.judging.classify import classify_return
 from grader.judging.compare import Comparison, loosely_fits
 from grader.judging.reruns import RerunPlan, finite_somewhere, resolve_beyond_rounding, returned
-from grader.outcomes import Failure, Verdict
+from grader.outcomes import Failure, FailureKind, Verdict
 from grader.results import NotebookUse, ReturnResult, SubmissionResult, display_path, student_location
 from grader.sandbox.payload import ReturnProblem
 from grader.sandbox.report import Returned, WorkerReport
@@ -41,6 +42,9 @@ def judge(
     trials, expected = references.trials, references.expected
     by_index = {t.index: t for t in trials}
     error = report.fatal
+    if error is not None and error.kind is FailureKind.MISSING_FUNCTION:
+        hint = untagged_hint(submission, exercise.spec.entry)  # the function is there, but not tagged
+        error = replace(error, message=f"{error.message}; {hint}") if hint else error
     returns: list[ReturnResult] = []
     for spec in exercise.spec.returns:
         comparisons, got = _judge_return(spec, references, report, plan.comparisons[spec.name])
