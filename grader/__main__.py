@@ -1,5 +1,5 @@
 from __future__ import annotations
 
-from grader.cli import entry
+from grader.launch import entry
 
 entry()

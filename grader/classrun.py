@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from grader.errors import GraderError
+from grader.exercise.reference_cache import computed_references, stored_references
 from grader.exercise.spec import Exercise
 from grader.exercise.trials import make_trials
 from grader.gradebook import Gradebook, Key, exercise_hash, settings, submission_hash
@@ -107,13 +108,12 @@ def run_class(
     references: dict[str, References | None] = {}
 
     def references_for(exercise: Exercise) -> References | None:
-        # Imported only now: torch is the grader's slowest import, and the warm workers import it meanwhile.
-        from grader.exercise.reference import compute_references
-
         if exercise.id not in references:
             try:
-                made = make_trials(exercise, seed, trials or exercise.spec.trials)
-                references[exercise.id] = compute_references(exercise, made)
+                count = trials or exercise.spec.trials
+                references[exercise.id] = stored_references(exercise, seed, count) or computed_references(
+                    exercise, seed, make_trials(exercise, seed, count)
+                )
                 # They and torch's modules live as long as the run: out of the collector's sight, the
                 # collections that grading thousands of trials triggers stay cheap.
                 gc.freeze()

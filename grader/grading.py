@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+from grader.exercise.reference_cache import computed_references, stored_references
 from grader.exercise.spec import Exercise
 from grader.exercise.trials import Trial, make_trials, student_seed
 from grader.handin.prepare import Submission, prepare
@@ -58,7 +59,8 @@ def grade(
     pool: WorkerPool | None = None,
     start: StartRunner | None = None,
 ) -> SubmissionResult:
-    """Grade; pass `references` (from compute_references) to share them across submissions.
+    """Grade; pass `references` (from compute_references) to share them across submissions, else they
+    come from the cache (reference_cache.py), computed on a miss.
 
     `inputs_as="float32"` hands the code float32 inputs: how validation checks a solution's float32 variant.
     The worker comes from `pool`, by default the process's shared pool of warm workers; `start` runs the
@@ -74,13 +76,13 @@ def grade(
     # First: its start-up overlaps ours.
     worker = start(student, None)
     try:
+        count = trial_count or exercise.spec.trials
         if references is None:
-            trials = make_trials(exercise, seed, trial_count or exercise.spec.trials, only_trial)
+            references = stored_references(exercise, seed, count, only_trial)
+        if references is None:
+            trials = make_trials(exercise, seed, count, only_trial)
             worker.send(trials)
-            # Imported only now, for the same overlap: torch is the grader's slowest import too.
-            from grader.exercise.reference import compute_references
-
-            references = compute_references(exercise, trials)
+            references = computed_references(exercise, seed, trials)  # imports torch: after the send
         else:
             worker.send(references.trials)
         first = worker.first_pass()

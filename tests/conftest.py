@@ -6,17 +6,19 @@ their results through module-scoped fixtures and use small trial counts where th
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
 import textwrap
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import pytest
 import yaml
 from hypothesis import settings
 
+from grader.exercise.reference_cache import CACHE_ENV
 from grader.exercise.spec import SPEC_FILE, Exercise, discover_exercises, load_exercise
 from grader.grading import grade
 from grader.handin.discover import submission_from_path
@@ -25,6 +27,20 @@ from grader.results import SubmissionResult
 ROOT = Path(__file__).resolve().parent.parent
 EXERCISES = ROOT / "exercises"
 GRAPH2 = EXERCISES / "mac0460" / "graph2"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def reference_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """References are cached in this session's own folder (the CLI's subprocesses inherit it): never in
+    the user's ~/.cache, and never from an earlier session's run of other code."""
+    folder = tmp_path_factory.mktemp("reference-cache")
+    previous = os.environ.get(CACHE_ENV)
+    os.environ[CACHE_ENV] = str(folder)
+    yield folder
+    if previous is None:
+        del os.environ[CACHE_ENV]
+    else:
+        os.environ[CACHE_ENV] = previous
 
 
 def library() -> dict[str, Path]:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -17,6 +16,8 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from grader.errors import GraderError
+from grader.exercise.expected import Expected as Expected
+from grader.exercise.expected import References as References
 from grader.exercise.graph import GraphError, evaluate
 from grader.exercise.instructor import InstructorReferenceError, reference_values
 from grader.exercise.spec import SPEC_FILE, Exercise, ReturnSpec
@@ -24,9 +25,6 @@ from grader.exercise.trials import Trial
 
 # The reference is many tiny operations: threads only add overhead, and the sandboxed worker runs beside.
 torch.set_num_threads(1)
-
-Expected = Mapping[str, np.ndarray]  # return name -> float64 array for one trial
-
 
 class ReferenceGraphError(GraderError):
     """The exercise's graph fails on some trial: an exercise author's problem (exit status 2)."""
@@ -38,15 +36,6 @@ class ReferenceGraphError(GraderError):
 # error at any precision eps. NOISE sits far above float64 rounding and far below non-linear effects.
 NOISE = 2.0**-30
 MC_SAMPLES = 4
-
-
-@dataclass(frozen=True)
-class References:
-    """What grading compares against: per trial, the expected returns and each entry's rounding spread."""
-
-    trials: tuple[Trial, ...]
-    expected: dict[int, Expected]
-    spread: dict[int, Expected]
 
 
 def compute_references(exercise: Exercise, trials: Sequence[Trial]) -> References:

@@ -1,0 +1,210 @@
+"""References kept on disk, so that a second `grader check` of an exercise neither imports torch in the
+grader process nor recomputes them.
+
+References (the trials' inputs with them) depend only on the exercise (its spec and support files:
+gradebook.exercise_hash), the seed, the trials drawn (their count, or the one trial replayed) and the code
+drawing and computing them (the grader's version and the source of grader/exercise/, numpy's and torch's
+versions): the file is named after a hash of all of these. It is data the grader reads back, so
+it holds no pickle: one .npz of plain arrays (loaded with allow_pickle=False) and a JSON header checked
+by a pydantic model. Each file is written to a temporary name and renamed into place, so a grader never
+reads half of one; a file that does not load, or holds anything but what was asked for (another key, other
+trials, other returns), is ignored and written again. Deleting the folder is always safe.
+
+The folder: $GRADER_CACHE_DIR (empty: no cache), else $XDG_CACHE_HOME/grader/references, else
+~/.cache/grader/references.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import tempfile
+import zipfile
+from collections.abc import Mapping, Sequence
+from functools import cache
+from importlib import metadata
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+import grader
+from grader.exercise.expected import Expected, References
+from grader.exercise.spec import Exercise
+from grader.exercise.trials import Trial
+
+CACHE_ENV = "GRADER_CACHE_DIR"
+_FORMAT = 1
+_HEADER = "header"
+_KINDS = ("inputs", "expected", "spread")
+
+
+class _TrialHeader(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    index: int
+    sizes: dict[str, int]
+
+
+class _Header(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    format: Literal[1]
+    key: str
+    trials: list[_TrialHeader]
+    inputs: list[str]
+    returns: list[str]
+
+
+def cache_folder() -> Path | None:
+    """Where references are kept; None where the cache is off ($GRADER_CACHE_DIR set but empty)."""
+    chosen = os.environ.get(CACHE_ENV)
+    if chosen is not None:
+        return Path(chosen) if chosen else None
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "grader" / "references"
+
+
+def stored_references(
+    exercise: Exercise, seed: int, count: int, only: int | None = None
+) -> References | None:
+    """The references of make_trials(exercise, seed, count, only), trials included, if the cache has them.
+
+    Imports no torch: a check whose references are stored never does, in the grader's process.
+    """
+    path = _path(exercise, seed, [only] if only is not None else list(range(count)))
+    return None if path is None else _load(path, exercise)
+
+
+def computed_references(exercise: Exercise, seed: int, trials: Sequence[Trial]) -> References:
+    """The references of these trials, computed (importing torch) and stored for the next check."""
+    from grader.exercise.reference import compute_references
+
+    references = compute_references(exercise, trials)
+    path = _path(exercise, seed, [t.index for t in trials])
+    if path is not None:
+        with contextlib.suppress(OSError):  # a folder we cannot write costs the next check time, nothing else
+            _store(path, exercise, references)
+    return references
+
+
+def _path(exercise: Exercise, seed: int, indices: list[int]) -> Path | None:
+    folder = cache_folder()
+    return None if folder is None else folder / f"{_key(exercise, seed, indices)}.npz"
+
+
+def _key(exercise: Exercise, seed: int, indices: list[int]) -> str:
+    from grader.gradebook import exercise_hash
+
+    identity = {
+        "format": _FORMAT,
+        "grader": grader.__version__,
+        "code": _code_hash(),
+        "numpy": np.__version__,
+        "torch": _torch_version(),
+        "exercise": exercise.id,
+        "exercise_hash": exercise_hash(exercise),
+        "seed": seed,
+        "trials": indices,
+    }
+    return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
+
+
+@cache
+def _code_hash() -> str:
+    """The source of what draws trials and computes references (this folder's modules): a change to it
+    misses, even where the version was not raised (a grader under development)."""
+    digest = hashlib.sha256()
+    for path in sorted(Path(__file__).parent.glob("*.py")):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+@cache
+def _torch_version() -> str:
+    """The reference's arithmetic is torch's: another torch may round differently. Read from its metadata,
+    not by importing it."""
+    try:
+        return metadata.version("torch")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def _store(path: Path, exercise: Exercise, references: References) -> None:
+    trials = references.trials
+    header = _Header(
+        format=_FORMAT,
+        key=path.stem,
+        trials=[_TrialHeader(index=t.index, sizes=dict(t.sizes)) for t in trials],
+        inputs=list(exercise.spec.inputs),
+        returns=[r.name for r in exercise.spec.returns],
+    )
+    arrays = {_HEADER: np.frombuffer(header.model_dump_json().encode(), dtype=np.uint8)}
+    for name in header.inputs:
+        arrays.update(_packed(f"inputs.{name}", [t.inputs[name] for t in trials]))
+    for name in header.returns:
+        arrays.update(_packed(f"expected.{name}", [references.expected[t.index][name] for t in trials]))
+        arrays.update(_packed(f"spread.{name}", [references.spread[t.index][name] for t in trials]))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle = tempfile.NamedTemporaryFile(dir=path.parent, prefix=".partial-", suffix=".npz", delete=False)  # noqa: SIM115 - renamed into place, not deleted
+    try:
+        with handle:
+            np.savez(handle, allow_pickle=False, **arrays)
+        os.replace(handle.name, path)
+    except BaseException:
+        Path(handle.name).unlink(missing_ok=True)
+        raise
+
+
+def _packed(prefix: str, arrays: Sequence[np.ndarray]) -> dict[str, np.ndarray]:
+    """Every trial's array of one name as one flat array and a table of shapes: one zip member per name,
+    not one per trial (a thousand trials would be thousands of members, each slow to open)."""
+    shapes = np.array([a.shape for a in arrays], dtype=np.int64).reshape(len(arrays), arrays[0].ndim)
+    return {f"{prefix}.data": np.concatenate([np.ravel(a) for a in arrays]), f"{prefix}.shapes": shapes}
+
+
+def _unpacked(data: Mapping[str, np.ndarray], prefix: str, count: int) -> list[np.ndarray]:
+    flat, shapes = data[f"{prefix}.data"], data[f"{prefix}.shapes"]
+    if flat.ndim != 1 or flat.dtype.kind not in "fiub" or shapes.ndim != 2 or len(shapes) != count:
+        raise ValueError(f"{prefix}: not the packed arrays of {count} trials")
+    if shapes.dtype != np.int64 or (shapes < 0).any():
+        raise ValueError(f"{prefix}: not a table of shapes")
+    ends = np.cumsum(shapes.prod(axis=1))
+    if count and ends[-1] != flat.size:
+        raise ValueError(f"{prefix}: its shapes do not add up to its data")
+    flat.flags.writeable = False  # as make_trials leaves its inputs, and nothing changes expected values
+    starts = [0, *ends[:-1].tolist()]
+    return [
+        flat[start:end].reshape(shape)
+        for start, end, shape in zip(starts, ends.tolist(), map(tuple, shapes.tolist()), strict=True)
+    ]
+
+
+def _load(path: Path, exercise: Exercise) -> References | None:
+    """The references stored at `path`, if they are whole and of this exercise as it is now; None where
+    the file is missing, corrupt or anything else (another format, other inputs or returns)."""
+    try:
+        with np.load(path, allow_pickle=False) as npz:
+            data = {name: npz[name] for name in npz.files}
+        header = _Header.model_validate_json(data[_HEADER].tobytes())
+        returns = [r.name for r in exercise.spec.returns]
+        if (header.key, header.inputs, header.returns) != (path.stem, list(exercise.spec.inputs), returns):
+            return None
+        count = len(header.trials)
+        inputs = {name: _unpacked(data, f"inputs.{name}", count) for name in header.inputs}
+        expected = {name: _unpacked(data, f"expected.{name}", count) for name in returns}
+        spread = {name: _unpacked(data, f"spread.{name}", count) for name in returns}
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile, ValidationError):
+        return None
+    trials = tuple(
+        Trial(t.index, t.sizes, {name: inputs[name][i] for name in header.inputs})
+        for i, t in enumerate(header.trials)
+    )
+
+    def per_trial(arrays: Mapping[str, list[np.ndarray]]) -> dict[int, Expected]:
+        return {t.index: {name: arrays[name][i] for name in returns} for i, t in enumerate(trials)}
+
+    return References(trials, per_trial(expected), per_trial(spread))
