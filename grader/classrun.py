@@ -65,7 +65,7 @@ class Backend(Protocol):
     def submit(self, job: Job, seed: int, references: References) -> Future[SubmissionResult]: ...
 
     def drain(self) -> None:
-        """Start nothing new; return once the gradings in flight have finished."""
+        """Start nothing that has not started yet (the gradings in flight finish)."""
 
     def close(self) -> None: ...
 
@@ -233,8 +233,9 @@ def run_class(
         # A second Ctrl-C abandons them.
         outcome.interrupted = True
         backend.drain()
+        wait(running)
         for future in running:
-            if future.done() and not future.cancelled() and future.exception() is None:
+            if not future.cancelled() and future.exception() is None:
                 outcome.results.append(future.result())
                 outcome.graded += 1
     finally:

@@ -12,6 +12,8 @@ from __future__ import annotations
 import concurrent.futures
 import contextlib
 import logging
+import math
+import time
 from typing import TYPE_CHECKING
 
 import distributed
@@ -28,6 +30,7 @@ if TYPE_CHECKING:
 Pending = concurrent.futures.Future[SubmissionResult]
 LOCAL = "local:"
 CONNECT_SECONDS = 30
+COUNT_EVERY = 1.0  # seconds between counts of the cluster's worker threads
 
 
 class DaskBackend:
@@ -38,6 +41,7 @@ class DaskBackend:
         self._cluster = cluster  # started for this run: stopped with it
         self._shared: dict[int, tuple[References, distributed.Future[References]]] = {}
         self._tasks: dict[Pending, distributed.Future[SubmissionResult]] = {}
+        self._slots, self._counted = 1, -math.inf
         if hasattr(client, "register_plugin"):  # since Dask 2023.9
             client.register_plugin(WarmWorkers(), name=PLUGIN)
         else:
@@ -69,9 +73,12 @@ class DaskBackend:
 
     @property
     def slots(self) -> int:
-        # Asked each time: workers may join (a batch job starting) or leave while the class is graded.
-        threads: dict[str, int] = self._client.nthreads()
-        return max(1, sum(threads.values()))
+        # Asked again each second: workers may join (a batch job starting) or leave during the run.
+        now = time.monotonic()
+        if now - self._counted >= COUNT_EVERY:
+            threads: dict[str, int] = self._client.nthreads()
+            self._slots, self._counted = max(1, sum(threads.values())), now
+        return self._slots
 
     def prestart(self, count: int) -> None:
         """Nothing to do: each worker's plugin started its zygotes when it was installed."""
@@ -90,7 +97,7 @@ class DaskBackend:
         return result
 
     def drain(self) -> None:
-        """Nothing new is submitted; the scheduler holds no more than the workers are running."""
+        """Nothing to cancel: the scheduler holds no more jobs than the workers run."""
 
     def close(self) -> None:
         unfinished = [task for future, task in self._tasks.items() if not future.done()]

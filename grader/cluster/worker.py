@@ -33,7 +33,6 @@ class WarmWorkers(WorkerPlugin):
     name = PLUGIN
     idempotent = True  # registered again by each run: the zygotes already there are kept
 
-
     def __init__(self) -> None:
         self.pool: WorkerPool | None = None  # made on the worker: zygotes do not travel
 
