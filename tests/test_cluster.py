@@ -151,48 +151,60 @@ def _isolation_here() -> str:
     return isolation.current().description
 
 
-@pytest.mark.skipif(not hasattr(os, "killpg"), reason="needs process groups")
-def test_a_worker_killed_mid_run_has_its_jobs_graded_on_the_other(cluster: Cluster, tmp_path: Path) -> None:
-    exercises = _class(tmp_path)
-    book = default_path(tmp_path / "submissions")
-    out = tmp_path / "out"
-    command = [
-        *grader_command(),
-        "run",
-        str(exercises),
-        "--trials",
-        "200",
-        "--cluster",
-        cluster.address,
-        "--out",
-        str(out),
-    ]
+def _started(exercises: Path, *args: str, cwd: Path) -> subprocess.Popen[str]:
+    """`grader run` in its own session, returned once the gradebook holds 2 results."""
+    command = [*grader_command(), "run", str(exercises), "--trials", "200", "--out", str(cwd / "out"), *args]
     process = subprocess.Popen(
-        command, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        command,
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        # Ctrl-C as at a terminal (a process started in a script's background inherits SIGINT ignored).
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and len(_stored(book)) < 2:
+    while time.monotonic() < deadline and len(_stored(default_path(cwd / "submissions"))) < 2:
         time.sleep(0.05)
+    return process
+
+
+@pytest.mark.skipif(not hasattr(os, "killpg"), reason="needs process groups")
+def test_a_worker_killed_mid_run_has_its_jobs_graded_on_the_other(cluster: Cluster, tmp_path: Path) -> None:
+    process = _started(_class(tmp_path), "--cluster", cluster.address, cwd=tmp_path)
     os.killpg(cluster.workers[0].pid, signal.SIGKILL)  # the worker and its nanny, mid-job
+    book = default_path(tmp_path / "submissions")
     killed_at = len(_stored(book))
     _, stderr = process.communicate(timeout=120)
     assert killed_at < STUDENTS, "the run was not killed halfway"
     assert process.returncode == 1, stderr
     assert f"{STUDENTS} graded, 0 unchanged" in stderr
-    stored = _stored(book)
-    assert [(student, exercise) for student, exercise, _ in stored] == [
-        (f"s{i}", "graph2") for i in range(STUDENTS)
-    ]
-    table = _table(out)
+    stored = [(student, exercise) for student, exercise, _ in _stored(book)]
+    assert stored == [(f"s{i}", "graph2") for i in range(STUDENTS)]  # each exactly once
+    table = _table(tmp_path / "out")
     assert {row["student"] for row in table if row["graph2"] != "10"} == {"s0", "s3", "s6"}
 
 
-def test_a_local_cluster_grades_as_here(graded_here: list[dict[str, str]], tmp_path: Path) -> None:
-    ran = _grader(
-        _class(tmp_path), "--trials", "20", "--cluster", "local:2", "--out", tmp_path / "out", cwd=tmp_path
+@pytest.mark.skipif(not hasattr(os, "killpg"), reason="needs process groups")
+def test_ctrl_c_on_a_local_cluster_keeps_what_it_graded_and_another_backend_finishes(
+    cluster: Cluster, graded_here: list[dict[str, str]], tmp_path: Path
+) -> None:
+    """A terminal's Ctrl-C reaches the whole process group, local:N's workers too: the gradings in
+    flight still finish and are kept, and the next run (here on the other cluster) grades the rest."""
+    exercises = _class(tmp_path)
+    process = _started(exercises, "--cluster", "local:2", cwd=tmp_path)
+    os.killpg(process.pid, signal.SIGINT)
+    _, stderr = process.communicate(timeout=120)
+    assert process.returncode == 130, stderr
+    kept = len(_stored(default_path(tmp_path / "submissions")))
+    assert 2 <= kept < STUDENTS
+    assert f"interrupted: {STUDENTS - kept} left to grade" in " ".join(stderr.split())
+    resumed = _grader(
+        exercises, "--trials", "200", "--cluster", cluster.address, "--out", tmp_path / "out", cwd=tmp_path
     )
-    assert ran.returncode == 1, ran.stderr
-    assert _table(tmp_path / "out") == graded_here
+    assert f"{STUDENTS - kept} graded, {kept} unchanged" in resumed.stderr, resumed.stderr
+    assert _table(tmp_path / "out") == graded_here  # the same scores as 20 trials here
 
 
 def test_without_dask_the_cluster_flag_says_how_to_install_it(tmp_path: Path) -> None:

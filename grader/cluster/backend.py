@@ -1,7 +1,9 @@
 """The client's side of a Dask cluster: jobs submitted, references shared, results handed back.
 
-Each exercise's references are computed once, by classrun on this machine, and broadcast to the workers
-once (`scatter`); each job then names them. A job travels whole: its exercise's spec and its submission's
+Each exercise's references are computed once, by classrun on this machine, and sent to the cluster once,
+as a task that returns them; each job then names that task, so a worker fetches them once (from a peer
+that has them), and a worker lost with them has them made again from the task (scattered data could not
+be). A job travels whole: its exercise's spec and its submission's
 files (their bytes, read here); a worker reads only the exercise's support files, at the same path.
 A worker that dies mid-job has its job run again on another by Dask's scheduler; a job that kills every
 worker that runs it (distributed.scheduler.allowed-failures + 1 of them) ends as that student's error.
@@ -13,7 +15,9 @@ import concurrent.futures
 import contextlib
 import logging
 import math
+import signal
 import time
+import uuid
 from typing import TYPE_CHECKING
 
 import distributed
@@ -53,13 +57,19 @@ class DaskBackend:
             count = address.removeprefix(LOCAL)
             if not count.isdigit() or int(count) < 1:
                 raise UsageError(f"--cluster {address}: local:N needs a number of workers of 1 or more")
-            cluster = distributed.LocalCluster(
-                n_workers=int(count),
-                processes=True,
-                threads_per_worker=1,
-                dashboard_address=None,
-                silence_logs=logging.ERROR,
-            )
+            # Started with Ctrl-C ignored, which they inherit: a terminal's Ctrl-C reaches the whole
+            # process group, and this run's workers must finish the gradings in flight, not die with them.
+            previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+            try:
+                cluster = distributed.LocalCluster(
+                    n_workers=int(count),
+                    processes=True,
+                    threads_per_worker=1,
+                    dashboard_address=None,
+                    silence_logs=logging.CRITICAL,  # a lost worker is told in its job's result
+                )
+            finally:
+                signal.signal(signal.SIGINT, previous)
             return cls(distributed.Client(cluster), cluster)
         try:
             client = distributed.Client(address, timeout=CONNECT_SECONDS)
@@ -85,10 +95,10 @@ class DaskBackend:
 
     def submit(self, job: Job, seed: int, references: References) -> Pending:
         shared = self._shared.get(id(references))
-        if shared is None:  # the first job of its exercise: sent to every worker once
+        if shared is None:  # the first job of its exercise
             shared = self._shared[id(references)] = (
                 references,
-                self._client.scatter(references, broadcast=True, hash=False),
+                self._client.submit(_given, references, pure=False, key=f"references-{uuid.uuid4().hex}"),
             )
         task = self._client.submit(grade_on_worker, job, seed, shared[1], pure=False)
         result: Pending = concurrent.futures.Future()
@@ -108,10 +118,14 @@ class DaskBackend:
             self._cluster.close()
 
 
+def _given(references: References) -> References:
+    return references
+
+
 def _settle(result: Pending, done: distributed.Future[SubmissionResult], job: Job) -> None:
     """Hand the Dask task's end to classrun's future (on the client's callback thread)."""
-    if done.cancelled():
-        result.cancel()
+    if done.cancelled():  # by the scheduler (this client cancels only once nobody waits any more)
+        result.set_exception(JobLost(_dropped(job)))
         return
     try:
         result.set_result(done.result())
@@ -121,9 +135,21 @@ def _settle(result: Pending, done: distributed.Future[SubmissionResult], job: Jo
         result.set_exception(exc)
 
 
+def _dropped(job: Job) -> str:
+    return (
+        f"{job.path}: the Dask cluster cancelled grading this hand-in on {job.exercise.id} before it "
+        "finished (its scheduler restarted, or what the job needed was lost with a worker); nothing is "
+        "wrong with the hand-in: run the same command again to grade it"
+    )
+
+
 def _killed(job: Job, exc: KilledWorker) -> str:
     tries = getattr(exc, "allowed_failures", None)
-    count = f"{tries + 1} Dask workers" if isinstance(tries, int) else "every Dask worker"
+    count = (
+        "every Dask worker that tried it"
+        if not isinstance(tries, int)
+        else ("the Dask worker that tried it" if tries == 0 else f"{tries + 1} Dask workers")
+    )
     return (
         f"{job.path}: {count} died while grading this hand-in on {job.exercise.id}, so the cluster "
         "stopped trying (distributed.scheduler.allowed-failures). Likely cause: the hand-in exhausts the "
