@@ -3,8 +3,8 @@
 Each exercise's references are computed once, by classrun on this machine, and sent to the cluster once,
 as a task that returns them; each job then names that task, so a worker fetches them once (from a peer
 that has them), and a worker lost with them has them made again from the task (scattered data could not
-be). A job travels whole: its exercise's spec and its submission's
-files (their bytes, read here); a worker reads only the exercise's support files, at the same path.
+be). A job travels whole: its exercise's spec and its submission's files (their bytes, read here); a
+worker reads only the exercise's support files, at the same path.
 A worker that dies mid-job has its job run again on another by Dask's scheduler; a job that kills every
 worker that runs it (distributed.scheduler.allowed-failures + 1 of them) ends as that student's error.
 """
@@ -56,7 +56,7 @@ class DaskBackend:
         if address.startswith(LOCAL):
             count = address.removeprefix(LOCAL)
             if not count.isdigit() or int(count) < 1:
-                raise UsageError(f"--cluster {address}: local:N needs a number of workers of 1 or more")
+                raise UsageError(f"--cluster {address} is not local:N with N workers, 1 or more")
             # Started with Ctrl-C ignored, which they inherit: a terminal's Ctrl-C reaches the whole
             # process group, and this run's workers must finish the gradings in flight, not die with them.
             previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
