@@ -5,6 +5,9 @@ last graded is taken from the gradebook; the rest are graded in parallel, and ea
 the gradebook the moment it exists. References are computed only for exercises with something to grade.
 Ctrl-C cancels what has not started and lets what is in flight finish; everything finished is kept.
 The results come back by student, then exercise, whatever order they were graded in.
+
+Where the gradings run is a Backend's: this machine's threads and warm workers (LocalBackend), or a Dask
+cluster's workers (grader/cluster/); all the rest is the same for both.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from grader.errors import GraderError
 from grader.exercise.reference_cache import computed_references, stored_references
@@ -49,6 +52,49 @@ class ClassRun:
     graded: int = 0
     interrupted: bool = False
     broken: list[GraderError] = field(default_factory=list)  # exercises whose references fail
+
+
+class Backend(Protocol):
+    """Runs gradings, `slots` at once: `submit` returns at once, its future resolves to the result, or to
+    the exception that kept the grading from finishing (JobLost: said to the student as is)."""
+
+    @property
+    def slots(self) -> int: ...
+
+    def prestart(self, count: int) -> None: ...
+
+    def submit(self, job: Job, seed: int, references: References) -> Future[SubmissionResult]: ...
+
+    def drain(self) -> None:
+        """Start nothing that has not started yet (the gradings in flight finish)."""
+
+    def close(self) -> None: ...
+
+
+class JobLost(Exception):
+    """A grading its backend could not finish (every worker that ran it died); the message says why."""
+
+
+class LocalBackend:
+    """This machine: `workers` threads, each grading one job at a time in a warm worker."""
+
+    def __init__(self, workers: int) -> None:
+        self.slots = workers
+        self._workers = WorkerPool(limit=workers)
+        self._threads = ThreadPoolExecutor(max_workers=workers)
+
+    def prestart(self, count: int) -> None:
+        self._workers.prestart(count)
+
+    def submit(self, job: Job, seed: int, references: References) -> Future[SubmissionResult]:
+        return self._threads.submit(grade_job, job, seed, references, self._workers)
+
+    def drain(self) -> None:
+        self._threads.shutdown(wait=True, cancel_futures=True)
+
+    def close(self) -> None:
+        self._threads.shutdown(wait=False, cancel_futures=True)
+        self._workers.close()
 
 
 _COLLECT_EVERY = 100_000  # new objects between garbage collections while a class is graded
@@ -89,8 +135,11 @@ def run_class(
     trials: int | None,
     workers: int,
     progress: Progress | None = None,
+    backend: Backend | None = None,
 ) -> ClassRun:
+    """Grade the jobs not in the gradebook, `workers` at once here, or on `backend` (which it closes)."""
     outcome = ClassRun()
+    backend = backend or LocalBackend(workers)
     pending: list[Job] = []
     for job in jobs:
         stored = gradebook.stored(job.key)
@@ -102,9 +151,8 @@ def run_class(
         if progress is not None:
             progress(stored)
 
-    workers_pool = WorkerPool(limit=workers)
     if pending:  # their torch imports overlap the references' computation
-        workers_pool.prestart(min(workers, len(pending)))
+        backend.prestart(min(backend.slots, len(pending)))
     references: dict[str, References | None] = {}
 
     def references_for(exercise: Exercise) -> References | None:
@@ -122,18 +170,41 @@ def run_class(
                 references[exercise.id] = None
         return references[exercise.id]
 
-    def one(job: Job, refs: References) -> SubmissionResult:
-        try:
-            result = _grade(job, seed, refs, workers_pool)
-        except Exception as exc:  # the grader's own failure on this one: report it, grade the others
-            message = f"the grader failed on this submission (not the student's fault): {exc!r}"
-            return not_runnable(
-                job.exercise, job.student, job.path, seed, refs, message, FailureKind.INTERNAL
-            )
-        gradebook.record(run_id, job.key, result)  # at once: a run killed later keeps it
-        return result
+    def submit(job: Job, refs: References) -> Future[SubmissionResult]:
+        """The job's result once it is in the gradebook."""
+        recorded: Future[SubmissionResult] = Future()
 
-    pool = ThreadPoolExecutor(max_workers=workers)
+        def record(graded: Future[SubmissionResult]) -> None:
+            if graded.cancelled():
+                recorded.cancel()
+                return
+            try:
+                result = graded.result()
+                gradebook.record(run_id, job.key, result)  # at once: a run killed later keeps it
+            except Exception as exc:
+                recorded.set_exception(exc)
+            else:
+                recorded.set_result(result)
+
+        jobs_of[recorded] = (job, refs)
+        backend.submit(job, seed, refs).add_done_callback(record)
+        return recorded
+
+    def result_of(future: Future[SubmissionResult]) -> SubmissionResult:
+        exc = future.exception()
+        if exc is None:
+            return future.result()
+        # The grader's own failure on this one (not recorded: the next run grades it again): report it,
+        # grade the others.
+        job, refs = jobs_of[future]
+        message = (
+            str(exc)
+            if isinstance(exc, JobLost)
+            else f"the grader failed on this submission (not the student's fault): {exc!r}"
+        )
+        return not_runnable(job.exercise, job.student, job.path, seed, refs, message, FailureKind.INTERNAL)
+
+    jobs_of: dict[Future[SubmissionResult], tuple[Job, References]] = {}
     running: set[Future[SubmissionResult]] = set()
     queue = list(pending)
     # Grading one submission makes tens of thousands of objects that live until it is judged; at the
@@ -143,16 +214,16 @@ def run_class(
     gc.set_threshold(_COLLECT_EVERY, *thresholds[1:])
     try:
         while queue or running:
-            while queue and len(running) < workers:
+            while queue and len(running) < backend.slots:
                 job = queue.pop(0)
                 refs = references_for(job.exercise)
                 if refs is not None:
-                    running.add(pool.submit(one, job, refs))
+                    running.add(submit(job, refs))
             if not running:
                 continue
             done, running = wait(running, return_when=FIRST_COMPLETED)
             for future in done:
-                result = future.result()
+                result = result_of(future)
                 outcome.results.append(result)
                 outcome.graded += 1
                 if progress is not None:
@@ -161,14 +232,14 @@ def run_class(
         # Nothing new starts; the gradings in flight finish (within their deadlines) and count as done.
         # A second Ctrl-C abandons them.
         outcome.interrupted = True
-        pool.shutdown(wait=True, cancel_futures=True)
+        backend.drain()
+        wait(running)
         for future in running:
             if not future.cancelled() and future.exception() is None:
                 outcome.results.append(future.result())
                 outcome.graded += 1
     finally:
-        pool.shutdown(wait=False, cancel_futures=True)
-        workers_pool.close()
+        backend.close()
         gc.set_threshold(*thresholds)
     outcome.results.sort(key=_table_order(jobs))
     return outcome
@@ -182,7 +253,8 @@ def _table_order(jobs: Sequence[Job]) -> Callable[[SubmissionResult], tuple[int,
     return lambda result: (students[result.student], exercises[result.exercise])
 
 
-def _grade(job: Job, seed: int, references: References, pool: WorkerPool) -> SubmissionResult:
+def grade_job(job: Job, seed: int, references: References, pool: WorkerPool) -> SubmissionResult:
+    """One job's result, graded in a worker from `pool`: here, or on a cluster's worker."""
     exercise, entry = job.exercise, job.exercise.spec.entry
     if job.submission is None:
         return not_runnable(exercise, job.student, job.path, seed, references, job.problem)

@@ -103,6 +103,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     common(run)
     run.add_argument("-j", "--jobs", type=_positive, default=os.cpu_count() or 1, help="parallel workers")
+    run.add_argument(
+        "--cluster",
+        metavar="ADDRESS",
+        help="grade on a Dask cluster instead: its scheduler's tcp://HOST:PORT, or local:N to start N "
+        "worker processes here (needs `pip install grader[dask]`; -j is then ignored)",
+    )
     run.add_argument("--json", action="store_true", help="print one JSON object per (student, exercise)")
     gradebook_options(run)
 
@@ -310,10 +316,17 @@ def _run(args: argparse.Namespace, console: Console, errors: Console) -> int:
     folder = _submissions_folder(args)
     students = discover_students(folder)
     jobs = plan(exercises, students, args.seed, args.trials)
+    backend = None
+    if args.cluster is not None:
+        from grader.cluster import connect
+
+        backend = connect(args.cluster)  # run_class closes it
     gradebook = Gradebook(_gradebook_path(args, folder, errors))
     run_id = gradebook.start_run(" ".join(sys.argv))
     with _progress(errors, len(jobs), enabled=not args.json) as advance:
-        outcome = run_class(jobs, gradebook, run_id, args.seed, args.trials, args.jobs, lambda _: advance())
+        outcome = run_class(
+            jobs, gradebook, run_id, args.seed, args.trials, args.jobs, lambda _: advance(), backend
+        )
     graded_at = gradebook.graded_at()
     gradebook.close()
     if args.json:  # by student, then exercise, as the table: the same lines whatever finished first

@@ -1,0 +1,158 @@
+"""The client's side of a Dask cluster: jobs submitted, references shared, results handed back.
+
+Each exercise's references are computed once, by classrun on this machine, and sent to the cluster once,
+as a task that returns them; each job then names that task, so a worker fetches them once (from a peer
+that has them), and a worker lost with them has them made again from the task (scattered data could not
+be). A job travels whole: its exercise's spec and its submission's files (their bytes, read here); a
+worker reads only the exercise's support files, at the same path.
+A worker that dies mid-job has its job run again on another by Dask's scheduler; a job that kills every
+worker that runs it (distributed.scheduler.allowed-failures + 1 of them) ends as that student's error.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import contextlib
+import logging
+import math
+import signal
+import time
+import uuid
+from typing import TYPE_CHECKING
+
+import distributed
+from distributed.scheduler import KilledWorker
+
+from grader.classrun import Job, JobLost
+from grader.cluster.worker import PLUGIN, WarmWorkers, grade_on_worker
+from grader.errors import UsageError
+from grader.results import SubmissionResult
+
+if TYPE_CHECKING:
+    from grader.exercise.reference import References
+
+Pending = concurrent.futures.Future[SubmissionResult]
+LOCAL = "local:"
+CONNECT_SECONDS = 30
+COUNT_EVERY = 1.0  # seconds between counts of the cluster's worker threads
+
+
+class DaskBackend:
+    """classrun's Backend on a Dask cluster, one job per worker thread at a time."""
+
+    def __init__(self, client: distributed.Client, cluster: distributed.LocalCluster | None) -> None:
+        self._client = client
+        self._cluster = cluster  # started for this run: stopped with it
+        self._shared: dict[int, tuple[References, distributed.Future[References]]] = {}
+        self._tasks: dict[Pending, distributed.Future[SubmissionResult]] = {}
+        self._slots, self._counted = 1, -math.inf
+        if hasattr(client, "register_plugin"):  # since Dask 2023.9
+            client.register_plugin(WarmWorkers(), name=PLUGIN)
+        else:
+            client.register_worker_plugin(WarmWorkers(), name=PLUGIN)  # type: ignore[attr-defined]
+
+    @classmethod
+    def connect(cls, address: str) -> DaskBackend:
+        if address.startswith(LOCAL):
+            count = address.removeprefix(LOCAL)
+            if not count.isdigit() or int(count) < 1:
+                raise UsageError(f"--cluster {address} is not local:N with N workers, 1 or more")
+            # Started with Ctrl-C ignored, which they inherit: a terminal's Ctrl-C reaches the whole
+            # process group, and this run's workers must finish the gradings in flight, not die with them.
+            previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+            try:
+                cluster = distributed.LocalCluster(
+                    n_workers=int(count),
+                    processes=True,
+                    threads_per_worker=1,
+                    dashboard_address=None,
+                    silence_logs=logging.CRITICAL,  # a lost worker is told in its job's result
+                )
+            finally:
+                signal.signal(signal.SIGINT, previous)
+            return cls(distributed.Client(cluster), cluster)
+        try:
+            client = distributed.Client(address, timeout=CONNECT_SECONDS)
+        except (OSError, TimeoutError, ValueError) as exc:
+            raise UsageError(
+                f"--cluster {address}: no Dask scheduler answered there within {CONNECT_SECONDS} s "
+                f"({exc}); start one (`dask scheduler`, README 'On a Dask cluster') and pass the address "
+                "it prints, tcp://HOST:PORT, or use --cluster local:N"
+            ) from exc
+        return cls(client, None)
+
+    @property
+    def slots(self) -> int:
+        # Asked again each second: workers may join (a batch job starting) or leave during the run.
+        now = time.monotonic()
+        if now - self._counted >= COUNT_EVERY:
+            threads: dict[str, int] = self._client.nthreads()
+            self._slots, self._counted = max(1, sum(threads.values())), now
+        return self._slots
+
+    def prestart(self, count: int) -> None:
+        """Nothing to do: each worker's plugin started its zygotes when it was installed."""
+
+    def submit(self, job: Job, seed: int, references: References) -> Pending:
+        shared = self._shared.get(id(references))
+        if shared is None:  # the first job of its exercise
+            shared = self._shared[id(references)] = (
+                references,
+                self._client.submit(_given, references, pure=False, key=f"references-{uuid.uuid4().hex}"),
+            )
+        task = self._client.submit(grade_on_worker, job, seed, shared[1], pure=False)
+        result: Pending = concurrent.futures.Future()
+        self._tasks[result] = task
+        task.add_done_callback(lambda done: _settle(result, done, job))
+        return result
+
+    def drain(self) -> None:
+        """Nothing to cancel: the scheduler holds no more jobs than the workers run."""
+
+    def close(self) -> None:
+        unfinished = [task for future, task in self._tasks.items() if not future.done()]
+        with contextlib.suppress(Exception):  # a scheduler already gone has nothing left to cancel
+            self._client.cancel(unfinished)
+        self._client.close()
+        if self._cluster is not None:
+            self._cluster.close()
+
+
+def _given(references: References) -> References:
+    return references
+
+
+def _settle(result: Pending, done: distributed.Future[SubmissionResult], job: Job) -> None:
+    """Hand the Dask task's end to classrun's future (on the client's callback thread)."""
+    if done.cancelled():  # by the scheduler (this client cancels only once nobody waits any more)
+        result.set_exception(JobLost(_dropped(job)))
+        return
+    try:
+        result.set_result(done.result())
+    except KilledWorker as exc:
+        result.set_exception(JobLost(_killed(job, exc)))
+    except Exception as exc:
+        result.set_exception(exc)
+
+
+def _dropped(job: Job) -> str:
+    return (
+        f"{job.path}: the Dask cluster cancelled grading this hand-in on {job.exercise.id} before it "
+        "finished (its scheduler restarted, or what the job needed was lost with a worker); nothing is "
+        "wrong with the hand-in: run the same command again to grade it"
+    )
+
+
+def _killed(job: Job, exc: KilledWorker) -> str:
+    tries = getattr(exc, "allowed_failures", None)
+    count = (
+        "every Dask worker that tried it"
+        if not isinstance(tries, int)
+        else ("the Dask worker that tried it" if tries == 0 else f"{tries + 1} Dask workers")
+    )
+    return (
+        f"{job.path}: {count} died while grading this hand-in on {job.exercise.id}, so the cluster "
+        "stopped trying (distributed.scheduler.allowed-failures). Likely cause: the hand-in exhausts the "
+        "worker's memory or kills its process, or the workers were stopped meanwhile. Grade it alone "
+        f"here to see what it does: grader check {job.exercise.root} {job.path}"
+    )

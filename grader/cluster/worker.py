@@ -1,0 +1,68 @@
+"""A Dask worker process's side: its warm zygotes, and the grading of one job in one of them.
+
+The plugin is installed once per worker process (and again in a worker that restarts), and stays: a
+later run on the same cluster finds its zygotes warm. Its pool is the same WorkerPool a local run uses,
+under this machine's isolation (bubblewrap or the fallback), with one zygote per worker thread; the
+worker's teardown stops them.
+"""
+
+from __future__ import annotations
+
+import importlib
+import threading
+from typing import TYPE_CHECKING
+
+from distributed import WorkerPlugin, get_worker
+
+from grader.classrun import Job, JobLost, grade_job
+from grader.results import SubmissionResult
+from grader.sandbox.warm import WorkerPool
+
+if TYPE_CHECKING:
+    from distributed import Worker
+
+    from grader.exercise.reference import References
+
+PLUGIN = "grader-warm-workers"
+_REFERENCES = "grader.exercise.reference"
+
+
+class WarmWorkers(WorkerPlugin):
+    """One WorkerPool per Dask worker process, as many zygotes as it has threads, started at once."""
+
+    name = PLUGIN
+    idempotent = True  # registered again by each run: the zygotes already there are kept
+
+    def __init__(self) -> None:
+        self.pool: WorkerPool | None = None  # made on the worker: zygotes do not travel
+
+    def setup(self, worker: Worker) -> None:
+        threads = int(worker.state.nthreads)
+        self.pool = WorkerPool(limit=threads)
+        self.pool.prestart(threads)  # their torch imports overlap the client's references
+        # So does this process's own: the references a job names are torch's (grader.exercise.reference).
+        threading.Thread(target=importlib.import_module, args=(_REFERENCES,), daemon=True).start()
+
+    def teardown(self, worker: Worker) -> None:
+        if self.pool is not None:
+            self.pool.close()
+
+
+def grade_on_worker(job: Job, seed: int, references: References) -> SubmissionResult:
+    """The job graded here, in one of this worker process's warm zygotes."""
+    worker = get_worker()
+    plugin = worker.plugins.get(PLUGIN)
+    if not isinstance(plugin, WarmWorkers) or plugin.pool is None:
+        raise JobLost(
+            f"Dask worker {worker.address}: the grader's plugin is not installed there, so it has no "
+            "sandboxed workers to grade in; run the same command again (the client installs it on every "
+            "worker it connects to)"
+        )
+    if not job.exercise.root.is_dir():
+        # Submissions travel with the job; the exercise's support files are read where it runs.
+        raise JobLost(
+            f"Dask worker {worker.address}: the exercise folder {job.exercise.root} is not there; every "
+            "worker needs the exercises at the same path as the machine running `grader run` (README, "
+            "'On a Dask cluster')"
+        )
+    return grade_job(job, seed, references, plugin.pool)
