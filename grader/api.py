@@ -167,7 +167,7 @@ def _text(render: Callable[[Console], None]) -> str:
     from rich.console import Console
 
     out = io.StringIO()
-    render(Console(file=out, width=110, highlight=False, color_system=None, force_jupyter=False))
+    render(Console(file=out, width=110, highlight=False, color_system=None, force_jupyter=False, emoji=False))
     return "\n".join(line.rstrip() for line in out.getvalue().splitlines()) + "\n"
 
 

@@ -373,6 +373,8 @@ def test_student_text_reaches_the_terminal_harmless(attacked: ClassRun) -> None:
     for output in (attacked.report, attacked.stderr):
         assert "\x1b" not in output and "\r" not in output and "\x07" not in output
     assert "\\x1b[2J" in attacked.report  # shown, as visible escapes
+    assert ":white_check_mark: passed" in attacked.report  # as typed, not rich's emoji
+    assert "\u2705" not in attacked.report + attacked.stderr
 
 
 def test_gradescope_keeps_its_result_and_ships_no_solution(tmp_path: Path) -> None:

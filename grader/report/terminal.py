@@ -45,7 +45,8 @@ def make_console(stderr: bool = False) -> Console:
     """A console that keeps reports readable in pipes and CI logs too (rich assumes 80 columns there)."""
     probe = Console(stderr=stderr)
     width = None if probe.is_terminal else 120
-    return Console(stderr=stderr, highlight=False, width=width)
+    # emoji=False: a student's ":x:" or ":thumbs_up:" is text, never a picture that changes what it says.
+    return Console(stderr=stderr, highlight=False, width=width, emoji=False)
 
 
 def render_result(
