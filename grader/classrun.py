@@ -2,7 +2,10 @@
 
 A (student, exercise) whose submission, exercise, settings and grader version are unchanged since it was
 last graded is taken from the gradebook; the rest are graded in parallel, and each result is written to
-the gradebook the moment it exists. References are computed only for exercises with something to grade.
+the gradebook the moment it exists. What nobody handed in (no file attempts the exercise) and what cannot
+be used is written at once, with no worker, no references and no trials: a course's library of exercises
+costs nothing beside the one a class hands in. References are computed only for the exercises a hand-in
+of which is graded.
 Ctrl-C cancels what has not started and lets what is in flight finish; everything finished is kept.
 The results come back by student, then exercise, whatever order they were graded in.
 """
@@ -20,7 +23,7 @@ from grader.errors import GraderError
 from grader.exercise.spec import Exercise
 from grader.exercise.trials import make_trials
 from grader.gradebook import Gradebook, Key, exercise_hash, settings, submission_hash
-from grader.grading import grade, not_runnable
+from grader.grading import grade, not_runnable, not_started
 from grader.handin.discover import may_define, submission_from_path
 from grader.handin.prepare import Submission
 from grader.outcomes import FailureKind
@@ -101,9 +104,32 @@ def run_class(
         if progress is not None:
             progress(stored)
 
+    queue: list[Job] = []
+    # By exercise, the results of what is not handed in or cannot be used: written once the exercise's
+    # references hold where some hand-in of it is graded (one whose references fail is skipped whole).
+    unstarted: dict[str, list[tuple[Key, SubmissionResult]]] = {}
+    for job in pending:
+        result = _not_started(job, seed, trials)
+        if result is None:
+            queue.append(job)
+        else:
+            unstarted.setdefault(job.exercise.id, []).append((job.key, result))
+
+    def write_unstarted(exercise: str) -> None:
+        written = unstarted.pop(exercise, [])
+        gradebook.record_all(run_id, written)
+        for _, result in written:
+            outcome.results.append(result)
+            outcome.graded += 1
+            if progress is not None:
+                progress(result)
+
+    for exercise in {job.exercise.id for job in pending} - {job.exercise.id for job in queue}:
+        write_unstarted(exercise)
+
     workers_pool = WorkerPool(limit=workers)
-    if pending:  # their torch imports overlap the references' computation
-        workers_pool.prestart(min(workers, len(pending)))
+    if queue:  # their torch imports overlap the references' computation
+        workers_pool.prestart(min(workers, len(queue)))
     references: dict[str, References | None] = {}
 
     def references_for(exercise: Exercise) -> References | None:
@@ -120,6 +146,8 @@ def run_class(
             except GraderError as exc:  # its graph fails on its own inputs: grade the other exercises
                 outcome.broken.append(exc)
                 references[exercise.id] = None
+            if references[exercise.id] is not None:
+                write_unstarted(exercise.id)
         return references[exercise.id]
 
     def one(job: Job, refs: References) -> SubmissionResult:
@@ -135,7 +163,6 @@ def run_class(
 
     pool = ThreadPoolExecutor(max_workers=workers)
     running: set[Future[SubmissionResult]] = set()
-    queue = list(pending)
     # Grading one submission makes tens of thousands of objects that live until it is judged; at the
     # default threshold (700 new objects) the collector walks each of them many times over, a sixth of
     # the grader's time. Collections that come seldom find most of them freed already.
@@ -170,6 +197,9 @@ def run_class(
         pool.shutdown(wait=False, cancel_futures=True)
         workers_pool.close()
         gc.set_threshold(*thresholds)
+    # A result taken from the gradebook of an exercise whose references fail now goes with it.
+    broken = {exercise for exercise, refs in references.items() if refs is None}
+    outcome.results = [r for r in outcome.results if r.exercise not in broken]
     outcome.results.sort(key=_table_order(jobs))
     return outcome
 
@@ -182,13 +212,20 @@ def _table_order(jobs: Sequence[Job]) -> Callable[[SubmissionResult], tuple[int,
     return lambda result: (students[result.student], exercises[result.exercise])
 
 
-def _grade(job: Job, seed: int, references: References, pool: WorkerPool) -> SubmissionResult:
+def _not_started(job: Job, seed: int, trials: int | None) -> SubmissionResult | None:
+    """The result of a job with nothing to run (the hand-in cannot be used, or none of its files attempts
+    the exercise: no need to start a worker to learn that), or None: it is to be graded."""
     exercise, entry = job.exercise, job.exercise.spec.entry
+    count = trials or exercise.spec.trials
     if job.submission is None:
-        return not_runnable(exercise, job.student, job.path, seed, references, job.problem)
-    if not may_define(job.submission, entry):  # no need to start a worker to learn that
+        return not_started(exercise, job.student, job.path, seed, count, job.problem)
+    if not may_define(job.submission, entry):
         message = f"not handed in: none of the files defines {entry}()"
-        return not_runnable(
-            exercise, job.student, job.path, seed, references, message, FailureKind.NOT_SUBMITTED
-        )
-    return grade(exercise, job.submission, seed, references=references, pool=pool)
+        kind = FailureKind.NOT_SUBMITTED
+        return not_started(exercise, job.student, job.path, seed, count, message, kind)
+    return None
+
+
+def _grade(job: Job, seed: int, references: References, pool: WorkerPool) -> SubmissionResult:
+    assert job.submission is not None  # an unusable hand-in is not graded: _not_started wrote its result
+    return grade(job.exercise, job.submission, seed, references=references, pool=pool)
