@@ -8,8 +8,9 @@ fresh gradebook, over
   (a) the bundled exercises folder, every exercise of the library (nobody hands in the others),
   (b) a folder holding graph2 alone,
 and (c) the seed's own check (seed_loop.py, as check_vs_seed.py runs it) in a fresh Python per hand-in,
-JOBS at a time. Printed: each one's wall time, and the ratios a/b (what the exercises nobody handed in
-cost; acceptance: at most 1.3) and c/a (acceptance: at least 5).
+JOBS at a time. Printed: each one's wall time and CPU time (of every process it waited for: on a shared
+machine the steadier of the two), and the ratios a/b (what the exercises nobody handed in cost;
+acceptance: at most 1.3) and c/a (acceptance: at least 5).
 
 With several `--students` counts (10 40 160) it also prints, for (a) and (b), the fixed cost and the cost
 per hand-in of a line through the counts (least squares). With `--rounds N` every configuration runs N
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -49,25 +51,33 @@ def make_class(folder: Path, students: int) -> tuple[Path, Path]:
     return alone, submissions
 
 
-def graded(exercises: Path, submissions: Path, gradebook: Path, trials: int, jobs: int) -> float:
+Timing = tuple[float, float]  # wall seconds, and CPU seconds of every process it waited for
+
+
+def children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def graded(exercises: Path, submissions: Path, gradebook: Path, trials: int, jobs: int) -> Timing:
     command = [sys.executable, "-m", "grader", "run", str(exercises), "--submissions", str(submissions)]
     command += ["--trials", str(trials), "-j", str(jobs), "--gradebook", str(gradebook), "--json"]
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), children_cpu()
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     seconds = time.perf_counter() - started
     if done.returncode not in (0, 1):
         raise SystemExit(f"grader run failed ({done.returncode}):\n{done.stderr}")
-    return seconds
+    return seconds, children_cpu() - cpu
 
 
-def seed_loops(students: int, jobs: int) -> float:
+def seed_loops(students: int, jobs: int) -> Timing:
     def one(_: int) -> None:
         subprocess.run(SEED, cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
 
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), children_cpu()
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         list(pool.map(one, range(students)))
-    return time.perf_counter() - started
+    return time.perf_counter() - started, children_cpu() - cpu
 
 
 def line(points: Sequence[tuple[int, float]]) -> tuple[float, float]:
@@ -87,7 +97,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--no-seed", action="store_true", help="leave out (c), the seed's loops")
     args = parser.parse_args()
-    runs: dict[tuple[str, int], list[float]] = {}
+    runs: dict[tuple[str, int], list[Timing]] = {}
     with tempfile.TemporaryDirectory() as scratch:
         folder = Path(scratch)
         classes = {count: make_class(folder / f"class-{count}", count) for count in args.students}
@@ -95,11 +105,12 @@ def main() -> None:
             for count, (alone, submissions) in classes.items():
                 for label, exercises in (("a", LIBRARY), ("b", alone)):
                     gradebook = folder / f"gradebook-{label}-{count}-{round_number}.sqlite"
-                    wall = graded(exercises, submissions, gradebook, args.trials, args.jobs)
-                    runs.setdefault((label, count), []).append(wall)
+                    timing = graded(exercises, submissions, gradebook, args.trials, args.jobs)
+                    runs.setdefault((label, count), []).append(timing)
                 if not args.no_seed:
                     runs.setdefault(("c", count), []).append(seed_loops(count, args.jobs))
-    best = {config: min(walls) for config, walls in runs.items()}
+    best = {config: min(timings)[0] for config, timings in runs.items()}
+    cpu = {config: min(c for _, c in timings) for config, timings in runs.items()}
     library = sum(1 for _ in LIBRARY.rglob("exercise.yaml"))
     print(f"graph2 hand-ins x {args.trials} trials, -j {args.jobs}, {os.cpu_count()} cores", end="")
     print(f", fastest of {args.rounds} rounds" if args.rounds > 1 else "")
@@ -108,15 +119,18 @@ def main() -> None:
         "b": "(b) grader run, graph2 alone",
         "c": f"(c) seed loop, fresh Python each, {args.jobs} at a time",
     }
-    print(f"{'':52} {'students':>8} {'wall s':>8} {'s/hand-in':>10}  runs (s)")
+    print(f"{'':52} {'students':>8} {'wall s':>8} {'s/hand-in':>10} {'CPU s':>8}  runs (wall s)")
     for (label, count), wall in sorted(best.items()):
-        spread = " ".join(f"{w:.1f}" for w in runs[label, count])
-        print(f"{names[label]:52} {count:8d} {wall:8.1f} {wall / count:10.3f}  {spread}")
+        spread = " ".join(f"{w:.1f}" for w, _ in runs[label, count])
+        used = cpu[label, count]
+        print(f"{names[label]:52} {count:8d} {wall:8.1f} {wall / count:10.3f} {used:8.1f}  {spread}")
     for count in args.students:
         a, b = best["a", count], best["b", count]
-        verdict = f"a/b {a / b:.2f} (acceptance: at most 1.3)"
+        verdict = f"a/b {a / b:.2f} wall, {cpu['a', count] / cpu['b', count]:.2f} CPU"
+        verdict += " (acceptance: at most 1.3)"
         if ("c", count) in best:
-            verdict += f", c/a {best['c', count] / a:.2f} (acceptance: at least 5)"
+            verdict += f"; c/a {best['c', count] / a:.2f} wall, {cpu['c', count] / cpu['a', count]:.2f} CPU"
+            verdict += " (acceptance: at least 5)"
         print(f"{count} students: {verdict}")
     if len(args.students) > 1:
         for label in ("a", "b"):
