@@ -16,15 +16,16 @@ import gc
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from grader.errors import GraderError
 from grader.exercise.spec import Exercise
 from grader.exercise.trials import make_trials
 from grader.gradebook import Gradebook, Key, exercise_hash, settings, submission_hash
 from grader.grading import grade, not_runnable, not_started
-from grader.handin.discover import may_define, submission_from_path
+from grader.handin.discover import may_define, read_handin, submission_of
 from grader.handin.prepare import Submission
 from grader.outcomes import FailureKind
 from grader.results import SubmissionResult
@@ -60,27 +61,33 @@ Progress = Callable[[SubmissionResult], None]  # told of each result, graded or 
 def plan(
     exercises: Sequence[Exercise], students: Sequence[tuple[str, Path]], seed: int, trials: int | None
 ) -> list[Job]:
+    handins = {name: _usable(path, partial(read_handin, path)) for name, path in students}
     jobs = []
     for exercise in exercises:
         exercise_key = exercise_hash(exercise)
         grading = settings(seed, trials or exercise.spec.trials)
+        entry, selection = exercise.spec.entry, exercise.spec.notebook.selection
         for name, path in students:
-            submission: Submission | None
-            try:
-                submission, problem = (
-                    submission_from_path(path, exercise.spec.entry, name, exercise.spec.notebook.selection),
-                    "",
-                )
-            except GraderError as exc:  # this student's hand-in is unusable; the others are still graded
-                submission, problem = None, str(exc)
-            except Exception as exc:  # anything else in reading it is still this student's alone
-                submission, problem = (
-                    None,
-                    f"{path}: the hand-in could not be read ({type(exc).__name__}: {exc})",
-                )
+            handin, problem = handins[name]
+            submission: Submission | None = None
+            if handin is not None:
+                submission, problem = _usable(path, partial(submission_of, handin, entry, name, selection))
             key = Key(name, exercise.id, submission_hash(submission, path), exercise_key, grading)
             jobs.append(Job(exercise, name, path, submission, problem, key))
     return jobs
+
+
+Made = TypeVar("Made")
+
+
+def _usable(path: Path, make: Callable[[], Made]) -> tuple[Made | None, str]:
+    """What `make` makes of a student's hand-in, or None and why it is unusable."""
+    try:
+        return make(), ""
+    except GraderError as exc:  # this student's hand-in is unusable; the others are still graded
+        return None, str(exc)
+    except Exception as exc:  # anything else in reading it is still this student's alone
+        return None, f"{path}: the hand-in could not be read ({type(exc).__name__}: {exc})"
 
 
 def run_class(

@@ -33,6 +33,23 @@ def submission_from_path(
     What cannot be graded is a UsageError naming it, before anything runs: a link or special file, a file
     too large, a notebook that is not one (NotebookError).
     """
+    return submission_of(read_handin(path), entry, name, notebook)
+
+
+@dataclass(frozen=True)
+class HandIn:
+    """A hand-in's files as read, before any exercise looks for its entry in them: what a class run reads
+    once per student for every exercise of its library."""
+
+    root: Path
+    files: tuple[str, ...]  # relative to root
+    contents: tuple[bytes, ...]
+    name: str  # the student's, from the folder or file name
+
+
+def read_handin(path: Path) -> HandIn:
+    """The files of a hand-in (a file, or a folder's .py and .ipynb files), read without following links;
+    a UsageError where there is nothing that could be graded."""
     if not os.path.lexists(path):
         raise UsageError(f"{path}: no such file or folder")
     if stat.S_ISDIR(os.lstat(path).st_mode):
@@ -46,13 +63,22 @@ def submission_from_path(
             kinds = "a .py file, a notebook (.ipynb) or a folder of them"
             raise UsageError(f"{path}: a submission is {kinds}, not '{path.suffix}'")
         root, relatives, default_name = path.parent.resolve(), [path.name], path.stem
-    contents = {relative: files.read(root, relative) for relative in relatives}
+    contents = tuple(files.read(root, relative) for relative in relatives)
+    return HandIn(root, tuple(relatives), contents, default_name)
+
+
+def submission_of(
+    handin: HandIn, entry: str, name: str | None = None, notebook: notebooks.Selection = notebooks.ALL
+) -> Submission:
+    """The hand-in as a submission of the exercise whose entry is `entry` (submission_from_path)."""
+    root, relatives = handin.root, handin.files
+    contents = dict(zip(relatives, handin.contents, strict=True))
     outlines = {relative: _outline(root / relative, contents[relative], notebook) for relative in relatives}
     defining = [f for f in relatives if entry in outlines[f].binds]
     ordered = defining + [f for f in relatives if f not in defining]
     converted = {f: o.converted for f, o in outlines.items() if o.converted is not None}
     return Submission(
-        name=name or default_name,
+        name=name or handin.name,
         root=root,
         files=tuple(ordered),
         contents=tuple(contents[f] for f in ordered),
