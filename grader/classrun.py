@@ -2,7 +2,10 @@
 
 A (student, exercise) whose submission, exercise, settings and grader version are unchanged since it was
 last graded is taken from the gradebook; the rest are graded in parallel, and each result is written to
-the gradebook the moment it exists. References are computed only for exercises with something to grade.
+the gradebook the moment it exists. What nobody handed in (no file attempts the exercise) and what cannot
+be used is written at once, with no worker, no references and no trials: a course's library of exercises
+costs nothing beside the one a class hands in. References are computed only for the exercises a hand-in
+of which is graded.
 Ctrl-C cancels what has not started and lets what is in flight finish; everything finished is kept.
 The results come back by student, then exercise, whatever order they were graded in.
 
@@ -16,16 +19,17 @@ import gc
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from grader.errors import GraderError
 from grader.exercise.reference_cache import computed_references, stored_references
 from grader.exercise.spec import Exercise
 from grader.exercise.trials import make_trials
 from grader.gradebook import Gradebook, Key, exercise_hash, settings, submission_hash
-from grader.grading import grade, not_runnable
-from grader.handin.discover import may_define, submission_from_path
+from grader.grading import grade, not_runnable, not_started
+from grader.handin.discover import may_define, read_handin, submission_of, untagged_hint
 from grader.handin.prepare import Submission
 from grader.outcomes import FailureKind
 from grader.results import SubmissionResult
@@ -104,27 +108,33 @@ Progress = Callable[[SubmissionResult], None]  # told of each result, graded or 
 def plan(
     exercises: Sequence[Exercise], students: Sequence[tuple[str, Path]], seed: int, trials: int | None
 ) -> list[Job]:
+    handins = {name: _usable(path, partial(read_handin, path)) for name, path in students}
     jobs = []
     for exercise in exercises:
         exercise_key = exercise_hash(exercise)
         grading = settings(seed, trials or exercise.spec.trials)
+        entry, selection = exercise.spec.entry, exercise.spec.notebook.selection
         for name, path in students:
-            submission: Submission | None
-            try:
-                submission, problem = (
-                    submission_from_path(path, exercise.spec.entry, name, exercise.spec.notebook.selection),
-                    "",
-                )
-            except GraderError as exc:  # this student's hand-in is unusable; the others are still graded
-                submission, problem = None, str(exc)
-            except Exception as exc:  # anything else in reading it is still this student's alone
-                submission, problem = (
-                    None,
-                    f"{path}: the hand-in could not be read ({type(exc).__name__}: {exc})",
-                )
+            handin, problem = handins[name]
+            submission: Submission | None = None
+            if handin is not None:
+                submission, problem = _usable(path, partial(submission_of, handin, entry, name, selection))
             key = Key(name, exercise.id, submission_hash(submission, path), exercise_key, grading)
             jobs.append(Job(exercise, name, path, submission, problem, key))
     return jobs
+
+
+Made = TypeVar("Made")
+
+
+def _usable(path: Path, make: Callable[[], Made]) -> tuple[Made | None, str]:
+    """What `make` makes of a student's hand-in, or None and why it is unusable."""
+    try:
+        return make(), ""
+    except GraderError as exc:  # this student's hand-in is unusable; the others are still graded
+        return None, str(exc)
+    except Exception as exc:  # anything else in reading it is still this student's alone
+        return None, f"{path}: the hand-in could not be read ({type(exc).__name__}: {exc})"
 
 
 def run_class(
@@ -151,8 +161,31 @@ def run_class(
         if progress is not None:
             progress(stored)
 
-    if pending:  # their torch imports overlap the references' computation
-        backend.prestart(min(backend.slots, len(pending)))
+    queue: list[Job] = []
+    # By exercise, the results of what is not handed in or cannot be used: written once the exercise's
+    # references hold where some hand-in of it is graded (one whose references fail is skipped whole).
+    unstarted: dict[str, list[tuple[Key, SubmissionResult]]] = {}
+    for job in pending:
+        result = _not_started(job, seed, trials)
+        if result is None:
+            queue.append(job)
+        else:
+            unstarted.setdefault(job.exercise.id, []).append((job.key, result))
+
+    def write_unstarted(exercise: str) -> None:
+        written = unstarted.pop(exercise, [])
+        gradebook.record_all(run_id, written)
+        for _, result in written:
+            outcome.results.append(result)
+            outcome.graded += 1
+            if progress is not None:
+                progress(result)
+
+    for exercise in {job.exercise.id for job in pending} - {job.exercise.id for job in queue}:
+        write_unstarted(exercise)
+
+    if queue:  # their torch imports overlap the references' computation
+        backend.prestart(min(backend.slots, len(queue)))
     references: dict[str, References | None] = {}
 
     def references_for(exercise: Exercise) -> References | None:
@@ -168,6 +201,8 @@ def run_class(
             except GraderError as exc:  # its graph fails on its own inputs: grade the other exercises
                 outcome.broken.append(exc)
                 references[exercise.id] = None
+            if references[exercise.id] is not None:
+                write_unstarted(exercise.id)
         return references[exercise.id]
 
     def submit(job: Job, refs: References) -> Future[SubmissionResult]:
@@ -206,7 +241,6 @@ def run_class(
 
     jobs_of: dict[Future[SubmissionResult], tuple[Job, References]] = {}
     running: set[Future[SubmissionResult]] = set()
-    queue = list(pending)
     # Grading one submission makes tens of thousands of objects that live until it is judged; at the
     # default threshold (700 new objects) the collector walks each of them many times over, a sixth of
     # the grader's time. Collections that come seldom find most of them freed already.
@@ -241,6 +275,9 @@ def run_class(
     finally:
         backend.close()
         gc.set_threshold(*thresholds)
+    # A result taken from the gradebook of an exercise whose references fail now goes with it.
+    broken = {exercise for exercise, refs in references.items() if refs is None}
+    outcome.results = [r for r in outcome.results if r.exercise not in broken]
     outcome.results.sort(key=_table_order(jobs))
     return outcome
 
@@ -253,14 +290,22 @@ def _table_order(jobs: Sequence[Job]) -> Callable[[SubmissionResult], tuple[int,
     return lambda result: (students[result.student], exercises[result.exercise])
 
 
+def _not_started(job: Job, seed: int, trials: int | None) -> SubmissionResult | None:
+    """The result of a job with nothing to run (the hand-in cannot be used, or none of its files attempts
+    the exercise: no need to start a worker to learn that), or None: it is to be graded."""
+    exercise, entry = job.exercise, job.exercise.spec.entry
+    count = trials or exercise.spec.trials
+    if job.submission is None:
+        return not_started(exercise, job.student, job.path, seed, count, job.problem)
+    if not may_define(job.submission, entry):
+        hint = untagged_hint(job.submission, entry)  # written, but in a cell the exercise does not grade
+        message = f"not handed in: none of the files defines {entry}()" + (f"; {hint}" if hint else "")
+        kind = FailureKind.NOT_SUBMITTED
+        return not_started(exercise, job.student, job.path, seed, count, message, kind)
+    return None
+
+
 def grade_job(job: Job, seed: int, references: References, pool: WorkerPool) -> SubmissionResult:
     """One job's result, graded in a worker from `pool`: here, or on a cluster's worker."""
-    exercise, entry = job.exercise, job.exercise.spec.entry
-    if job.submission is None:
-        return not_runnable(exercise, job.student, job.path, seed, references, job.problem)
-    if not may_define(job.submission, entry):  # no need to start a worker to learn that
-        message = f"not handed in: none of the files defines {entry}()"
-        return not_runnable(
-            exercise, job.student, job.path, seed, references, message, FailureKind.NOT_SUBMITTED
-        )
-    return grade(exercise, job.submission, seed, references=references, pool=pool)
+    assert job.submission is not None  # an unusable hand-in is not graded: _not_started wrote its result
+    return grade(job.exercise, job.submission, seed, references=references, pool=pool)

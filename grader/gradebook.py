@@ -17,6 +17,7 @@ import os
 import sqlite3
 import stat
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from enum import Enum
@@ -118,22 +119,40 @@ class Gradebook:
 
     def record(self, run_id: int, key: Key, result: SubmissionResult) -> None:
         """Store one result, replacing the previous one of that (student, exercise), in one transaction."""
-        with self._lock:
-            self._db.execute(
-                "INSERT OR REPLACE INTO results (student, exercise, submission_hash, exercise_hash, "
-                "grader_version, settings, result, graded_at, run_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    key.student,
-                    key.exercise,
-                    key.submission_hash,
-                    key.exercise_hash,
-                    grader.__version__,
-                    key.settings,
-                    encode(result),
-                    _now(),
-                    run_id,
-                ),
+        self.record_all(run_id, [(key, result)])
+
+    def record_all(self, run_id: int, results: Sequence[tuple[Key, SubmissionResult]]) -> None:
+        """Store results in one transaction: those made at once (what nobody handed in) cost one write to
+        disk for the lot, not one each."""
+        if not results:
+            return
+        now = _now()
+        rows = [
+            (
+                key.student,
+                key.exercise,
+                key.submission_hash,
+                key.exercise_hash,
+                grader.__version__,
+                key.settings,
+                encode(result),
+                now,
+                run_id,
             )
+            for key, result in results
+        ]
+        with self._lock, contextlib.closing(self._db.cursor()) as cursor:
+            cursor.execute("BEGIN")
+            try:
+                cursor.executemany(
+                    "INSERT OR REPLACE INTO results (student, exercise, submission_hash, exercise_hash, "
+                    "grader_version, settings, result, graded_at, run_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    rows,
+                )
+            except BaseException:
+                cursor.execute("ROLLBACK")
+                raise
+            cursor.execute("COMMIT")
 
     def results(self) -> list[SubmissionResult]:
         """Every stored result, by student then exercise."""

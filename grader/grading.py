@@ -16,10 +16,11 @@ from grader.exercise.reference_cache import computed_references, stored_referenc
 from grader.exercise.spec import Exercise
 from grader.exercise.trials import Trial, make_trials, student_seed
 from grader.handin.prepare import Submission, prepare
-from grader.judging.judge import judge
+from grader.judging.judge import judge, not_run
 from grader.judging.reruns import plan_reruns
 from grader.outcomes import Failure, FailureKind
 from grader.results import SubmissionResult
+from grader.sandbox import isolation
 from grader.sandbox.report import Pass, RerunRequest, WorkerReport
 from grader.sandbox.runner import RunningWorker
 from grader.sandbox.warm import WorkerPool
@@ -118,3 +119,18 @@ def not_runnable(
     report = WorkerReport(first=first, reruns=Pass())
     plan = plan_reruns(exercise, references, first)
     return judge(exercise, Submission(student, path, ()), seed, references, report, plan)
+
+
+def not_started(
+    exercise: Exercise,
+    student: str,
+    path: Path,
+    seed: int,
+    trials: int,
+    message: str,
+    kind: FailureKind = FailureKind.MISSING_FUNCTION,
+) -> SubmissionResult:
+    """`not_runnable`'s result without its references, nor a look at each of the `trials`: for what
+    nobody handed in, at no cost (no failing case is named: nothing ran)."""
+    handin, failure = Submission(student, path, ()), Failure(kind, message)
+    return not_run(exercise, handin, seed, trials, failure, isolation.current().description)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -110,7 +111,13 @@ def student_location(traceback: str) -> str:
 
 def display_path(path: Path) -> str:
     """A path as the user would type it: relative to the working directory where possible."""
+    return _relative(path, Path.cwd())
+
+
+# A class's results name each exercise folder once per student: resolved once.
+@functools.lru_cache(maxsize=4096)
+def _relative(path: Path, cwd: Path) -> str:
     try:
-        return str(path.resolve().relative_to(Path.cwd()))
+        return str(path.resolve().relative_to(cwd))
     except ValueError:
         return str(path)

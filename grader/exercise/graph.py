@@ -11,7 +11,7 @@ import difflib
 import operator
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 
 Value = Any  # a torch.Tensor, or a Python int/float (sizes and constants)
@@ -468,6 +468,12 @@ def size_expression_names(text: str | int, known: Iterable[str]) -> None:
 
 
 def _parse_size_expression(text: str, known: Iterable[str]) -> ast.expr:
+    return _parsed_size_expression(text, frozenset(known))
+
+
+# Every trial's shapes evaluate the same few expressions, and every library load checks them: parsed once.
+@lru_cache(maxsize=1024)
+def _parsed_size_expression(text: str, known: frozenset[str]) -> ast.expr:
     try:
         tree = ast.parse(text.strip(), mode="eval").body
     except SyntaxError as exc:

@@ -7,9 +7,13 @@ Each file of a hand-in is read once, here, without following links (files.py); e
 from __future__ import annotations
 
 import ast
+import hashlib
 import os
 import stat
-from collections.abc import Mapping
+import threading
+from collections import OrderedDict
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from grader.errors import UsageError
@@ -29,6 +33,23 @@ def submission_from_path(
     What cannot be graded is a UsageError naming it, before anything runs: a link or special file, a file
     too large, a notebook that is not one (NotebookError).
     """
+    return submission_of(read_handin(path), entry, name, notebook)
+
+
+@dataclass(frozen=True)
+class HandIn:
+    """A hand-in's files as read, before any exercise looks for its entry in them: what a class run reads
+    once per student for every exercise of its library."""
+
+    root: Path
+    files: tuple[str, ...]  # relative to root
+    contents: tuple[bytes, ...]
+    name: str  # the student's, from the folder or file name
+
+
+def read_handin(path: Path) -> HandIn:
+    """The files of a hand-in (a file, or a folder's .py and .ipynb files), read without following links;
+    a UsageError where there is nothing that could be graded."""
     if not os.path.lexists(path):
         raise UsageError(f"{path}: no such file or folder")
     if stat.S_ISDIR(os.lstat(path).st_mode):
@@ -42,18 +63,26 @@ def submission_from_path(
             kinds = "a .py file, a notebook (.ipynb) or a folder of them"
             raise UsageError(f"{path}: a submission is {kinds}, not '{path.suffix}'")
         root, relatives, default_name = path.parent.resolve(), [path.name], path.stem
-    contents = {relative: files.read(root, relative) for relative in relatives}
-    parsed = {relative: _parsed(root / relative, contents[relative], notebook) for relative in relatives}
-    trees = {relative: tree for relative, (tree, _) in parsed.items()}
-    defining = [f for f in relatives if (tree := trees[f]) is not None and _binds(tree, entry)]
+    contents = tuple(files.read(root, relative) for relative in relatives)
+    return HandIn(root, tuple(relatives), contents, default_name)
+
+
+def submission_of(
+    handin: HandIn, entry: str, name: str | None = None, notebook: notebooks.Selection = notebooks.ALL
+) -> Submission:
+    """The hand-in as a submission of the exercise whose entry is `entry` (submission_from_path)."""
+    root, relatives = handin.root, handin.files
+    contents = dict(zip(relatives, handin.contents, strict=True))
+    outlines = {relative: _outline(root / relative, contents[relative], notebook) for relative in relatives}
+    defining = [f for f in relatives if entry in outlines[f].binds]
     ordered = defining + [f for f in relatives if f not in defining]
-    converted = {f: c for f, (_, c) in parsed.items() if c is not None}
+    converted = {f: o.converted for f, o in outlines.items() if o.converted is not None}
     return Submission(
-        name=name or default_name,
+        name=name or handin.name,
         root=root,
         files=tuple(ordered),
         contents=tuple(contents[f] for f in ordered),
-        runs_at_import=_runs_at_import([(f, trees[f]) for f in ordered], entry, converted),
+        runs_at_import=_runs_at_import([(f, outlines[f]) for f in ordered], entry),
         notebook=notebook,
         left_out=sum(c.left_out for c in converted.values()),
     )
@@ -63,8 +92,8 @@ def may_define(submission: Submission, name: str) -> bool:
     """Whether any of the files could define `name`: it binds it, star-imports, or does not even parse
     (then running it says what is wrong). False means the exercise was not handed in."""
     for relative, content in zip(submission.files, submission.contents, strict=True):
-        tree, _ = _parsed(submission.root / relative, content, submission.notebook)
-        if tree is None or _star_imports(tree) or _binds(tree, name):
+        outline = _outline(submission.root / relative, content, submission.notebook)
+        if not outline.parses or outline.star_imports or name in outline.binds:
             return True
     return False
 
@@ -78,8 +107,7 @@ def untagged_hint(submission: Submission, name: str) -> str:
     for relative, content in zip(submission.files, submission.contents, strict=True):
         if not relative.endswith(notebooks.SUFFIX):
             continue
-        tree, _ = _parsed(submission.root / relative, content, notebooks.ALL)
-        if tree is not None and _binds(tree, name):
+        if name in _outline(submission.root / relative, content, notebooks.ALL).binds:
             return (
                 f"{relative} defines {name}() in a cell without the tag '{selection.tag}', and this exercise "
                 f"grades only the cells tagged '{selection.tag}': add the tag to that cell (JupyterLab: the "
@@ -88,14 +116,55 @@ def untagged_hint(submission: Submission, name: str) -> str:
     return ""
 
 
+@dataclass(frozen=True)
+class _Outline:
+    """What the search for an entry needs of a file's top level: kept in place of its syntax tree, which
+    is many times larger, so that a class's files are parsed once for every exercise of a library."""
+
+    parses: bool
+    star_imports: bool
+    binds: frozenset[str]  # the names its top level defines, assigns or imports
+    works: tuple[int, ...]  # the lines where a top-level statement does work (_does_work)
+    converted: notebooks.ConvertedNotebook | None  # the notebook as Python, if it is one
+
+
+_OUTLINES_KEPT = 4096  # files: a class of a few hundred students, each handing in a few
+_outlines: OrderedDict[tuple[Path, bytes, notebooks.Selection], _Outline] = OrderedDict()
+_outlines_lock = threading.Lock()
+
+
+def _outline(path: Path, content: bytes, notebook: notebooks.Selection) -> _Outline:
+    """The file's outline (of a notebook, of the Python of the cells `notebook` selects), from the last
+    few thousand files asked about where it is one of them. Keyed by the content's digest, not by it.
+
+    A notebook that is not one raises NotebookError: it cannot be graded at all.
+    """
+    key = (path, hashlib.sha256(content).digest(), notebook)
+    with _outlines_lock:
+        if key in _outlines:
+            _outlines.move_to_end(key)
+            return _outlines[key]
+    tree, converted = _parsed(path, content, notebook)
+    body = tree.body if tree is not None else []
+    outline = _Outline(
+        parses=tree is not None,
+        star_imports=tree is not None and _star_imports(tree),
+        binds=frozenset(_bound(tree)) if tree is not None else frozenset(),
+        works=tuple(node.lineno for node in body if _does_work(node)),
+        converted=converted,
+    )
+    with _outlines_lock:
+        _outlines[key] = outline
+        if len(_outlines) > _OUTLINES_KEPT:
+            _outlines.popitem(last=False)
+    return outline
+
+
 def _parsed(
     path: Path, content: bytes, notebook: notebooks.Selection
 ) -> tuple[ast.Module | None, notebooks.ConvertedNotebook | None]:
     """The file's syntax tree (of a notebook, the Python of the cells `notebook` selects), or None when
-    it does not parse; the converted notebook, if it is one.
-
-    A notebook that is not one raises NotebookError: it cannot be graded at all.
-    """
+    it does not parse; the converted notebook, if it is one."""
     converted = None
     if path.suffix == notebooks.SUFFIX:
         converted = notebooks.convert(content, path, notebook)
@@ -109,24 +178,18 @@ def _parsed(
         return None, converted
 
 
-def _runs_at_import(
-    trees: list[tuple[str, ast.Module | None]],
-    entry: str,
-    converted: Mapping[str, notebooks.ConvertedNotebook],
-    shown: int = 3,
-) -> tuple[str, ...]:
+def _runs_at_import(outlines: list[tuple[str, _Outline]], entry: str, shown: int = 3) -> tuple[str, ...]:
     """Where the files the worker imports, in its order (up to the one defining `entry`), run code at
     their top level (a check loop, a call, a print), as "hw.py line 12" or "hw.ipynb cell 3 line 2": it
     runs once, before the trials. At most `shown` places."""
     places: list[str] = []
-    for relative, tree in trees:
-        for node in tree.body if tree is not None else []:
-            if _does_work(node) and len(places) < shown:
-                notebook = converted.get(relative)
-                cell = notebook.locate(node.lineno) if notebook is not None else None
-                where = f"line {node.lineno}" if cell is None else f"cell {cell[0]} line {cell[1]}"
-                places.append(f"{relative} {where}")
-        if tree is not None and _binds(tree, entry):
+    for relative, outline in outlines:
+        for line in outline.works[: shown - len(places)]:
+            notebook = outline.converted
+            cell = notebook.locate(line) if notebook is not None else None
+            where = f"line {line}" if cell is None else f"cell {cell[0]} line {cell[1]}"
+            places.append(f"{relative} {where}")
+        if entry in outline.binds:
             break
     return tuple(places)
 
@@ -171,21 +234,17 @@ def _star_imports(tree: ast.Module) -> bool:
     return any(isinstance(n, ast.ImportFrom) and any(a.name == "*" for a in n.names) for n in tree.body)
 
 
-def _binds(tree: ast.Module | ast.Try, name: str) -> bool:
+def _bound(tree: ast.Module | ast.Try) -> Iterator[str]:
+    """The names a top level binds: functions, plain assignments, imports, and those of a guarded import."""
     for node in tree.body:
-        if isinstance(node, ast.Try) and _binds(node, name):  # a guarded import of it
-            return True
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == name:
-            return True
-        if isinstance(node, ast.Assign) and any(
-            isinstance(t, ast.Name) and t.id == name for t in node.targets
-        ):
-            return True
-        if isinstance(node, ast.Import | ast.ImportFrom) and any(
-            (alias.asname or alias.name.split(".")[0]) == name for alias in node.names
-        ):
-            return True
-    return False
+        if isinstance(node, ast.Try):  # a guarded import of it
+            yield from _bound(node)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            yield node.name
+        elif isinstance(node, ast.Assign):
+            yield from (t.id for t in node.targets if isinstance(t, ast.Name))
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            yield from (alias.asname or alias.name.split(".")[0] for alias in node.names)
 
 
 def discover_students(folder: Path) -> list[tuple[str, Path]]:

@@ -13,6 +13,9 @@ from grader.judging.compare import Comparison, EntryError, RerunOutcome
 from grader.outcomes import Verdict
 from grader.results import FailingCase, ReturnResult
 
+# The precision a return is said to be judged at where nothing of it was compared (every trial erred).
+NOTHING_COMPARED = "float64"
+
 
 def classify_return(
     exercise: Exercise,
@@ -70,7 +73,7 @@ def _trial_size(trial: Trial) -> int:
 
 def _common_precision(comparisons: Sequence[Comparison]) -> str:
     counts = Counter(c.precision for c in comparisons if c.verdict is not Verdict.ERROR)
-    return counts.most_common(1)[0][0] if counts else "float64"
+    return counts.most_common(1)[0][0] if counts else NOTHING_COMPARED
 
 
 def _inferred_from_values(comparisons: Sequence[Comparison]) -> str:

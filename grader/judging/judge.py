@@ -18,7 +18,7 @@ from grader.exercise.spec import Exercise, ReturnSpec
 from grader.handin.discover import untagged_hint
 from grader.handin.prepare import Submission
 from grader.judging import consistency, diagnosis, provenance
-from grader.judging.classify import classify_return
+from grader.judging.classify import NOTHING_COMPARED, classify_return
 from grader.judging.compare import Comparison, loosely_fits
 from grader.judging.reruns import RerunPlan, finite_somewhere, resolve_beyond_rounding, returned
 from grader.outcomes import Failure, FailureKind, Verdict
@@ -82,6 +82,49 @@ def judge(
     )
 
 
+def not_run(
+    exercise: Exercise, submission: Submission, seed: int, trials: int, failure: Failure, isolation: str
+) -> SubmissionResult:
+    """What `judge` makes of a hand-in stopped by `failure` before its first trial (no file attempts the
+    exercise, or the hand-in cannot be used), built without references and without walking the trials:
+    every return errs on all of them, and none has a failing case, since nothing ran to show.
+
+    A class's library holds exercises nobody hands in: their results cost nothing this way.
+    """
+    problem = not_run_text(failure)
+    returns = tuple(
+        ReturnResult(
+            name=spec.name,
+            verdict=Verdict.ERROR,
+            trials=trials,
+            failed_trials=trials,
+            message=problem,
+            points=exercise.points(spec.name),
+            score=0.0,
+            precision=NOTHING_COMPARED,
+            max_ratio=0.0,
+        )
+        for spec in exercise.spec.returns
+    )
+    return SubmissionResult(
+        exercise=exercise.id,
+        exercise_dir=display_path(exercise.root),
+        submission=display_path(submission.path),
+        student=submission.name,
+        seed=seed,
+        trials=trials,
+        returns=returns,
+        error=failure,
+        isolation=isolation,
+        runs_at_import=submission.runs_at_import,
+    )
+
+
+def not_run_text(fatal: Failure) -> str:
+    """Why a trial was never called: what stopped the whole submission first."""
+    return f"not run: {fatal.kind} ({fatal.message})"
+
+
 def _notebook_use(submission: Submission, report: WorkerReport) -> NotebookUse | None:
     if not submission.has_notebook:
         return None
@@ -107,7 +150,7 @@ def _judge_return(
             if failure is not None:
                 judged[trial.index] = Comparison(trial.index, Verdict.ERROR, problem=_failure_text(failure))
             else:
-                problem = f"not run: {fatal.kind} ({fatal.message})" if fatal is not None else "no result"
+                problem = not_run_text(fatal) if fatal is not None else "no result"
                 judged[trial.index] = Comparison(trial.index, Verdict.ERROR, problem=problem, ran=False)
             continue
         item = output.by_name[spec.name]
