@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import CORRECT_GRAPH2, ROOT, TRANSPOSED_GRAPH2, copy_exercise, write_source
+from conftest import CORRECT_GRAPH2, ROOT, TRANSPOSED_GRAPH2, copy_exercise, exercise_folder, write_source
 
 from grader.exercise.expected import References
 from grader.exercise.reference_cache import CACHE_ENV, cache_folder, computed_references, stored_references
@@ -107,6 +107,31 @@ def test_stored_references_are_those_computed(exercise: Exercise) -> None:
     computed = computed_references(exercise, 0, make_trials(exercise, 0, 6))
     stored = stored_references(exercise, 0, 6)
     assert stored is not None and _same(stored, computed)
+
+
+@pytest.mark.parametrize(
+    "exercise_id",
+    # sizes handed out as ints (conv_param), a sampler and rejection draws, words and a vocabulary, a
+    # seeded mask, integer labels, torch tensors: every kind of trial input there is
+    [
+        "cs231n.a2.conv_naive",
+        "cs224n.a2.neg_sampling",
+        "cs224n.a2.skipgram",
+        "cs231n.a2.dropout",
+        "softmax_ce",
+        "eecs498.a2.svm_loss_naive",
+    ],
+)
+def test_every_kind_of_trial_input_is_stored(
+    exercise_id: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))
+    exercise = load_exercise(exercise_folder(exercise_id))
+    computed = computed_references(exercise, 0, make_trials(exercise, 0, 3))
+    stored = stored_references(exercise, 0, 3)
+    assert stored is not None, "what was just stored is not read back"
+    assert [list(t.inputs) for t in stored.trials] == [list(t.inputs) for t in computed.trials]
+    assert _same(stored, computed)
 
 
 def _only_file() -> Path:

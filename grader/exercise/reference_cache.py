@@ -139,7 +139,7 @@ def _store(path: Path, exercise: Exercise, references: References) -> None:
         format=_FORMAT,
         key=path.stem,
         trials=[_TrialHeader(index=t.index, sizes=dict(t.sizes)) for t in trials],
-        inputs=list(exercise.spec.inputs),
+        inputs=_input_names(exercise),
         returns=[r.name for r in exercise.spec.returns],
     )
     arrays = {_HEADER: np.frombuffer(header.model_dump_json().encode(), dtype=np.uint8)}
@@ -157,6 +157,11 @@ def _store(path: Path, exercise: Exercise, references: References) -> None:
     except BaseException:
         Path(handle.name).unlink(missing_ok=True)
         raise
+
+
+def _input_names(exercise: Exercise) -> list[str]:
+    """A trial's inputs as make_trial builds them: the spec's, then the sizes handed out as ints."""
+    return [*exercise.spec.inputs, *exercise.sizes_handed]
 
 
 def _packed(prefix: str, arrays: Sequence[np.ndarray]) -> dict[str, np.ndarray]:
@@ -191,7 +196,7 @@ def _load(path: Path, exercise: Exercise) -> References | None:
             data = {name: npz[name] for name in npz.files}
         header = _Header.model_validate_json(data[_HEADER].tobytes())
         returns = [r.name for r in exercise.spec.returns]
-        if (header.key, header.inputs, header.returns) != (path.stem, list(exercise.spec.inputs), returns):
+        if (header.key, header.inputs, header.returns) != (path.stem, _input_names(exercise), returns):
             return None
         count = len(header.trials)
         inputs = {name: _unpacked(data, f"inputs.{name}", count) for name in header.inputs}
