@@ -42,7 +42,9 @@ def make_class(folder: Path, students: int) -> tuple[Path, Path]:
     alone = folder / "alone"
     shutil.copytree(GRAPH2, alone / "graph2")
     shutil.copytree(GRAPH2.parent / "_support", alone / "_support")  # what its spec's `support:` names
-    solution = (GRAPH2 / "solution.py").read_text(encoding="utf-8")
+    # The solution's helper is named `sigmoid`, which is also CS224n's exercise of that name: over the
+    # library every hand-in would attempt it too. Renamed, the class hands in graph2 alone.
+    solution = (GRAPH2 / "solution.py").read_text(encoding="utf-8").replace("sigmoid(", "logistic(")
     submissions = folder / f"submissions-{students}"
     for i in range(students):
         student = submissions / f"student{i:03d}"
