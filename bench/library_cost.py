@@ -20,7 +20,9 @@ times, round after round, and the fastest of each is compared: a shared machine 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import re
 import resource
 import shutil
 import subprocess
@@ -44,7 +46,9 @@ def make_class(folder: Path, students: int) -> tuple[Path, Path]:
     shutil.copytree(GRAPH2.parent / "_support", alone / "_support")  # what its spec's `support:` names
     # The solution's helper is named `sigmoid`, which is also CS224n's exercise of that name: over the
     # library every hand-in would attempt it too. Renamed, the class hands in graph2 alone.
-    solution = (GRAPH2 / "solution.py").read_text(encoding="utf-8").replace("sigmoid(", "logistic(")
+    # (torch.sigmoid stays: only the helper's own name changes)
+    solution = (GRAPH2 / "solution.py").read_text(encoding="utf-8")
+    solution = re.sub(r"(?<![.\w])sigmoid\(", "logistic(", solution)
     submissions = folder / f"submissions-{students}"
     for i in range(students):
         student = submissions / f"student{i:03d}"
@@ -69,7 +73,17 @@ def graded(exercises: Path, submissions: Path, gradebook: Path, trials: int, job
     seconds = time.perf_counter() - started
     if done.returncode not in (0, 1):
         raise SystemExit(f"grader run failed ({done.returncode}):\n{done.stderr}")
+    check_full_marks(done.stdout, "graph2")
     return seconds, children_cpu() - cpu
+
+
+def check_full_marks(json_lines: str, exercise: str) -> None:
+    """Every hand-in of `exercise` got full marks: a benchmark of hand-ins that fail measures nothing."""
+    results = [json.loads(line) for line in json_lines.splitlines() if line.strip()]
+    graded = [r for r in results if r["exercise"] == exercise]
+    wrong = [r for r in graded if r["score"] != r["max_score"]]
+    if not graded or wrong:
+        raise SystemExit(f"{len(wrong)} of {len(graded)} {exercise} hand-ins not at full marks: {wrong[:1]}")
 
 
 def seed_loops(students: int, jobs: int) -> Timing:

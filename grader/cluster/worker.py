@@ -8,8 +8,6 @@ worker's teardown stops them.
 
 from __future__ import annotations
 
-import importlib
-import threading
 from typing import TYPE_CHECKING
 
 from distributed import WorkerPlugin, get_worker
@@ -24,7 +22,6 @@ if TYPE_CHECKING:
     from grader.exercise.reference import References
 
 PLUGIN = "grader-warm-workers"
-_REFERENCES = "grader.exercise.reference"
 
 
 class WarmWorkers(WorkerPlugin):
@@ -39,9 +36,10 @@ class WarmWorkers(WorkerPlugin):
     def setup(self, worker: Worker) -> None:
         threads = int(worker.state.nthreads)
         self.pool = WorkerPool(limit=threads)
-        self.pool.prestart(threads)  # their torch imports overlap the client's references
-        # So does this process's own: the references a job names are torch's (grader.exercise.reference).
-        threading.Thread(target=importlib.import_module, args=(_REFERENCES,), daemon=True).start()
+        # Their torch imports overlap the client's references. This process itself imports torch only
+        # to name a mistake (diagnosis.py): importing it here at once would cost every cold worker a
+        # torch import beside its zygotes' (on a 2-core machine, a second or two of each run's start-up).
+        self.pool.prestart(threads)
 
     def teardown(self, worker: Worker) -> None:
         if self.pool is not None:

@@ -26,8 +26,9 @@ def classify_return(
     got: Mapping[int, np.ndarray],
 ) -> ReturnResult:
     points = exercise.points(name)
-    verdict = max((c.verdict for c in comparisons), default=Verdict.ERROR)
     failed = [c for c in comparisons if c.verdict is not Verdict.PASS]
+    # The worst verdict, ordered among the few trials that did not pass (verdicts order in Python code).
+    verdict = max((c.verdict for c in failed), default=Verdict.PASS if comparisons else Verdict.ERROR)
     decisive = [c for c in failed if c.verdict is verdict]
     worst_ratio = max((c.max_ratio for c in comparisons if c.verdict is not Verdict.ERROR), default=0.0)
     precision = _common_precision(comparisons)

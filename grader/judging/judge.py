@@ -158,10 +158,12 @@ def _judge_return(
             judged[trial.index] = Comparison(
                 trial.index, Verdict.ERROR, problem=f"{spec.name} {item.problem}"
             )
-    got = {
-        i: _as_expected(spec, item.array, references.expected[i][spec.name])
-        for i, item in returned(first.outputs, spec.name).items()
-    }
+    arrays = returned(first.outputs, spec.name)
+    if spec.shape == "loose":
+        expected = references.expected
+        got = {i: _as_expected(spec, item.array, expected[i][spec.name]) for i, item in arrays.items()}
+    else:
+        got = {i: item.array for i, item in arrays.items()}
     judged.update(compared)
     judged.update(resolve_beyond_rounding(spec, references, report, compared, got))
     judged = finite_somewhere(judged)
@@ -183,8 +185,12 @@ def _accepted(
     """A return taken in another form than the array due (a loose shape, a list, a tuple, a Python number
     where an array is due) is graded as the array it describes; the message says which, on the first trial
     that shows it, so the student knows what the exercise asks for."""
-    for note in (_loose_shape_note, _array_like_note):
-        for index, item in returned(report.first.outputs, spec.name).items():
+    arrays = returned(report.first.outputs, spec.name)
+    # Looked for only where they can be: a loose shape where the exercise allows one, a Python value.
+    loose = arrays if spec.shape == "loose" else {}
+    python = {i: item for i, item in arrays.items() if item.source.startswith("Python ")}
+    for note, items in ((_loose_shape_note, loose), (_array_like_note, python)):
+        for index, item in items.items():
             text = note(spec, item, references.expected[index][spec.name])
             if text is not None:
                 judged = replace(judged, message=f"{judged.message}; {text}")

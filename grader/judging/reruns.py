@@ -125,8 +125,7 @@ def plan_reruns(exercise: Exercise, references: References, first: Pass) -> Reru
 
 def returned(outputs: Mapping[int, TrialOutput], name: str) -> dict[int, Returned]:
     """The arrays returned as `name`, by trial (trials where it was a problem left out)."""
-    found = {index: output.by_name[name] for index, output in outputs.items()}
-    return {index: item for index, item in found.items() if isinstance(item, Returned)}
+    return {i: item for i, output in outputs.items() if type(item := output.by_name[name]) is Returned}
 
 
 def compare_first_pass(

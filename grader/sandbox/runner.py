@@ -507,32 +507,43 @@ class RunningWorker:
             self._receive_trials(reading, message, frame.arrays)
 
     def _receive_trials(self, reading: _Reading, message: Trials, arrays: tuple[np.ndarray, ...]) -> None:
-        layouts: dict[tuple[int, ...], tuple[ReturnedArray | ReturnProblem, ...]] = {}
+        items = message.items
+        # The trials answered must be those owed, in order: checked for the whole frame at once.
+        owed = reading.pending[: len(items)] if message.run is reading.run else []
+        answered = [item[0] for item in items[: len(owed)]]
+        count = len(owed) if answered == owed else next(n for n, t in enumerate(answered) if t != owed[n])
+        layouts: dict[tuple[int, ...], tuple[tuple[ReturnedArray | ReturnProblem, ...], int]] = {}
         names = self._exercise.return_names
+        outputs = reading.outputs
         start = 0
-        for trial, seconds, kinds in message.items:
-            if not _in_order(reading, trial, message.run):
-                return
-            key = tuple(kinds)
-            layout = layouts.get(key)
-            try:
-                if layout is None:
-                    layout = layouts[key] = _layout(message.kinds, key, names)
+        done = 0
+        try:
+            for trial, seconds, kinds in items[:count]:
+                key = tuple(kinds)
+                known = layouts.get(key)
+                if known is None:
+                    layout = _layout(message.kinds, key, names)
+                    known = layouts[key] = (layout, sum(isinstance(k, ReturnedArray) for k in layout))
+                layout, carried = known
+                if start + carried > len(arrays):
+                    raise ProtocolError(f"trial {trial} declares more arrays than its frame carries")
                 by_name: dict[str, ReturnItem] = {}
                 for kind in layout:
                     if isinstance(kind, ReturnProblem):
                         by_name[kind.name] = kind
-                    elif start < len(arrays):
-                        by_name[kind.name] = Returned(kind, arrays[start])
-                        start += 1
                     else:
-                        raise ProtocolError(f"trial {trial} declares more arrays than its frame carries")
-            except ProtocolError as exc:
-                reading.stopped = failures.corrupted(str(exc), trial)
-                return
-            reading.outputs[trial] = TrialOutput(trial, by_name, seconds)
-            reading.pending.pop(0)
-        if start != len(arrays):
+                        by_name[kind.name] = Returned.of(kind, arrays[start])
+                        start += 1
+                outputs[trial] = TrialOutput(trial, by_name, seconds)
+                done += 1
+        except ProtocolError as exc:
+            del reading.pending[:done]
+            reading.stopped = failures.corrupted(str(exc), trial)
+            return
+        del reading.pending[:done]
+        if count < len(items):
+            _in_order(reading, items[count][0], message.run)  # not the answer owed: the run is corrupted
+        elif start != len(arrays):
             reading.stopped = failures.corrupted(f"{len(arrays) - start} arrays beyond the trials' returns")
 
     def _running(self, reading: _Reading) -> int | None:
