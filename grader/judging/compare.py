@@ -324,17 +324,12 @@ def compare_many(
     `flattened`: `flatten(expected, spreads)`, from a caller that judges many submissions on them.
     """
     results: dict[int, Comparison] = {}
-    by_dtype: dict[str, list[int]] = defaultdict(list)
-    for k, (e, g, d) in enumerate(zip(expected, got, dtypes, strict=True)):
-        fits = e.shape == g.shape or (spec.shape == "loose" and loosely_fits(e.shape, g.shape))
-        problem = None if fits else shape_problem(e.shape, g.shape)
-        if problem is not None:
-            results[k] = Comparison(trials[k], Verdict.ERROR, problem=problem, entries=int(e.size))
-        else:
-            by_dtype[d].append(k)
+    by_dtype, misfits = _by_dtype(spec, expected, got, dtypes)
+    for k, problem in misfits.items():
+        results[k] = Comparison(trials[k], Verdict.ERROR, problem=problem, entries=int(expected[k].size))
     for dtype, members in by_dtype.items():
         # Every trial's entries end to end: one numpy operation per step for all of them.
-        got64 = np.concatenate([got[k].ravel() for k in members]).astype(np.float64, copy=False)
+        got64 = _end_to_end(got, members)
         precision, reason = (at, f"judged at {at.name}") if at is not None else infer_precision(got64, dtype)
         flat = flattened if flattened is not None and len(members) == len(expected) else None
         if flat is None:  # these trials only, or nothing prepared
@@ -355,6 +350,64 @@ def compare_many(
     return [results[k] for k in range(len(expected))]
 
 
+def within_rounding(
+    spec: ReturnSpec,
+    expected: Sequence[np.ndarray],
+    got: Sequence[np.ndarray],
+    dtypes: Sequence[str],
+    spreads: Sequence[np.ndarray],
+) -> bool:
+    """Whether every trial would be judged pass or precision against `expected`: compare_many's verdicts
+    alone, without describing the trials that fail (what naming a mistake asks of each candidate)."""
+    by_dtype, misfits = _by_dtype(spec, expected, got, dtypes)
+    if misfits:
+        return False
+    for dtype, members in by_dtype.items():
+        got64 = _end_to_end(got, members)
+        precision, _ = infer_precision(got64, dtype)
+        flat = flatten([expected[k] for k in members], [spreads[k] for k in members])
+        _, _, within_envelope, failing_mask = _entry_checks(spec, flat, got64, precision)
+        passed = _per_trial(np.add, failing_mask.astype(np.intp), flat.starts, flat.nonempty, 0) == 0
+        within = _per_trial(np.logical_and, within_envelope, flat.starts, flat.nonempty, True)
+        if not (passed | within).all():
+            return False
+    return True
+
+
+def _by_dtype(
+    spec: ReturnSpec, expected: Sequence[np.ndarray], got: Sequence[np.ndarray], dtypes: Sequence[str]
+) -> tuple[dict[str, list[int]], dict[int, str]]:
+    """The positions of the trials to compare, by returned dtype; and those whose shape does not fit."""
+    by_dtype: dict[str, list[int]] = defaultdict(list)
+    misfits: dict[int, str] = {}
+    for k, (e, g, d) in enumerate(zip(expected, got, dtypes, strict=True)):
+        fits = e.shape == g.shape or (spec.shape == "loose" and loosely_fits(e.shape, g.shape))
+        problem = None if fits else shape_problem(e.shape, g.shape)
+        if problem is not None:
+            misfits[k] = problem
+        else:
+            by_dtype[d].append(k)
+    return by_dtype, misfits
+
+
+def _end_to_end(got: Sequence[np.ndarray], members: Sequence[int]) -> np.ndarray:
+    return np.concatenate([got[k].ravel() for k in members]).astype(np.float64, copy=False)
+
+
+def _entry_checks(
+    spec: ReturnSpec, flat: Flattened, got64: np.ndarray, precision: Precision
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per entry: |error|, its ratio to the rounding envelope, within the envelope, failing the tolerance."""
+    abs_error = _abs_errors(flat.expected, flat.abs_expected, got64, precision)
+    ratio = abs_error / _allowed(flat.abs_expected, flat.scale, flat.spread, precision)
+    within_envelope = ratio <= 1.0
+    if spec.explicit_tolerance:
+        within_tolerance = abs_error <= (spec.atol or 0.0) + (spec.rtol or 0.0) * flat.abs_expected
+    else:
+        within_tolerance = within_envelope
+    return abs_error, ratio, within_envelope, ~within_tolerance
+
+
 def _compare_flat(
     spec: ReturnSpec,
     trials: Sequence[int],
@@ -366,14 +419,7 @@ def _compare_flat(
     dtype: str,
 ) -> list[Comparison]:
     """Trials judged at one precision; `got64` holds their returned entries end to end, in trial order."""
-    abs_error = _abs_errors(flat.expected, flat.abs_expected, got64, precision)
-    ratio = abs_error / _allowed(flat.abs_expected, flat.scale, flat.spread, precision)
-    within_envelope = ratio <= 1.0
-    if spec.explicit_tolerance:
-        within_tolerance = abs_error <= (spec.atol or 0.0) + (spec.rtol or 0.0) * flat.abs_expected
-    else:
-        within_tolerance = within_envelope
-    failing_mask = ~within_tolerance
+    abs_error, ratio, within_envelope, failing_mask = _entry_checks(spec, flat, got64, precision)
     max_ratio = _per_trial(np.maximum, ratio, flat.starts, flat.nonempty, 0.0)
     failing_counts = _per_trial(np.add, failing_mask.astype(np.intp), flat.starts, flat.nonempty, 0)
     envelope_ok = _per_trial(np.logical_and, within_envelope, flat.starts, flat.nonempty, True)
@@ -421,17 +467,16 @@ def _failing(
         units_off = abs_error / ulp(expected, precision)  # overflows to inf where 0 is due: as it should
     flat = np.flatnonzero(failing_mask)
     worst = flat[np.argsort(-ratio.reshape(-1)[flat], kind="stable")][:MAX_LISTED_ENTRIES]
+    # Each column taken for the listed entries at once, as Python numbers: a trial of a logic verdict
+    # lists up to ten, and reading them one numpy scalar at a time cost more than its whole comparison.
+    listed = (expected, got64, abs_error, rel_error, units_off, ratio)
+    columns = [np.asarray(a, dtype=np.float64).reshape(-1)[worst].tolist() for a in listed]
+    if expected.ndim:
+        where = np.stack(np.unravel_index(worst, expected.shape), axis=-1).tolist()
+    else:
+        where = [[] for _ in worst]
     failing = tuple(
-        EntryError(
-            index=tuple(int(i) for i in np.unravel_index(k, expected.shape)),
-            expected=float(expected.reshape(-1)[k]),
-            got=float(got64.reshape(-1)[k]),
-            abs_error=float(abs_error.reshape(-1)[k]),
-            rel_error=float(rel_error.reshape(-1)[k]),
-            ulps=float(units_off.reshape(-1)[k]),
-            envelope_ratio=float(ratio.reshape(-1)[k]),
-        )
-        for k in worst
+        EntryError(tuple(at), e, g, a, r, u, q) for at, e, g, a, r, u, q in zip(where, *columns, strict=True)
     )
     return Comparison(
         trial=trial,
