@@ -57,7 +57,7 @@ def diagnose(
     for mistake in _candidates(exercise, references, tuple(sample)).get(spec.name, []):
         if not _matches(spec, references, mistake, sample, returned):
             continue
-        for whole in _candidates(exercise, references, None).get(spec.name, []):
+        for whole in _candidates(exercise, references, None, mistake.name).get(spec.name, []):
             if (whole.name, whole.feedback) == (mistake.name, mistake.feedback) and _matches(
                 spec, references, whole, trials, returned
             ):
@@ -128,40 +128,45 @@ _candidates_of: PerObject[dict[str, list[Mistake]]] = PerObject(_KEPT)
 
 
 def _candidates(
-    exercise: Exercise, references: References, sample: tuple[int, ...] | None
+    exercise: Exercise, references: References, sample: tuple[int, ...] | None, only: str | None = None
 ) -> dict[str, list[Mistake]]:
-    """The candidates of each return, on the `sample` trials, or on every trial (None)."""
+    """The candidates of each return, on the `sample` trials, or on every trial (None); every candidate,
+    or those named `only`."""
     return _candidates_of.get(
-        references, (exercise.id, sample), lambda: _compute_candidates(exercise, references, sample)
+        references,
+        (exercise.id, sample, only),
+        lambda: _compute_candidates(exercise, references, sample, only),
     )
 
 
 def _compute_candidates(
-    exercise: Exercise, references: References, sample: tuple[int, ...] | None
+    exercise: Exercise, references: References, sample: tuple[int, ...] | None, only: str | None
 ) -> dict[str, list[Mistake]]:
     # Imported only now: they import torch, which `grader check` imports while its worker starts.
     from grader.judging.mistakes import mutant_mistakes, standard_mistakes
 
     trials = [t for t in references.trials if sample is None or t.index in sample]
     found: dict[str, list[Mistake]] = {ret.name: [] for ret in exercise.spec.returns}
-    for ret, mistake in _declared(exercise, trials):
+    for ret, mistake in _declared(exercise, trials, only):
         found[ret].append(mistake)
-    for spec, mistake in standard_mistakes(exercise, trials, references.expected):
+    for spec, mistake in standard_mistakes(exercise, trials, references.expected, only):
         found[spec.name].append(mistake)
-    for spec, mistake in mutant_mistakes(exercise, trials):
+    for spec, mistake in mutant_mistakes(exercise, trials, only):
         # A mutant that changes nothing on the sample may on the other trials: only all of them tell.
         if sample is not None or _differs(mistake, references, spec.name):
             found[spec.name].append(mistake)
     return found
 
 
-def _declared(exercise: Exercise, trials: list[Trial]) -> list[tuple[str, Mistake]]:
+def _declared(exercise: Exercise, trials: list[Trial], only: str | None) -> list[tuple[str, Mistake]]:
     from grader.exercise.reference import reference_returns
     from grader.judging.mistakes import Mistake
 
     known = [*exercise.spec.inputs, *exercise.spec.sizes, *exercise.computed]
     declared = []
     for misconception in exercise.spec.misconceptions:
+        if only is not None and misconception.name != only:
+            continue
         ret = misconception.return_
         for expr in misconception.expr:
             extra = parse(f"{MISCONCEPTION} = {expr}", known).assignments

@@ -36,12 +36,14 @@ _ELEMENTWISE = frozenset("exp log log1p expm1 sqrt square abs sin cos sigmoid ta
 
 
 def standard_mistakes(
-    exercise: Exercise, trials: list[Trial], expected: Expected
+    exercise: Exercise, trials: list[Trial], expected: Expected, only: str | None = None
 ) -> Iterator[tuple[ReturnSpec, Mistake]]:
-    """Every standard mistake with the return it changes and its outputs on `trials`; a changed graph
-    is evaluated once for all the returns it changes."""
+    """Every standard mistake with the return it changes and its outputs on `trials` (only the one of
+    that name, where `only` names one); a changed graph is evaluated once for all the returns it changes."""
     for ret in exercise.spec.returns:
         for slip in _output_slips(exercise):
+            if only is not None and slip.name != only:
+                continue
             outputs = {}
             for trial in trials:
                 changed = slip.change(trial, expected[trial.index][ret.name])
@@ -50,22 +52,28 @@ def standard_mistakes(
             if outputs:
                 yield ret, Mistake(slip.name, outputs, slip.feedback)
         for wrong_input in _wrong_inputs(exercise, ret):
+            if only is not None and wrong_input.name != only:
+                continue
             computed = _evaluated(wrong_input.variant, trials)
             if computed is not None:
                 outputs = {t.index: computed[t.index][ret.name] for t in trials}
                 yield ret, Mistake(wrong_input.name, outputs, wrong_input.feedback)
-    yield from _recomputed(exercise, trials, _changed_terms(exercise))
+    yield from _recomputed(exercise, trials, _changed_terms(exercise), only)
 
 
-def mutant_mistakes(exercise: Exercise, trials: list[Trial]) -> Iterator[tuple[ReturnSpec, Mistake]]:
-    """The graph mutants' returns on `trials` (see graph_mutants)."""
-    yield from _recomputed(exercise, trials, graph_mutants(exercise))
+def mutant_mistakes(
+    exercise: Exercise, trials: list[Trial], only: str | None = None
+) -> Iterator[tuple[ReturnSpec, Mistake]]:
+    """The graph mutants' returns on `trials` (see graph_mutants), or only the one named `only`."""
+    yield from _recomputed(exercise, trials, graph_mutants(exercise), only)
 
 
 def _recomputed(
-    exercise: Exercise, trials: list[Trial], slips: Iterator[GraphSlip]
+    exercise: Exercise, trials: list[Trial], slips: Iterator[GraphSlip], only: str | None
 ) -> Iterator[tuple[ReturnSpec, Mistake]]:
     for slip in slips:
+        if only is not None and slip.name != only:
+            continue  # named before its graph is evaluated: skipping it costs nothing
         computed = _evaluated(slip.variant, trials)
         if computed is not None:
             for ret in exercise.spec.returns:
