@@ -31,6 +31,7 @@ from grader.gradebook import Gradebook, Key, exercise_hash, settings, submission
 from grader.grading import grade, not_runnable, not_started
 from grader.handin.discover import may_define, read_handin, submission_of, untagged_hint
 from grader.handin.prepare import Submission
+from grader.launch import COLLECT_EVERY
 from grader.outcomes import FailureKind
 from grader.results import SubmissionResult
 from grader.sandbox.warm import WorkerPool
@@ -101,7 +102,6 @@ class LocalBackend:
         self._workers.close()
 
 
-_COLLECT_EVERY = 100_000  # new objects between garbage collections while a class is graded
 Progress = Callable[[SubmissionResult], None]  # told of each result, graded or from the gradebook
 
 
@@ -243,9 +243,10 @@ def run_class(
     running: set[Future[SubmissionResult]] = set()
     # Grading one submission makes tens of thousands of objects that live until it is judged; at the
     # default threshold (700 new objects) the collector walks each of them many times over, a sixth of
-    # the grader's time. Collections that come seldom find most of them freed already.
+    # the grader's time. Collections that come seldom find most of them freed already. (The `grader`
+    # command collects as seldom from its start; called from Python, a class run does so while it runs.)
     thresholds = gc.get_threshold()
-    gc.set_threshold(_COLLECT_EVERY, *thresholds[1:])
+    gc.set_threshold(max(COLLECT_EVERY, thresholds[0]), *thresholds[1:])
     try:
         while queue or running:
             while queue and len(running) < backend.slots:
