@@ -299,3 +299,49 @@ def test_judging_with_prepared_expected_values_equals_judging_without(sizes: lis
     assert [c.verdict for c in plain] == [
         Verdict.PASS if k % 2 == 0 or not n else Verdict.LOGIC for k, n in enumerate(sizes)
     ]
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(0, 4),  # the trial's entries
+            st.sampled_from([0.0, 1e-17, 1e-12, 1e-6, 1e-3, 1.0]),  # how far off its returned values are
+            st.sampled_from(["float64", "float32"]),
+        ),
+        min_size=1,
+        max_size=6,
+    ),
+    st.sampled_from([DEFAULT, ReturnSpec(name="g", value="g", atol=1e-9, rtol=1e-9)]),
+)
+def test_within_rounding_says_what_the_verdicts_of_every_trial_say(
+    trials: list[tuple[int, float, str]], spec: ReturnSpec
+) -> None:
+    """Naming a mistake asks only whether every trial would pass or be rounding: the same answer as
+    judging each trial in full."""
+    rng = np.random.default_rng(len(trials))
+    expected = [rng.normal(size=(n,)) for n, _, _ in trials]
+    spreads = [np.abs(rng.normal(size=(n,))) * 1e-16 for n, _, _ in trials]
+    got = [
+        (e + off * rng.normal(size=e.shape)).astype(dtype).astype(np.float64)
+        for e, (_, off, dtype) in zip(expected, trials, strict=True)
+    ]
+    dtypes = [dtype for _, _, dtype in trials]
+    judged = compare_module.compare_many(spec, list(range(len(trials))), expected, got, dtypes, spreads)
+    matching = all(c.verdict in (Verdict.PASS, Verdict.PRECISION) for c in judged)
+    assert compare_module.within_rounding(spec, expected, got, dtypes, spreads) is matching
+
+
+def test_a_failing_trial_lists_its_worst_entries_with_their_values() -> None:
+    expected = np.arange(12.0).reshape(3, 4) + 1.0
+    got = expected.copy()
+    got[2, 1] += 5.0
+    got[0, 3] -= 1.0
+    judged = compare(0, DEFAULT, expected, got, "float64")
+    assert judged.verdict is Verdict.LOGIC
+    worst, second = judged.failing
+    assert (worst.index, worst.expected, worst.got, worst.abs_error) == ((2, 1), 10.0, 15.0, 5.0)
+    assert worst.rel_error == pytest.approx(0.5)
+    assert (second.index, second.got, second.abs_error) == ((0, 3), 3.0, 1.0)
+    assert all(type(v) is float for v in (worst.expected, worst.got, worst.ulps, worst.envelope_ratio))
+    scalar = compare(0, DEFAULT, np.asarray(2.0), np.asarray(3.0), "float64")
+    assert [(e.index, e.got) for e in scalar.failing] == [((), 3.0)]
