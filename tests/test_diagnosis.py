@@ -103,6 +103,12 @@ def test_a_mistake_that_matches_no_candidate_is_named_by_none(
     assert diagnosed(exercise, references, "user_grad", lambda e, _: 3 * e) is None
     # Right on most trials, transposed on one: not the transposed mistake (it would be wrong everywhere).
     assert diagnosed(exercise, references, "user_grad", lambda e, i: e.T if i == 5 else e) is None
+    # Candidates are tried on the first trials before the others: a match there is not enough. Transposed
+    # on every trial but the last few, where the sign is flipped instead: neither mistake, on all of them.
+    late = TRIALS - 3
+    assert diagnosed(exercise, references, "user_grad", lambda e, i: e.T if i < late else -e) is None
+    found = diagnosed(exercise, references, "user_grad", lambda e, i: e.T)
+    assert found is not None and found.name.startswith("transposed")
 
 
 def test_failures_confined_to_the_diagonal_or_a_row_are_said_so(
