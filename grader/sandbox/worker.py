@@ -472,8 +472,11 @@ def _seed_randomness(seed: int, trial: int | None) -> None:
     np.random.seed(value)
     torch = sys.modules.get("torch")
     if torch is not None:
-        with contextlib.suppress(Exception):
+        # Not contextlib.suppress: a context manager object for every trial costs more than the seed.
+        try:  # noqa: SIM105
             torch.default_generator.manual_seed(value)
+        except Exception:  # a torch without a default generator: nothing of it to seed
+            pass
 
 
 def _failure_kind(exc: BaseException) -> FailureKind:
@@ -923,6 +926,9 @@ def _to_array(value: Any) -> tuple[np.ndarray, str, str] | str:
     torch = sys.modules.get("torch")
     if value is None:
         return "returned None"
+    if type(value) is np.ndarray and value.dtype in _PLAIN_DTYPES and value.nbytes <= MAX_RETURN_BYTES:
+        # The common case, a plain array of a native numeric dtype, without the checks below.
+        return value, _PLAIN_DTYPES[value.dtype], "numpy.ndarray"
     too_big = _too_big(value, torch)
     if too_big:  # checked before any copy: copying a huge array could exhaust the memory limit itself
         return too_big
@@ -961,6 +967,9 @@ def _to_array(value: Any) -> tuple[np.ndarray, str, str] | str:
     return array, label, source
 
 
+# Native numeric dtypes, by their names: an exact numpy.ndarray of one of them is returned as it is. Not
+# longdouble (it travels as float64, labelled extended), which numeric_dtype_name does not name anyway.
+_PLAIN_DTYPES = {np.dtype(name): name for name in NUMERIC_DTYPES}
 _MAX_LIST_ENTRIES = MAX_RETURN_BYTES // 8  # what a float64 array within the return bound holds
 _MAX_LIST_DEPTH = 32  # numpy allows 64 dimensions; a list nested deeper (or in itself) is no array
 _PYTHON_NUMBERS = (float, int, bool)
