@@ -36,7 +36,10 @@ TRIALS = 200  # the solution and its float32 variant, as `grader validate` uses 
 WRONG_TRIALS = 50
 SEED = 0
 FLOAT32 = "solution on float32 inputs"
-DISCRIMINATION_TRIALS = 100  # `grader validate` uses 200; every standard mistake shows on far fewer
+# `grader validate` uses 200. Each standard mistake must show on some trial, so passing on fewer trials (a
+# prefix of validate's) is the stricter check: all 46 exercises pass on 20 trials on seeds 0, 1 and 2
+# (measured; 15 s for the library, 80 s on 100).
+DISCRIMINATION_TRIALS = 20
 
 
 def _raw_spec(folder: Path) -> Mapping[str, Any]:
