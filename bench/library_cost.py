@@ -101,9 +101,13 @@ def graded(
 ) -> Timing:
     command = [sys.executable, "-m", "grader", "run", str(exercises), "--submissions", str(submissions)]
     command += ["--trials", str(trials), "-j", str(jobs), "--gradebook", str(gradebook), "--json"]
-    started, cpu = time.perf_counter(), children_cpu()
-    done = subprocess.run(command, capture_output=True, text=True, check=False)
-    seconds = time.perf_counter() - started
+    # An empty reference cache for every run: each computes its references, as a class's first run does
+    # (with a shared one, the first configuration run would pay for the others).
+    with tempfile.TemporaryDirectory(prefix="grader-bench-cache-") as cache:
+        started, cpu = time.perf_counter(), children_cpu()
+        env = {**os.environ, "GRADER_CACHE_DIR": cache}
+        done = subprocess.run(command, capture_output=True, text=True, check=False, env=env)
+        seconds = time.perf_counter() - started
     if done.returncode not in (0, 1):
         raise SystemExit(f"grader run failed ({done.returncode}):\n{done.stderr}")
     if every:
