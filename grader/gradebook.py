@@ -234,9 +234,21 @@ def encode(result: SubmissionResult) -> str:
     return json.dumps(_plain(result), allow_nan=True)
 
 
+_LEAVES = frozenset([str, int, float, bool, type(None)])
+_FIELDS: dict[type, tuple[str, ...]] = {}  # a dataclass's field names, looked up once per class
+
+
 def _plain(value: Any) -> Any:
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    # By exact type first: a result is mostly numbers and words, and the generic checks below took
+    # 0.65 ms a result (1.2 s of a class run over the bundled library, for what nobody handed in).
+    cls = type(value)
+    if cls in _LEAVES:
+        return value
+    names = _FIELDS.get(cls)
+    if names is None and dataclasses.is_dataclass(cls):
+        names = _FIELDS[cls] = tuple(f.name for f in dataclasses.fields(cls))
+    if names is not None:
+        return {name: _plain(getattr(value, name)) for name in names}
     if isinstance(value, np.ndarray):
         return {"__array__": value.tolist(), "dtype": str(value.dtype), "shape": list(value.shape)}
     if isinstance(value, Enum):  # verdicts and failure kinds, as the words they stand for
