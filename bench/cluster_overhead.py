@@ -1,7 +1,7 @@
 """Benchmark: one class graded here (`grader run -j 2`) and on a 2-worker Dask cluster on loopback,
 side by side in one run, as a ratio.
 
-Usage: .venv/bin/python bench/cluster_overhead.py [--students 40] [--trials 1000] [--rounds 1]
+Usage: .venv/bin/python bench/cluster_overhead.py [--students 40] [--trials 1000] [--rounds 1] [--preload]
 
 A class of graph2 submissions (the correct solution, each file slightly different) is graded by the real
 `grader run`, each time with a fresh gradebook: with `-j 2` on this machine, and with `--cluster` on a
@@ -10,7 +10,8 @@ run is cold (its worker processes import the grader and torch, and start their z
 find the zygotes warm, as a second `grader run` on a cluster that stays up does. Printed: each one's wall
 time and its ratio to local. With `--rounds N` each runs N times, one after another, and the fastest
 counts (a shared machine only ever adds time). Every run reads the class's references from a cache that
-a first, untimed local run fills.
+a first, untimed local run fills. With `--preload` the workers start with `--preload grader.cluster.preload`
+(their zygotes start with them), so that the first run is the first run on a cluster started ahead.
 """
 
 from __future__ import annotations
@@ -58,7 +59,7 @@ def timed_run(exercises: Path, gradebook: Path, trials: int, where: list[str]) -
 
 
 @contextmanager
-def loopback_cluster(folder: Path, workers: int) -> Iterator[str]:
+def loopback_cluster(folder: Path, workers: int, preload: bool = False) -> Iterator[str]:
     """A scheduler and `workers` one-thread workers on 127.0.0.1; its address, until the block ends."""
     import distributed
 
@@ -85,9 +86,12 @@ def loopback_cluster(folder: Path, workers: int) -> Iterator[str]:
             time.sleep(0.05)
         address: str = json.loads(scheduler_file.read_text(encoding="utf-8"))["address"]
         for _ in range(workers):
-            start("worker", address, "--nworkers", "1", "--nthreads", "1", "--no-dashboard")
+            warm = ["--preload", "grader.cluster.preload"] if preload else []
+            start("worker", address, "--nworkers", "1", "--nthreads", "1", "--no-dashboard", *warm)
         with distributed.Client(address, timeout=60) as client:
             client.wait_for_workers(workers, timeout=120)
+        if preload:
+            time.sleep(10)  # a cluster started ahead of grading: its zygotes' torch imports are done
         yield address
     finally:
         for process in started:
@@ -101,6 +105,7 @@ def main() -> None:
     parser.add_argument("--students", type=int, default=40)
     parser.add_argument("--trials", type=int, default=1000)
     parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--preload", action="store_true", help="workers start their zygotes at once")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="grader-bench-") as tmp:
         folder = Path(tmp)
@@ -110,7 +115,7 @@ def main() -> None:
         # would otherwise pay for the others, and the cluster's cold run is the first on the cluster.
         os.environ["GRADER_CACHE_DIR"] = str(folder / "cache")
         timed_run(exercises, book, args.trials, ["-j", "2"])
-        with loopback_cluster(folder, 2) as address:
+        with loopback_cluster(folder, 2, args.preload) as address:
             times: dict[str, list[float]] = {"local -j 2": [], "cluster, cold": [], "cluster, warm": []}
             times["cluster, cold"].append(timed_run(exercises, book, args.trials, ["--cluster", address]))
             for _ in range(args.rounds):

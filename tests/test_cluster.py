@@ -67,9 +67,12 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         while not scheduler_file.exists() and time.monotonic() < deadline:
             time.sleep(0.05)
         address = json.loads(scheduler_file.read_text(encoding="utf-8"))["address"]
+        # w0 starts its zygotes with the worker (the preload), w1 once the first run registers the plugin.
+        preload = [["--preload", "grader.cluster.preload"], []]
         workers = [
             start(
-                "worker", address, "--nworkers", "1", "--nthreads", "1", "--no-dashboard", "--name", f"w{i}"
+                "worker", address, "--nworkers", "1", "--nthreads", "1", "--no-dashboard", "--name", f"w{i}",
+                *preload[i],
             )
             for i in range(2)
         ]
@@ -81,6 +84,34 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
             if process.poll() is None:
                 os.killpg(process.pid, signal.SIGKILL)
             process.wait()
+
+
+def _zygotes_below(pid: int) -> int:
+    """How many of the grader's zygotes run below a process (its children, theirs, and so on)."""
+    children: dict[int, list[int]] = {}
+    commands: dict[int, bytes] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            parent = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+            commands[int(stat.parent.name)] = (stat.parent / "cmdline").read_bytes()
+        except (OSError, ValueError, IndexError):
+            continue
+        children.setdefault(parent, []).append(int(stat.parent.name))
+    found, todo = 0, list(children.get(pid, []))
+    while todo:
+        child = todo.pop()
+        found += b"grader.sandbox.zygote" in commands.get(child, b"") and b"bwrap" not in commands[child][:80]
+        todo += children.get(child, [])
+    return found
+
+
+def test_a_worker_started_with_the_preload_has_warm_zygotes_before_any_run(cluster: Cluster) -> None:
+    # The first test of the module: no grader run has registered the plugin yet.
+    deadline = time.monotonic() + 60
+    while not _zygotes_below(cluster.workers[0].pid) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _zygotes_below(cluster.workers[0].pid) == 1
+    assert _zygotes_below(cluster.workers[1].pid) == 0
 
 
 def _class(root: Path) -> Path:

@@ -34,16 +34,32 @@ class WarmWorkers(WorkerPlugin):
         self.pool: WorkerPool | None = None  # made on the worker: zygotes do not travel
 
     def setup(self, worker: Worker) -> None:
-        threads = int(worker.state.nthreads)
-        self.pool = WorkerPool(limit=threads)
-        # Their torch imports overlap the client's references. This process itself imports torch only
-        # to name a mistake (diagnosis.py): importing it here at once would cost every cold worker a
-        # torch import beside its zygotes' (on a 2-core machine, a second or two of each run's start-up).
-        self.pool.prestart(threads)
+        # Zygotes the worker started with (`--preload grader.cluster.preload`) are taken over, warm.
+        self.pool = _started_with_worker.pop(id(worker), None) or start_pool(worker)
 
     def teardown(self, worker: Worker) -> None:
         if self.pool is not None:
             self.pool.close()
+
+
+def start_pool(worker: Worker) -> WorkerPool:
+    """A pool of as many zygotes as the worker has threads, their start begun. Their torch imports overlap
+    the client's references. This process itself imports torch only to name a mistake (diagnosis.py):
+    importing it here at once cost every cold worker a torch import beside its zygotes'."""
+    threads = int(worker.state.nthreads)
+    pool = WorkerPool(limit=threads)
+    pool.prestart(threads)
+    return pool
+
+
+# Pools the preload started before any client registered the plugin, by worker (its object's id: the
+# address may not be known yet when the preload runs).
+_started_with_worker: dict[int, WorkerPool] = {}
+
+
+def start_with_worker(worker: Worker) -> None:
+    """The preload's step (preload.py): the zygotes start as the worker does, for the plugin to take."""
+    _started_with_worker[id(worker)] = start_pool(worker)
 
 
 def grade_on_worker(job: Job, seed: int, references: References) -> SubmissionResult:
