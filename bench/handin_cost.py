@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import subprocess
 import sys
 import tempfile
@@ -27,7 +26,7 @@ import time
 import uuid
 from pathlib import Path
 
-from library_cost import ROOT, check_full_marks, line, make_class
+from library_cost import ROOT, check_full_marks, children_cpu, line, make_class
 
 _V1 = Path("/sys/fs/cgroup/cpuacct")
 _V2 = Path("/sys/fs/cgroup")
@@ -57,11 +56,6 @@ print(min(spent))
 """
 
 
-def _waited_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
-
-
 class CpuGroup:
     """A cgroup whose CPU accounting covers a command and everything it starts."""
 
@@ -75,12 +69,12 @@ class CpuGroup:
     def run(self, command: list[str]) -> tuple[float, float, subprocess.CompletedProcess[str]]:
         """Wall and CPU seconds of `command`, and how it ended."""
         procs = str(self.path / "cgroup.procs")
-        before, waited = self._usage(), _waited_cpu()
+        before, waited = self._usage(), children_cpu()
         started = time.perf_counter()
         # The child joins the group before it runs anything: its whole tree is counted.
         shell = ["sh", "-c", f'echo $$ > {procs} && exec "$@"', "sh", *command]
         done = subprocess.run(shell, capture_output=True, text=True, check=False)
-        self.waited = _waited_cpu() - waited
+        self.waited = children_cpu() - waited
         return time.perf_counter() - started, self._usage() - before, done
 
     def _usage(self) -> float:

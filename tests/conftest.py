@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import textwrap
+import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
@@ -213,6 +215,28 @@ def grader_command() -> list[str]:
     """The installed `grader` console script of this interpreter's environment (or `python -m grader`)."""
     script = Path(sys.executable).parent / "grader"
     return [str(script)] if script.is_file() else [sys.executable, "-m", "grader"]
+
+
+def grader_in_background(
+    args: Sequence[str | Path], cwd: Path, ready: Callable[[], bool], timeout: float
+) -> subprocess.Popen[str]:
+    """The real `grader` in its own session (a process group to signal), returned once `ready()` holds
+    or `timeout` seconds have passed."""
+    process = subprocess.Popen(
+        [*grader_command(), *map(str, args)],
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        # Ctrl-C as at a terminal: a process started in the background of a script inherits SIGINT
+        # ignored (and Python then keeps it so), as this test's own runner may have been.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and not ready():
+        time.sleep(0.05)
+    return process
 
 
 @pytest.fixture(scope="session")

@@ -8,7 +8,6 @@ import os
 import signal
 import sqlite3
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -18,6 +17,7 @@ from conftest import (
     copy_exercise,
     exercise_folder,
     grader_command,
+    grader_in_background,
     write_source,
 )
 
@@ -84,22 +84,9 @@ def test_a_run_killed_halfway_resumes_without_regrading(tmp_path: Path) -> None:
 
 def _run_until_recorded(exercises: Path, cwd: Path, rows: int) -> subprocess.Popen[str]:
     """`grader run -j 1` in its own session, returned once the gradebook holds `rows` results."""
-    command = [*grader_command(), "run", str(exercises), "--trials", "200", "-j", "1"]
-    process = subprocess.Popen(
-        command,
-        cwd=cwd,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-        # Ctrl-C as at a terminal: a process started in the background of a script inherits SIGINT
-        # ignored (and Python then keeps it so), as this test's own runner may have been.
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
-    )
-    deadline = time.monotonic() + 240
-    while time.monotonic() < deadline and len(_safe_rows(default_path(cwd / "submissions"))) < rows:
-        time.sleep(0.05)
-    return process
+    book = default_path(cwd / "submissions")
+    command: list[str | Path] = ["run", exercises, "--trials", "200", "-j", "1"]
+    return grader_in_background(command, cwd, lambda: len(_safe_rows(book)) >= rows, timeout=240)
 
 
 def _safe_rows(book: Path) -> list[tuple[str, str, int, str]]:

@@ -17,7 +17,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import CORRECT_GRAPH2, TRANSPOSED_GRAPH2, copy_exercise, grader_command, write_source
+from conftest import (
+    CORRECT_GRAPH2,
+    TRANSPOSED_GRAPH2,
+    copy_exercise,
+    grader_command,
+    grader_in_background,
+    write_source,
+)
 
 from grader.classrun import Job, JobLost, plan, run_class
 from grader.exercise.spec import load_exercise
@@ -184,21 +191,9 @@ def _isolation_here() -> str:
 
 def _started(exercises: Path, *args: str, cwd: Path) -> subprocess.Popen[str]:
     """`grader run` in its own session, returned once the gradebook holds 2 results."""
-    command = [*grader_command(), "run", str(exercises), "--trials", "200", "--out", str(cwd / "out"), *args]
-    process = subprocess.Popen(
-        command,
-        cwd=cwd,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-        # Ctrl-C as at a terminal (a process started in a script's background inherits SIGINT ignored).
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
-    )
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and len(_stored(default_path(cwd / "submissions"))) < 2:
-        time.sleep(0.05)
-    return process
+    command: list[str | Path] = ["run", exercises, "--trials", "200", "--out", cwd / "out", *args]
+    book = default_path(cwd / "submissions")
+    return grader_in_background(command, cwd, lambda: len(_stored(book)) >= 2, timeout=120)
 
 
 @pytest.mark.skipif(not hasattr(os, "killpg"), reason="needs process groups")
