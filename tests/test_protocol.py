@@ -172,25 +172,29 @@ def describe(*arrays: dict[str, object], **extra: object) -> bytes:
     return json.dumps({"arrays": list(arrays), **extra}).encode()
 
 
+def run(dtype: object, *shapes: object) -> dict[str, object]:
+    return {"dtype": dtype, "shapes": list(shapes)}
+
+
 @pytest.mark.parametrize(
     ("head", "payload", "match"),
     [
-        (describe({"dtype": "float64", "shape": [3]}), b"\0" * 16, "short"),
-        (describe({"dtype": "float64", "shape": [2]}), b"\0" * 24, "no array declares"),
+        (describe(run("float64", [3])), b"\0" * 16, "short"),
+        (describe(run("float64", [2])), b"\0" * 24, "no array declares"),
         (describe(), b"\0", "no array declares"),
-        (
-            describe({"dtype": "int32", "shape": [2, 2]}, {"dtype": "uint8", "shape": [1]}),
-            b"\0" * 16,
-            "short",
-        ),
-        (describe({"dtype": "object", "shape": [1]}), b"\0" * 8, "dtype"),
-        (describe({"dtype": "complex128", "shape": [1]}), b"\0" * 16, "dtype"),
-        (describe({"dtype": "float64", "shape": [-1]}), b"\0" * 8, "shape"),
-        (describe({"dtype": "float64", "shape": [1.5]}), b"\0" * 8, "shape"),
-        (describe({"dtype": "float64", "shape": [True]}), b"\0" * 8, "shape"),
-        (describe({"dtype": "float64", "shape": "3"}), b"\0" * 24, "shape"),
-        (describe({"dtype": "float64", "shape": [1] * 9}), b"\0" * 8, "shape"),
-        (describe({"dtype": "float64", "shape": [1], "code": "x"}), b"\0" * 8, "dtype, shape"),
+        (describe(run("int32", [2, 2]), run("uint8", [1])), b"\0" * 16, "short"),
+        (describe(run("float32", [1], [2], [3])), b"\0" * 20, "short"),  # the run's last array
+        (describe(run("object", [1])), b"\0" * 8, "dtype"),
+        (describe(run("complex128", [1])), b"\0" * 16, "dtype"),
+        (describe(run("float64", [-1])), b"\0" * 8, "shape"),
+        (describe(run("float64", [1.5])), b"\0" * 8, "shape"),
+        (describe(run("float64", [True])), b"\0" * 8, "shape"),
+        (describe(run("float64", "3")), b"\0" * 24, "shape"),
+        (describe(run("float64", [1], [1] * 9)), b"\0" * 16, "shape"),
+        (describe(run("float64")), b"", "shapes"),  # a run of no arrays
+        (describe({"dtype": "float64", "shapes": "[3]"}), b"\0" * 24, "shapes"),
+        (describe({"dtype": "float64", "shape": [1]}), b"\0" * 8, "shapes"),  # one array, described alone
+        (describe({**run("float64", [1]), "code": "x"}), b"\0" * 8, "dtype, shapes"),
         (b"not json at all", b"", "not JSON"),
         (b"\xff\xfe", b"", "not JSON"),
         (b"[1, 2]", b"", "object"),
@@ -202,7 +206,7 @@ def test_malformed_frames_are_refused(head: bytes, payload: bytes, match: str) -
 
 
 def test_huge_declared_shape_does_not_allocate() -> None:
-    refused(frame(describe({"dtype": "float64", "shape": [1 << 20, 1 << 20]}), b"\0" * 8), "short")
+    refused(frame(describe(run("float64", [1 << 20, 1 << 20])), b"\0" * 8), "short")
 
 
 def test_truncated_stream_is_an_error() -> None:

@@ -512,28 +512,37 @@ class RunningWorker:
         owed = reading.pending[: len(items)] if message.run is reading.run else []
         answered = [item[0] for item in items[: len(owed)]]
         count = len(owed) if answered == owed else next(n for n, t in enumerate(answered) if t != owed[n])
-        layouts: dict[tuple[int, ...], tuple[tuple[ReturnedArray | ReturnProblem, ...], int]] = {}
+        layouts: dict[tuple[int, ...], tuple[ReturnedArray | ReturnProblem, ...]] = {}
         names = self._exercise.return_names
         outputs = reading.outputs
-        start = 0
         done = 0
+        trial = items[0][0]  # the one a malformed frame is reported at
         try:
-            for trial, seconds, kinds in items[:count]:
-                key = tuple(kinds)
-                known = layouts.get(key)
-                if known is None:
-                    layout = _layout(message.kinds, key, names)
-                    known = layouts[key] = (layout, sum(isinstance(k, ReturnedArray) for k in layout))
-                layout, carried = known
-                if start + carried > len(arrays):
-                    raise ProtocolError(f"trial {trial} declares more arrays than its frame carries")
+            chosen = []
+            carried = [0] * len(names)  # arrays per return: they travel return by return (worker.Channel)
+            for item in items[:count]:
+                trial, key = item[0], tuple(item[2])
+                layout = layouts.get(key)
+                if layout is None:
+                    layout = layouts[key] = _layout(message.kinds, key, names)
+                chosen.append(layout)
+                for position, kind in enumerate(layout):
+                    carried[position] += type(kind) is ReturnedArray
+            if sum(carried) > len(arrays):
+                declared = sum(carried)
+                raise ProtocolError(f"the frame's trials declare {declared} arrays; it carries {len(arrays)}")
+            columns = []
+            start = 0
+            for number in carried:
+                columns.append(iter(arrays[start : start + number]))
+                start += number
+            for (trial, seconds, _kinds), layout in zip(items[:count], chosen, strict=True):
                 by_name: dict[str, ReturnItem] = {}
-                for kind in layout:
+                for column, kind in zip(columns, layout, strict=True):
                     if isinstance(kind, ReturnProblem):
                         by_name[kind.name] = kind
                     else:
-                        by_name[kind.name] = Returned.of(kind, arrays[start])
-                        start += 1
+                        by_name[kind.name] = Returned.of(kind, next(column))
                 outputs[trial] = TrialOutput(trial, by_name, seconds)
                 done += 1
         except ProtocolError as exc:
