@@ -410,6 +410,35 @@ def test_unusable_return_values_are_errors_per_return(bad_returns: SubmissionRes
 
 
 @pytest.fixture(scope="module")
+def patchy(fast: Exercise, workdir: Path) -> SubmissionResult:
+    # Results travel return by return, in runs of one dtype: here a return that is missing on some trials
+    # and changes its dtype on others, beside returns that do neither.
+    source = """
+        import numpy as np
+        import torch
+
+
+        def graph2(W_np, x_np, b_np):
+            W = torch.tensor(W_np, requires_grad=True)
+            f = torch.sigmoid(W @ torch.tensor(x_np) + torch.tensor(b_np)).sum()
+            f.backward()
+            s = 1.0 / (1.0 + np.exp(-(W_np @ x_np + b_np)))
+            rows = W_np.shape[0]
+            gradient = W.grad.float() if rows % 3 == 0 else W.grad
+            return (None if rows % 2 else f), gradient, (s * (1 - s)) @ x_np.T
+    """
+    return grade_source(fast, workdir / "patchy", "patchy.py", source, trials=60)
+
+
+def test_each_trials_returns_are_its_own_when_some_are_missing(patchy: SubmissionResult) -> None:
+    assert patchy.error is None
+    by_name = {r.name: r for r in patchy.returns}
+    assert by_name["auto_grad"].verdict is Verdict.PASS and by_name["user_grad"].verdict is Verdict.PASS
+    assert by_name["f"].verdict is Verdict.ERROR and "None" in by_name["f"].message
+    assert 0 < by_name["f"].failed_trials < patchy.trials  # only the trials of an odd number of rows
+
+
+@pytest.fixture(scope="module")
 def float32(graph2: Exercise, workdir: Path) -> SubmissionResult:
     source = """
         import numpy as np
