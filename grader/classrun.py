@@ -34,7 +34,7 @@ from grader.handin.prepare import Submission
 from grader.launch import COLLECT_EVERY
 from grader.outcomes import FailureKind
 from grader.results import SubmissionResult
-from grader.sandbox.warm import WorkerPool
+from grader.sandbox.warm import WorkerPool, started_shared_pool
 
 if TYPE_CHECKING:
     from grader.exercise.reference import References
@@ -86,6 +86,9 @@ class LocalBackend:
     def __init__(self, workers: int) -> None:
         self.slots = workers
         self._workers = WorkerPool(limit=workers)
+        started = started_shared_pool()
+        if started is not None:  # zygotes the `grader run` command started before its own imports
+            self._workers.adopt(started)
         self._threads = ThreadPoolExecutor(max_workers=workers)
 
     def prestart(self, count: int) -> None:

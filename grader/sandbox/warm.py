@@ -262,6 +262,13 @@ class WorkerPool:
             with self._lock:
                 self._idle.append(zygote)
 
+    def adopt(self, other: WorkerPool) -> None:
+        """Take over the other pool's idle zygotes (those the command's first step started)."""
+        with other._lock:
+            taken, other._idle = other._idle, []
+        with self._lock:
+            self._idle.extend(taken)
+
     def acquire(self) -> Zygote:
         if self._slots is not None:
             self._slots.acquire()
@@ -306,10 +313,16 @@ def shared_pool() -> WorkerPool:
     return pool
 
 
+def started_shared_pool() -> WorkerPool | None:
+    """The shared pool where this process made one (the `grader` command's first step), else None."""
+    return shared_pool() if shared_pool.cache_info().currsize else None
+
+
 def close_shared_pool() -> None:
     """Stop the shared pool's zygotes now, if it was ever made (for a process about to leave at once)."""
-    if shared_pool.cache_info().currsize:
-        shared_pool().close()
+    pool = started_shared_pool()
+    if pool is not None:
+        pool.close()
 
 
 def _empty(folder: Path) -> None:

@@ -1,0 +1,61 @@
+"""The `grader` command's first step: how many sandboxes it starts before its own imports."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from grader.launch import zygotes_to_start
+
+
+@pytest.fixture
+def course(tmp_path: Path) -> Path:
+    (tmp_path / "exercises").mkdir()
+    (tmp_path / "submissions" / "alice").mkdir(parents=True)
+    (tmp_path / "submissions" / "bob").mkdir()
+    return tmp_path
+
+
+def test_a_check_needs_one() -> None:
+    assert zygotes_to_start(["check", "exercises/mac0460/graph2", "mine.py"]) == 1
+    assert zygotes_to_start(["repro", "graph2", "mine.py", "--trial", "3"]) == 1
+
+
+def test_a_class_run_needs_its_jobs_once_someone_handed_something_in(course: Path) -> None:
+    exercises = str(course / "exercises")
+    assert zygotes_to_start(["run", exercises, "-j", "2"]) == 0  # every student's folder is empty
+    (course / "submissions" / "bob" / "graph2.py").write_text("", encoding="utf-8")
+    assert zygotes_to_start(["run", exercises, "-j", "2"]) == 2
+    assert zygotes_to_start(["run", "--seed", "3", exercises, "--jobs=3", "--json"]) == 3
+    assert zygotes_to_start(["run", exercises, "-j4", "--out", "out", "--per-return"]) == 4
+
+
+def test_a_class_folder_given_or_beside_the_exercises(course: Path, tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "carol.py").write_text("", encoding="utf-8")  # a student handing in a single file
+    exercises = str(course / "exercises")
+    assert zygotes_to_start(["run", exercises, "-j", "2", "--submissions", str(elsewhere)]) == 2
+    assert zygotes_to_start(["run", exercises, "-j", "2", "--submissions", str(tmp_path / "none")]) == 0
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["run", "EXERCISES", "--cluster", "tcp://127.0.0.1:8786"],  # the cluster's workers grade
+        ["run", "EXERCISES", "-j", "many"],
+        ["run", "EXERCISES", "-j"],
+        ["run"],
+        ["report", "EXERCISES"],
+        ["validate", "EXERCISES"],
+        [],
+    ],
+)
+def test_nothing_started_for_other_commands_or_words_that_do_not_parse(
+    argv: list[str], course: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (course / "submissions" / "alice" / "graph2.py").write_text("", encoding="utf-8")
+    argv = [str(course / "exercises") if word == "EXERCISES" else word for word in argv]
+    assert zygotes_to_start(argv) == 0
+    assert capsys.readouterr() == ("", "")  # the real parser says what is wrong, once
