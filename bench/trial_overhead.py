@@ -6,9 +6,10 @@ Usage: .venv/bin/python bench/trial_overhead.py [--exercise exercises/mac0460/gr
 The exercise's solution runs in this process as the sandboxed worker runs it (worker._run_trial: the
 trial's seeding, fresh copies of its inputs, the deadlines, each return converted and queued on a
 result channel whose frames a thread reads away), beside a bare loop calling the same function on the
-same inputs. Printed: the CPU time of each (the fastest of `--loops`, alternating), and a sampling profile
-of the worker's loop (a SIGPROF every 0.5 ms of CPU): the share of samples in the student's function and
-in each of the worker's steps below `_run_trial`. No sandbox, no grader: only the worker's own cost.
+same inputs, and beside the bare loop with the worker's steps added one at a time (fresh copies of the
+inputs, seeding, converting the returns, queueing them). Printed: the CPU time of each (the fastest of
+`--loops`, alternating), and a sampling profile of the worker's loop (a SIGPROF every 0.5 ms of CPU):
+the share of samples in the student's function and in each of the worker's steps below `_run_trial`. No sandbox, no grader: only the worker's own cost.
 """
 
 from __future__ import annotations
@@ -65,9 +66,36 @@ def main() -> None:
     function = getattr(module, exercise.spec.entry)
     calls = [[t.inputs[name] for name in job["calls"][0]["args"]] for t in trials]
 
+    names = job["returns"]
+
     def bare() -> None:
         for call in calls:
             function(*call)
+
+    # The worker's steps added to the bare loop one at a time: what each costs beside the student's code,
+    # whose speed they change too (the generators' states and the copies displace what it keeps in cache).
+    def copies() -> None:
+        for call in calls:
+            function(*[array.copy() for array in call])
+
+    def seeded() -> None:
+        for trial, call in zip(trials, calls, strict=True):
+            worker._seed_randomness(0, trial.index)
+            function(*[array.copy() for array in call])
+
+    def converted() -> None:
+        for trial, call in zip(trials, calls, strict=True):
+            worker._seed_randomness(0, trial.index)
+            returned = function(*[array.copy() for array in call])
+            [worker._converted(n, v) for n, v in zip(names, returned, strict=True)]
+
+    def queued() -> None:
+        for trial, call in zip(trials, calls, strict=True):
+            worker._seed_randomness(0, trial.index)
+            returned = function(*[array.copy() for array in call])
+            returns = [worker._converted(n, v) for n, v in zip(names, returned, strict=True)]
+            channel.queue(trial.index, Run.FIRST, 0.0001, returns)
+        channel.flush()
 
     def wrapped() -> None:
         for trial in trials:
@@ -76,15 +104,27 @@ def main() -> None:
             worker._run_trial(channel, [function], trial.index, inputs, job, folder, Run.FIRST)
         channel.flush()
 
-    spent: dict[str, list[float]] = {"bare": [], "worker": []}
+    loops = {
+        "bare": bare,
+        "+ fresh copies": copies,
+        "+ seeding": seeded,
+        "+ converting": converted,
+        "+ queueing": queued,
+        "worker": wrapped,
+    }
+    spent: dict[str, list[float]] = {name: [] for name in loops}
     for _ in range(args.loops):
-        for name, loop in (("bare", bare), ("worker", wrapped)):
+        for name, loop in loops.items():
             started = time.process_time()
             loop()
             spent[name].append(time.process_time() - started)
     fastest = {name: min(times) for name, times in spent.items()}
     print(f"{exercise.id}, {args.trials} trials, fastest of {args.loops} loops (CPU):")
     print(f"  the function alone  {fastest['bare'] * 1000:7.1f} ms")
+    previous = fastest["bare"]
+    for name in list(loops)[1:-1]:
+        print(f"  {name:<18}  {fastest[name] * 1000:7.1f} ms  ({(fastest[name] - previous) * 1000:+.1f} ms)")
+        previous = fastest[name]
     ratio = fastest["worker"] / fastest["bare"]
     print(f"  in the worker loop  {fastest['worker'] * 1000:7.1f} ms  ({ratio:.2f}x)")
 
