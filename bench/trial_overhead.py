@@ -5,11 +5,12 @@ Usage: .venv/bin/python bench/trial_overhead.py [--exercise exercises/mac0460/gr
 
 The exercise's solution runs in this process as the sandboxed worker runs it (worker._run_trial: the
 trial's seeding, fresh copies of its inputs, the deadlines, each return converted and queued on a
-result channel whose frames a thread reads away), beside a bare loop calling the same function on the
+result channel whose frames another process reads away), beside a bare loop calling the same function on the
 same inputs, and beside the bare loop with the worker's steps added one at a time (fresh copies of the
 inputs, seeding, converting the returns, queueing them). Printed: the CPU time of each (the fastest of
 `--loops`, alternating), and a sampling profile of the worker's loop (a SIGPROF every 0.5 ms of CPU):
-the share of samples in the student's function and in each of the worker's steps below `_run_trial`. No sandbox, no grader: only the worker's own cost.
+the share of samples in the student's function and in each of the worker's steps below `_run_trial`.
+No sandbox, no grader: only the worker's own cost.
 """
 
 from __future__ import annotations
@@ -19,8 +20,8 @@ import collections
 import importlib.util
 import os
 import signal
+import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 from types import FrameType
@@ -49,10 +50,10 @@ def main() -> None:
     trials = make_trials(exercise, 0, args.trials)
     job["limits"] = {"memory_mb": 0}
     read, write = os.pipe()
-    # The grader's end of the result pipe, read away as the worker writes.
-    drain = threading.Thread(target=lambda: [None for _ in iter(lambda: os.read(read, 1 << 20), b"")])
-    drain.daemon = True
-    drain.start()
+    # The grader's end of the result pipe, read away by another process as the grader's would be: a
+    # thread of this one would take the GIL from the loop at every frame, and count in its CPU time.
+    drain = subprocess.Popen(["cat"], stdin=read, stdout=subprocess.DEVNULL)
+    os.close(read)
     progress = os.memfd_create("progress")
     os.ftruncate(progress, PROGRESS.size)
     channel = worker.Channel(write, progress)
@@ -155,6 +156,8 @@ def main() -> None:
     print(f"where the worker loop's CPU goes ({total} samples):")
     for step, count in steps.most_common(12):
         print(f"  {100 * count / total:5.1f}%  {step}")
+    drain.terminate()
+    drain.wait()
 
 
 if __name__ == "__main__":
