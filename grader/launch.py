@@ -67,17 +67,24 @@ class _Quiet(argparse.ArgumentParser):
         raise ValueError(message)
 
 
+# What a hand-in is made of (handin.discover.SUFFIXES, not imported here: it imports the notebook reader).
+HANDIN_SUFFIXES = (".py", ".ipynb")
+
+
 def _holds_anything(folder: Path) -> bool:
-    """Whether some student's entry in the class folder is a file, or a folder that is not empty."""
+    """Whether the class folder holds something a hand-in could be made of: a student's .py or notebook
+    file, or in a student's folder one of them or a folder (where the files may be)."""
     try:
         with os.scandir(folder) as entries:
             for entry in entries:
                 if entry.name.startswith((".", "_")):
                     continue
                 if not entry.is_dir(follow_symlinks=False):
-                    return True
+                    if entry.name.endswith(HANDIN_SUFFIXES) or entry.is_symlink():
+                        return True
+                    continue
                 with os.scandir(entry.path) as inside:
-                    if next(inside, None) is not None:
+                    if any(i.name.endswith(HANDIN_SUFFIXES) or i.is_dir() for i in inside):
                         return True
     except OSError:
         return False

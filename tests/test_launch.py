@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from grader.launch import zygotes_to_start
+from grader.handin.discover import SUFFIXES
+from grader.launch import HANDIN_SUFFIXES, zygotes_to_start
 
 
 @pytest.fixture
@@ -25,6 +26,12 @@ def test_a_check_needs_one() -> None:
 def test_a_class_run_needs_its_jobs_once_someone_handed_something_in(course: Path) -> None:
     exercises = str(course / "exercises")
     assert zygotes_to_start(["run", exercises, "-j", "2"]) == 0  # every student's folder is empty
+    (course / "submissions" / "alice" / "notes.txt").write_text("", encoding="utf-8")
+    (course / "submissions" / "README.md").write_text("", encoding="utf-8")
+    assert zygotes_to_start(["run", exercises, "-j", "2"]) == 0  # nothing a hand-in is made of
+    (course / "submissions" / "dave" / "src").mkdir(parents=True)  # files in a folder of their own
+    assert zygotes_to_start(["run", exercises, "-j", "2"]) == 2
+    (course / "submissions" / "dave" / "src").rmdir()
     (course / "submissions" / "bob" / "graph2.py").write_text("", encoding="utf-8")
     assert zygotes_to_start(["run", exercises, "-j", "2"]) == 2
     assert zygotes_to_start(["run", "--seed", "3", exercises, "--jobs=3", "--json"]) == 3
@@ -59,3 +66,7 @@ def test_nothing_started_for_other_commands_or_words_that_do_not_parse(
     argv = [str(course / "exercises") if word == "EXERCISES" else word for word in argv]
     assert zygotes_to_start(argv) == 0
     assert capsys.readouterr() == ("", "")  # the real parser says what is wrong, once
+
+
+def test_what_a_hand_in_is_made_of_is_what_discovery_reads() -> None:
+    assert HANDIN_SUFFIXES == SUFFIXES
