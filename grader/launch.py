@@ -37,9 +37,10 @@ def entry() -> None:
 
 def zygotes_to_start(argv: list[str]) -> int:
     """How many zygotes the command needs at once, started before its imports: one for `check` and
-    `repro`; for `run` on this machine, its `-j`, where its class folder holds anything (what nobody
-    handed in needs no worker). A guess from the words alone: the real parser still judges them, and a
-    wrong guess costs time only (zygotes unused, or started later by the class run itself)."""
+    `repro`; for `run` on this machine, its `-j`, but no more than its class folder holds students with
+    something a hand-in is made of (what nobody handed in needs no worker). A guess from the words
+    alone: the real parser still judges them, and a wrong guess costs time only (zygotes unused, or
+    started later by the class run itself)."""
     if argv[:1] in (["check"], ["repro"]):
         return 1
     if argv[:1] != ["run"]:
@@ -57,7 +58,7 @@ def zygotes_to_start(argv: list[str]) -> int:
     if args.cluster is not None or args.exercises is None or args.jobs < 1:
         return 0
     folder = Path(args.submissions or Path(args.exercises).resolve().parent / "submissions")
-    return args.jobs if _holds_anything(folder) else 0
+    return _handing_in(folder, up_to=args.jobs)
 
 
 class _Quiet(argparse.ArgumentParser):
@@ -71,21 +72,23 @@ class _Quiet(argparse.ArgumentParser):
 HANDIN_SUFFIXES = (".py", ".ipynb")
 
 
-def _holds_anything(folder: Path) -> bool:
-    """Whether the class folder holds something a hand-in could be made of: a student's .py or notebook
-    file, or in a student's folder one of them or a folder (where the files may be)."""
+def _handing_in(folder: Path, up_to: int) -> int:
+    """The students of the class folder with something a hand-in could be made of, counted up to
+    `up_to`: a .py or notebook file of their own, or in their folder one of them or a folder (where the
+    files may be)."""
+    found = 0
     try:
         with os.scandir(folder) as entries:
             for entry in entries:
+                if found == up_to:
+                    break
                 if entry.name.startswith((".", "_")):
                     continue
                 if not entry.is_dir(follow_symlinks=False):
-                    if entry.name.endswith(HANDIN_SUFFIXES) or entry.is_symlink():
-                        return True
+                    found += entry.name.endswith(HANDIN_SUFFIXES) or entry.is_symlink()
                     continue
                 with os.scandir(entry.path) as inside:
-                    if any(i.name.endswith(HANDIN_SUFFIXES) or i.is_dir() for i in inside):
-                        return True
+                    found += any(i.name.endswith(HANDIN_SUFFIXES) or i.is_dir() for i in inside)
     except OSError:
-        return False
-    return False
+        return 0
+    return found

@@ -30,12 +30,17 @@ def test_a_class_run_needs_its_jobs_once_someone_handed_something_in(course: Pat
     (course / "submissions" / "README.md").write_text("", encoding="utf-8")
     assert zygotes_to_start(["run", exercises, "-j", "2"]) == 0  # nothing a hand-in is made of
     (course / "submissions" / "dave" / "src").mkdir(parents=True)  # files in a folder of their own
-    assert zygotes_to_start(["run", exercises, "-j", "2"]) == 2
+    assert zygotes_to_start(["run", exercises, "-j", "2"]) == 1
     (course / "submissions" / "dave" / "src").rmdir()
     (course / "submissions" / "bob" / "graph2.py").write_text("", encoding="utf-8")
+    assert zygotes_to_start(["run", exercises, "-j", "2"]) == 1  # no more than students handing in
+    (course / "submissions" / "alice" / "graph2.ipynb").write_text("", encoding="utf-8")
+    for student in ("carol", "dave", "erin"):
+        (course / "submissions" / f"{student}.py").write_text("", encoding="utf-8")
     assert zygotes_to_start(["run", exercises, "-j", "2"]) == 2
     assert zygotes_to_start(["run", "--seed", "3", exercises, "--jobs=3", "--json"]) == 3
     assert zygotes_to_start(["run", exercises, "-j4", "--out", "out", "--per-return"]) == 4
+    assert zygotes_to_start(["run", exercises, "-j", "64"]) == 5
 
 
 def test_a_class_folder_given_or_beside_the_exercises(course: Path, tmp_path: Path) -> None:
@@ -43,7 +48,7 @@ def test_a_class_folder_given_or_beside_the_exercises(course: Path, tmp_path: Pa
     elsewhere.mkdir()
     (elsewhere / "carol.py").write_text("", encoding="utf-8")  # a student handing in a single file
     exercises = str(course / "exercises")
-    assert zygotes_to_start(["run", exercises, "-j", "2", "--submissions", str(elsewhere)]) == 2
+    assert zygotes_to_start(["run", exercises, "-j", "2", "--submissions", str(elsewhere)]) == 1
     assert zygotes_to_start(["run", exercises, "-j", "2", "--submissions", str(tmp_path / "none")]) == 0
 
 
