@@ -7,12 +7,14 @@ import concurrent.futures
 import csv
 import json
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -44,17 +46,22 @@ class Cluster:
     workers: list[subprocess.Popen[bytes]]
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    """A scheduler on a free loopback port and two one-thread workers, each in its own session."""
-    folder = tmp_path_factory.mktemp("dask")
+@contextmanager
+def _running(folder: Path, workers: list[tuple[list[str], dict[str, str]]]) -> Iterator[Cluster]:
+    """A scheduler on a free loopback port and one-thread workers (each its extra arguments and
+    environment), each in its own session; all killed at the end."""
     scheduler_file = folder / "scheduler.json"
     started: list[subprocess.Popen[bytes]] = []
 
-    def start(*args: str | Path) -> subprocess.Popen[bytes]:
+    def start(*args: str | Path, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
         log = (folder / f"{len(started)}.log").open("wb")
         process = subprocess.Popen(
-            [str(DASK), *map(str, args)], stdout=log, stderr=log, cwd=folder, start_new_session=True
+            [str(DASK), *map(str, args)],
+            stdout=log,
+            stderr=log,
+            cwd=folder,
+            start_new_session=True,
+            env={**os.environ, **(env or {})},
         )
         started.append(process)
         return process
@@ -74,23 +81,28 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         while not scheduler_file.exists() and time.monotonic() < deadline:
             time.sleep(0.05)
         address = json.loads(scheduler_file.read_text(encoding="utf-8"))["address"]
-        # w0 starts its zygotes with the worker (the preload), w1 once the first run registers the plugin.
-        preload = [["--preload", "grader.cluster.preload"], []]
-        workers = [
-            start(
-                "worker", address, "--nworkers", "1", "--nthreads", "1", "--no-dashboard", "--name", f"w{i}",
-                *preload[i],
-            )
-            for i in range(2)
+        one_thread = ["--nworkers", "1", "--nthreads", "1", "--no-dashboard"]
+        processes = [
+            start("worker", address, *one_thread, "--name", f"w{i}", *args, env=env)
+            for i, (args, env) in enumerate(workers)
         ]
         with distributed.Client(address, timeout=60) as client:
-            client.wait_for_workers(2, timeout=60)
-        yield Cluster(address, workers)
+            client.wait_for_workers(len(workers), timeout=60)
+        yield Cluster(address, processes)
     finally:
         for process in started:
             if process.poll() is None:
                 os.killpg(process.pid, signal.SIGKILL)
             process.wait()
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    """Two workers: w0 starts its zygotes with the worker (the preload), w1 once the first run registers
+    the plugin."""
+    preloaded: tuple[list[str], dict[str, str]] = (["--preload", "grader.cluster.preload"], {})
+    with _running(tmp_path_factory.mktemp("dask"), [preloaded, ([], {})]) as up:
+        yield up
 
 
 def _zygotes_below(pid: int) -> int:
@@ -282,3 +294,26 @@ def test_a_hand_in_whose_workers_all_died_is_that_students_error_and_is_graded_a
         assert "4 Dask workers died while grading this hand-in" in failure.message
     assert all(book.stored(job.key) is None for job in jobs)  # not the student's grade: regraded next run
     book.close()
+
+
+def test_a_cluster_whose_worker_runs_another_grader_is_refused_before_anything_is_graded(
+    tmp_path: Path,
+) -> None:
+    import grader
+
+    other = tmp_path / "other"  # the grader at another version, installed where the worker finds it first
+    package = Path(grader.__file__).parent
+    shutil.copytree(package, other / "grader", ignore=shutil.ignore_patterns("__pycache__"))
+    init = other / "grader" / "__init__.py"
+    init.write_text(init.read_text(encoding="utf-8").replace(grader.__version__, "0.0.1"), encoding="utf-8")
+    exercises = _class(tmp_path)
+    folder = tmp_path / "dask"
+    folder.mkdir()
+    with _running(folder, [([], {"PYTHONPATH": str(other)})]) as cluster:
+        ran = _grader(exercises, "--trials", "20", "--cluster", cluster.address, cwd=tmp_path)
+    assert ran.returncode == 2, ran.stderr
+    said = " ".join(ran.stderr.split())
+    assert "1 of the cluster's 1 Dask workers run another grader" in said
+    assert "grader 0.0.1" in said and str(other / "grader") in said  # which, and where it is installed
+    assert f"this client's grader {grader.__version__}" in said
+    assert not _stored(default_path(tmp_path / "submissions"))  # nothing graded

@@ -24,7 +24,7 @@ import distributed
 from distributed.scheduler import KilledWorker
 
 from grader.classrun import Job, JobLost
-from grader.cluster.worker import PLUGIN, WarmWorkers, grade_on_worker
+from grader.cluster.worker import PLUGIN, WarmWorkers, describe, grade_on_worker, grader_identity
 from grader.errors import UsageError
 from grader.results import SubmissionResult
 
@@ -46,6 +46,13 @@ class DaskBackend:
         self._shared: dict[int, tuple[References, distributed.Future[References]]] = {}
         self._tasks: dict[Pending, distributed.Future[SubmissionResult]] = {}
         self._slots, self._counted = 1, -math.inf
+        self._identity = grader_identity()
+        try:
+            _check_workers(client, self._identity)
+        except UsageError:
+            if cluster is not None:
+                cluster.close()
+            raise
         if hasattr(client, "register_plugin"):  # since Dask 2023.9
             client.register_plugin(WarmWorkers(), name=PLUGIN)
         else:
@@ -100,7 +107,7 @@ class DaskBackend:
                 references,
                 self._client.submit(_given, references, pure=False, key=f"references-{uuid.uuid4().hex}"),
             )
-        task = self._client.submit(grade_on_worker, job, seed, shared[1], pure=False)
+        task = self._client.submit(grade_on_worker, job, seed, shared[1], self._identity, pure=False)
         result: Pending = concurrent.futures.Future()
         self._tasks[result] = task
         task.add_done_callback(lambda done: _settle(result, done, job))
@@ -116,6 +123,22 @@ class DaskBackend:
         self._client.close()
         if self._cluster is not None:
             self._cluster.close()
+
+
+def _check_workers(client: distributed.Client, mine: dict[str, str]) -> None:
+    """Every worker of the cluster runs this client's grader: another would grade by other rules, or fail
+    to read the jobs. Refused before anything is graded, naming each worker that differs."""
+    theirs: dict[str, dict[str, str]] = client.run(grader_identity)
+    others = {address: identity for address, identity in theirs.items() if identity["code"] != mine["code"]}
+    if not others:
+        return
+    client.close()
+    listed = "; ".join(f"{address} runs {describe(identity)}" for address, identity in sorted(others.items()))
+    raise UsageError(
+        f"--cluster: {len(others)} of the cluster's {len(theirs)} Dask workers run another grader than this "
+        f"client's {describe(mine)}: {listed}. Install the same grader on every worker (the same version, "
+        "or the same checkout at the same commit), or stop those workers, then run the same command again"
+    )
 
 
 def _given(references: References) -> References:

@@ -8,10 +8,14 @@ worker's teardown stops them.
 
 from __future__ import annotations
 
+import functools
+import hashlib
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from distributed import WorkerPlugin, get_worker
 
+import grader
 from grader.classrun import Job, JobLost, grade_job
 from grader.results import SubmissionResult
 from grader.sandbox.warm import WorkerPool
@@ -62,9 +66,32 @@ def start_with_worker(worker: Worker) -> None:
     _started_with_worker[id(worker)] = start_pool(worker)
 
 
-def grade_on_worker(job: Job, seed: int, references: References) -> SubmissionResult:
-    """The job graded here, in one of this worker process's warm zygotes."""
+@functools.cache
+def grader_identity() -> dict[str, str]:
+    """This process's grader: its version, a hash of its modules' source (a checkout under development
+    keeps its version while its code changes) and where it is installed."""
+    package = Path(grader.__file__).resolve().parent
+    digest = hashlib.sha256()
+    for path in sorted(package.rglob("*.py")):
+        digest.update(str(path.relative_to(package)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return {"version": grader.__version__, "code": digest.hexdigest()[:12], "where": str(package)}
+
+
+def describe(identity: dict[str, str]) -> str:
+    return f"grader {identity['version']} (code {identity['code']}, in {identity['where']})"
+
+
+def grade_on_worker(job: Job, seed: int, references: References, client: dict[str, str]) -> SubmissionResult:
+    """The job graded here, in one of this worker process's warm zygotes, by the same grader as the
+    client's (`client`: its grader_identity)."""
     worker = get_worker()
+    if grader_identity()["code"] != client["code"]:
+        # A worker that joined after the client checked them all (backend._check_workers).
+        raise JobLost(
+            f"Dask worker {worker.address} runs {describe(grader_identity())}, the client "
+            f"{describe(client)}: a hand-in is graded only by the grader that computed its references; "
+            "install the client's grader on that worker, or stop it, and run the same command again"
+        )
     plugin = worker.plugins.get(PLUGIN)
     if not isinstance(plugin, WarmWorkers) or plugin.pool is None:
         raise JobLost(
