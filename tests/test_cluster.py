@@ -317,3 +317,19 @@ def test_a_cluster_whose_worker_runs_another_grader_is_refused_before_anything_i
     assert "grader 0.0.1" in said and str(other / "grader") in said  # which, and where it is installed
     assert f"this client's grader {grader.__version__}" in said
     assert not _stored(default_path(tmp_path / "submissions"))  # nothing graded
+
+
+def test_a_cluster_whose_worker_cannot_import_the_grader_is_refused_in_plain_words(tmp_path: Path) -> None:
+    broken = tmp_path / "broken" / "grader"  # found first by the worker: a grader that does not import
+    broken.mkdir(parents=True)
+    (broken / "__init__.py").write_text("raise ImportError('no grader here')\n", encoding="utf-8")
+    exercises = _class(tmp_path)
+    folder = tmp_path / "dask"
+    folder.mkdir()
+    with _running(folder, [([], {"PYTHONPATH": str(broken.parent)})]) as cluster:
+        ran = _grader(exercises, "--trials", "20", "--cluster", cluster.address, cwd=tmp_path)
+    assert ran.returncode == 2, ran.stderr
+    said = " ".join(ran.stderr.split())
+    assert "a Dask worker could not run this client's grader" in said and "no grader here" in said
+    assert "Traceback" not in ran.stderr
+    assert not _stored(default_path(tmp_path / "submissions"))

@@ -128,7 +128,15 @@ class DaskBackend:
 def _check_workers(client: distributed.Client, mine: dict[str, str]) -> None:
     """Every worker of the cluster runs this client's grader: another would grade by other rules, or fail
     to read the jobs. Refused before anything is graded, naming each worker that differs."""
-    theirs: dict[str, dict[str, str]] = client.run(grader_identity)
+    try:
+        theirs: dict[str, dict[str, str]] = client.run(grader_identity)
+    except Exception as exc:  # a worker without the grader cannot even load the check
+        client.close()
+        raise UsageError(
+            f"--cluster: a Dask worker could not run this client's grader ({type(exc).__name__}: {exc}); "
+            "install the same grader on every worker (`pip install grader[dask]` in its environment), "
+            "then run the same command again"
+        ) from exc
     others = {address: identity for address, identity in theirs.items() if identity["code"] != mine["code"]}
     if not others:
         return
