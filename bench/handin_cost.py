@@ -9,8 +9,8 @@ is read from a cgroup's CPU accounting (v1 `cpuacct`, v2 `cpu.stat`) the run is 
 processes the grader kills too, which `getrusage` misses. A least-squares line through the class sizes
 gives the fixed cost and the cost per hand-in, in wall time and in CPU time.
 (2) The student's own code: the hand-in's graph2 called on the same trials' inputs (the grader's own
-`make_trials`), one call after another in one Python process, after its imports: its CPU time, the
-fastest of five loops.
+`make_trials`), one call after another in one Python process, after its imports, with torch on one
+thread as in the worker: its CPU time, the fastest of five loops.
 Printed: both lines, and the CPU per hand-in over the student's code's CPU (acceptance: at most 1.5).
 Needs to create a cgroup (root, Linux); with `--rounds N` each size runs N times and the fastest counts.
 """
@@ -39,6 +39,9 @@ from pathlib import Path
 from grader.exercise.spec import load_exercise
 from grader.exercise.trials import make_trials
 
+import torch
+
+torch.set_num_threads(1)  # as in the worker (worker.prepare): a second thread's spinning is not the code's
 exercise = load_exercise(Path(sys.argv[1]))
 spec = importlib.util.spec_from_file_location("handin", sys.argv[3])
 module = importlib.util.module_from_spec(spec)
@@ -125,10 +128,12 @@ def main() -> None:
                     print(f"  {count} students: {used:.2f} s CPU in all, {group.waited:.2f} s by getrusage")
                     wall[count] = min(wall.get(count, seconds), seconds)
                     cpu[count] = min(cpu.get(count, used), used)
-                _, _, done = group.run(student)
-                if done.returncode != 0:
-                    raise SystemExit(f"the student's loop failed:\n{done.stderr}")
-                student_cpu.append(float(done.stdout.split()[-1]))
+                    # After every class, not once: this machine's speed drifts within minutes, and the
+                    # fastest of all is the one compared.
+                    _, _, done = group.run(student)
+                    if done.returncode != 0:
+                        raise SystemExit(f"the student's loop failed:\n{done.stderr}")
+                    student_cpu.append(float(done.stdout.split()[-1]))
     finally:
         group.remove()
     print(f"graph2 hand-ins x {args.trials} trials, grader run -j {args.jobs}", end="")
