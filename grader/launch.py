@@ -58,6 +58,8 @@ def zygotes_to_start(argv: list[str]) -> int:
     if args.cluster is not None or args.exercises is None or args.jobs < 1:
         return 0
     folder = Path(args.submissions or Path(args.exercises).resolve().parent / "submissions")
+    if not _changed_since_graded(folder, args.gradebook):
+        return 0  # a run again over what the gradebook holds: the class run starts what it needs
     return _handing_in(folder, up_to=args.jobs)
 
 
@@ -70,6 +72,34 @@ class _Quiet(argparse.ArgumentParser):
 
 # What a hand-in is made of (handin.discover.SUFFIXES, not imported here: it imports the notebook reader).
 HANDIN_SUFFIXES = (".py", ".ipynb")
+GRADEBOOK_SUFFIX = ".gradebook.sqlite"  # gradebook.SUFFIX, not imported here: it imports pydantic
+
+
+def _changed_since_graded(folder: Path, gradebook: str | None) -> bool:
+    """Whether the class folder may hold hand-ins its gradebook has not graded: no gradebook yet, or a
+    student's entry, or an entry in a student's folder, changed after the gradebook last did. Zygotes
+    started for a run with nothing to grade only competed with it (an unchanged run of 10 students took
+    0.66–1.01 s with them, 0.45–0.60 s without)."""
+    try:
+        resolved = folder.resolve()
+        book = Path(gradebook) if gradebook else resolved.parent / f"{resolved.name}{GRADEBOOK_SUFFIX}"
+        graded = max(
+            os.stat(path).st_mtime for path in (book, Path(f"{book}-wal")) if os.path.exists(path)
+        )
+    except (OSError, ValueError):  # no gradebook yet (max of nothing)
+        return True
+    try:
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                if entry.stat(follow_symlinks=False).st_mtime > graded:
+                    return True
+                if entry.is_dir(follow_symlinks=False):
+                    with os.scandir(entry.path) as inside:
+                        if any(i.stat(follow_symlinks=False).st_mtime > graded for i in inside):
+                            return True
+    except OSError:
+        return True
+    return False
 
 
 def _handing_in(folder: Path, up_to: int) -> int:

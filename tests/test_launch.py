@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import os
+import time
 from pathlib import Path
 
 import pytest
 
+from grader.gradebook import SUFFIX, default_path
 from grader.handin.discover import SUFFIXES
-from grader.launch import HANDIN_SUFFIXES, zygotes_to_start
+from grader.launch import GRADEBOOK_SUFFIX, HANDIN_SUFFIXES, zygotes_to_start
 
 
 @pytest.fixture
@@ -75,3 +78,33 @@ def test_nothing_started_for_other_commands_or_words_that_do_not_parse(
 
 def test_what_a_hand_in_is_made_of_is_what_discovery_reads() -> None:
     assert HANDIN_SUFFIXES == SUFFIXES
+
+
+def test_what_the_gradebook_is_named_is_what_the_gradebook_names_it() -> None:
+    assert GRADEBOOK_SUFFIX == SUFFIX
+
+
+def test_a_run_again_over_what_the_gradebook_holds_starts_nothing(course: Path, tmp_path: Path) -> None:
+    exercises = str(course / "exercises")
+    now = time.time()
+
+    def aged(path: Path, seconds_ago: float) -> None:
+        os.utime(path, (now - seconds_ago, now - seconds_ago))
+
+    handin = course / "submissions" / "bob" / "graph2.py"
+    handin.write_text("", encoding="utf-8")
+    aged(handin, 300)
+    for folder in (course / "submissions", course / "submissions" / "alice", course / "submissions" / "bob"):
+        aged(folder, 300)
+    book = default_path(course / "submissions")
+    book.write_bytes(b"")
+    aged(book, 200)  # graded after the hand-in was
+    assert zygotes_to_start(["run", exercises, "-j", "2"]) == 0
+    aged(handin, 100)  # the student handed in again since
+    assert zygotes_to_start(["run", exercises, "-j", "2"]) == 1
+    other = tmp_path / "elsewhere.sqlite"  # --gradebook: that one's time counts
+    other.write_bytes(b"")
+    aged(other, 50)
+    assert zygotes_to_start(["run", exercises, "-j", "2", "--gradebook", str(other)]) == 0
+    (course / "submissions" / "carol.py").write_text("", encoding="utf-8")  # a new student, now
+    assert zygotes_to_start(["run", exercises, "-j", "2", "--gradebook", str(other)]) == 2
