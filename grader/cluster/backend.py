@@ -50,6 +50,7 @@ class DaskBackend:
         try:
             _check_workers(client, self._identity)
         except UsageError:
+            client.close()
             if cluster is not None:
                 cluster.close()
             raise
@@ -131,7 +132,6 @@ def _check_workers(client: distributed.Client, mine: dict[str, str]) -> None:
     try:
         theirs: dict[str, dict[str, str]] = client.run(grader_identity)
     except Exception as exc:  # a worker without the grader cannot even load the check
-        client.close()
         raise UsageError(
             f"--cluster: a Dask worker could not run this client's grader ({type(exc).__name__}: {exc}); "
             "install the same grader on every worker (`pip install grader[dask]` in its environment), "
@@ -140,7 +140,6 @@ def _check_workers(client: distributed.Client, mine: dict[str, str]) -> None:
     others = {address: identity for address, identity in theirs.items() if identity["code"] != mine["code"]}
     if not others:
         return
-    client.close()
     listed = "; ".join(f"{address} runs {describe(identity)}" for address, identity in sorted(others.items()))
     raise UsageError(
         f"--cluster: {len(others)} of the cluster's {len(theirs)} Dask workers run another grader than this "

@@ -528,8 +528,8 @@ class RunningWorker:
                 chosen.append(layout)
                 for position, kind in enumerate(layout):
                     carried[position] += type(kind) is ReturnedArray
-            if sum(carried) > len(arrays):
-                declared = sum(carried)
+            declared = sum(carried)
+            if declared > len(arrays):
                 raise ProtocolError(f"the frame's trials declare {declared} arrays; it carries {len(arrays)}")
             columns = []
             start = 0
