@@ -5,7 +5,8 @@ last graded is taken from the gradebook; the rest are graded in parallel, and ea
 the gradebook the moment it exists. What nobody handed in (no file attempts the exercise) and what cannot
 be used is written at once, with no worker, no references and no trials: a course's library of exercises
 costs nothing beside the one a class hands in. References are computed only for the exercises a hand-in
-of which is graded.
+of which is graded, once, by the first grading of one, while its worker already runs the trials
+(exercise/shared.py).
 Ctrl-C cancels what has not started and lets what is in flight finish; everything finished is kept.
 The results come back by student, then exercise, whatever order they were graded in.
 
@@ -24,7 +25,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from grader.errors import GraderError
-from grader.exercise.reference_cache import computed_references, stored_references
+from grader.exercise.reference_cache import stored_references
+from grader.exercise.shared import SharedReferences
 from grader.exercise.spec import Exercise
 from grader.exercise.trials import make_trials
 from grader.gradebook import Gradebook, Key, exercise_hash, settings, submission_hash
@@ -68,7 +70,7 @@ class Backend(Protocol):
 
     def prestart(self, count: int) -> None: ...
 
-    def submit(self, job: Job, seed: int, references: References) -> Future[SubmissionResult]: ...
+    def submit(self, job: Job, seed: int, references: SharedReferences) -> Future[SubmissionResult]: ...
 
     def drain(self) -> None:
         """Start nothing that has not started yet (the gradings in flight finish)."""
@@ -94,7 +96,7 @@ class LocalBackend:
     def prestart(self, count: int) -> None:
         self._workers.prestart(count)
 
-    def submit(self, job: Job, seed: int, references: References) -> Future[SubmissionResult]:
+    def submit(self, job: Job, seed: int, references: SharedReferences) -> Future[SubmissionResult]:
         return self._threads.submit(grade_job, job, seed, references, self._workers)
 
     def drain(self) -> None:
@@ -189,26 +191,40 @@ def run_class(
 
     if queue:  # their torch imports overlap the references' computation
         backend.prestart(min(backend.slots, len(queue)))
-    references: dict[str, References | None] = {}
+    references: dict[str, SharedReferences] = {}
+    settled: set[str] = set()  # exercises whose references were found to hold, or to fail
 
-    def references_for(exercise: Exercise) -> References | None:
+    def references_for(exercise: Exercise) -> SharedReferences:
+        """The exercise's trials at once; its references computed by the first grading that needs them."""
         if exercise.id not in references:
+            count = trials or exercise.spec.trials
             try:
-                count = trials or exercise.spec.trials
-                references[exercise.id] = stored_references(exercise, seed, count) or computed_references(
-                    exercise, seed, make_trials(exercise, seed, count)
-                )
+                stored = stored_references(exercise, seed, count)
+                drawn = stored.trials if stored is not None else make_trials(exercise, seed, count)
+                references[exercise.id] = SharedReferences(exercise, seed, drawn, stored)
+            except GraderError as exc:  # its inputs cannot be drawn: grade the other exercises
+                references[exercise.id] = SharedReferences(exercise, seed, (), failure=exc)
+            settle()
+        return references[exercise.id]
+
+    def settle() -> None:
+        """What waits on an exercise's references: once they hold, the results of those who handed in
+        nothing are written; once they fail, the exercise is reported (its graph fails on its own
+        inputs) and the others are graded."""
+        for exercise, shared in references.items():
+            if exercise in settled:
+                continue
+            if shared.ready:
+                settled.add(exercise)
                 # They and torch's modules live as long as the run: out of the collector's sight, the
                 # collections that grading thousands of trials triggers stay cheap.
                 gc.freeze()
-            except GraderError as exc:  # its graph fails on its own inputs: grade the other exercises
-                outcome.broken.append(exc)
-                references[exercise.id] = None
-            if references[exercise.id] is not None:
-                write_unstarted(exercise.id)
-        return references[exercise.id]
+                write_unstarted(exercise)
+            elif shared.failure is not None:
+                settled.add(exercise)
+                outcome.broken.append(shared.failure)
 
-    def submit(job: Job, refs: References) -> Future[SubmissionResult]:
+    def submit(job: Job, refs: SharedReferences) -> Future[SubmissionResult]:
         """The job's result once it is in the gradebook."""
         recorded: Future[SubmissionResult] = Future()
 
@@ -228,21 +244,26 @@ def run_class(
         backend.submit(job, seed, refs).add_done_callback(record)
         return recorded
 
-    def result_of(future: Future[SubmissionResult]) -> SubmissionResult:
+    def result_of(future: Future[SubmissionResult]) -> SubmissionResult | None:
+        """The job's result; None where its exercise's references failed (the exercise is reported)."""
         exc = future.exception()
         if exc is None:
             return future.result()
+        job, refs = jobs_of[future]
         # The grader's own failure on this one (not recorded: the next run grades it again): report it,
         # grade the others.
-        job, refs = jobs_of[future]
         message = (
             str(exc)
             if isinstance(exc, JobLost)
             else f"the grader failed on this submission (not the student's fault): {exc!r}"
         )
-        return not_runnable(job.exercise, job.student, job.path, seed, refs, message, FailureKind.INTERNAL)
+        try:
+            held = refs.get()
+        except GraderError:
+            return None
+        return not_runnable(job.exercise, job.student, job.path, seed, held, message, FailureKind.INTERNAL)
 
-    jobs_of: dict[Future[SubmissionResult], tuple[Job, References]] = {}
+    jobs_of: dict[Future[SubmissionResult], tuple[Job, SharedReferences]] = {}
     running: set[Future[SubmissionResult]] = set()
     # Grading one submission makes tens of thousands of objects that live until it is judged; at the
     # default threshold (700 new objects) the collector walks each of them many times over, a sixth of
@@ -255,17 +276,20 @@ def run_class(
             while queue and len(running) < backend.slots:
                 job = queue.pop(0)
                 refs = references_for(job.exercise)
-                if refs is not None:
+                if refs.failure is None:
                     running.add(submit(job, refs))
             if not running:
                 continue
             done, running = wait(running, return_when=FIRST_COMPLETED)
             for future in done:
                 result = result_of(future)
+                if result is None:
+                    continue
                 outcome.results.append(result)
                 outcome.graded += 1
                 if progress is not None:
                     progress(result)
+            settle()
     except KeyboardInterrupt:
         # Nothing new starts; the gradings in flight finish (within their deadlines) and count as done.
         # A second Ctrl-C abandons them.
@@ -280,7 +304,7 @@ def run_class(
         backend.close()
         gc.set_threshold(*thresholds)
     # A result taken from the gradebook of an exercise whose references fail now goes with it.
-    broken = {exercise for exercise, refs in references.items() if refs is None}
+    broken = {exercise for exercise, refs in references.items() if refs.failure is not None}
     outcome.results = [r for r in outcome.results if r.exercise not in broken]
     outcome.results.sort(key=_table_order(jobs))
     return outcome
@@ -309,7 +333,9 @@ def _not_started(job: Job, seed: int, trials: int | None) -> SubmissionResult | 
     return None
 
 
-def grade_job(job: Job, seed: int, references: References, pool: WorkerPool) -> SubmissionResult:
+def grade_job(
+    job: Job, seed: int, references: References | SharedReferences, pool: WorkerPool
+) -> SubmissionResult:
     """One job's result, graded in a worker from `pool`: here, or on a cluster's worker."""
     assert job.submission is not None  # an unusable hand-in is not graded: _not_started wrote its result
     return grade(job.exercise, job.submission, seed, references=references, pool=pool)

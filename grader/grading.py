@@ -12,7 +12,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from grader.exercise.reference_cache import computed_references, stored_references
+from grader.exercise.reference_cache import stored_references
+from grader.exercise.shared import SharedReferences
 from grader.exercise.spec import Exercise
 from grader.exercise.trials import Trial, make_trials, student_seed
 from grader.handin.prepare import Submission, prepare
@@ -55,13 +56,14 @@ def grade(
     seed: int,
     trial_count: int | None = None,
     only_trial: int | None = None,
-    references: References | None = None,
+    references: References | SharedReferences | None = None,
     inputs_as: str | None = None,
     pool: WorkerPool | None = None,
     start: StartRunner | None = None,
 ) -> SubmissionResult:
-    """Grade; pass `references` (from compute_references) to share them across submissions, else they
-    come from the cache (reference_cache.py), computed on a miss.
+    """Grade; pass `references` (from compute_references, or a class's SharedReferences, computed here if
+    no grading has yet) to share them across submissions, else they come from the cache
+    (reference_cache.py), computed on a miss while the worker runs the trials.
 
     `inputs_as="float32"` hands the code float32 inputs: how validation checks a solution's float32 variant.
     The worker comes from `pool`, by default the process's shared pool of warm workers; `start` runs the
@@ -77,15 +79,14 @@ def grade(
     # First: its start-up overlaps ours.
     worker = start(student, None)
     try:
-        count = trial_count or exercise.spec.trials
         if references is None:
-            references = stored_references(exercise, seed, count, only_trial)
-        if references is None:
-            trials = make_trials(exercise, seed, count, only_trial)
-            worker.send(trials)
-            references = computed_references(exercise, seed, trials)  # imports torch: after the send
-        else:
-            worker.send(references.trials)
+            count = trial_count or exercise.spec.trials
+            references = stored_references(exercise, seed, count, only_trial) or SharedReferences(
+                exercise, seed, make_trials(exercise, seed, count, only_trial)
+            )
+        worker.send(references.trials)
+        if isinstance(references, SharedReferences):
+            references = references.get()  # after the send: computing them imports torch
         first = worker.first_pass()
         if first.overrun is not None:
             # A trial past its deadline may be the machine's load, not the code: a fresh worker runs the

@@ -1,10 +1,10 @@
 """The client's side of a Dask cluster: jobs submitted, references shared, results handed back.
 
-Each exercise's references are computed once, by classrun on this machine, and sent to the cluster once,
-as a task that returns them; each job then names that task, so a worker fetches them once (from a peer
-that has them), and a worker lost with them has them made again from the task (scattered data could not
-be). A job travels whole: its exercise's spec and its submission's files (their bytes, read here); a
-worker reads only the exercise's support files, at the same path.
+Each exercise's references are computed once, on this machine before its first job is submitted, and
+sent to the cluster once, as a task that returns them; each job then names that task, so a worker fetches
+them once (from a peer that has them), and a worker lost with them has them made again from the task
+(scattered data could not be). A job travels whole: its exercise's spec and its submission's files
+(their bytes, read here); a worker reads only the exercise's support files, at the same path.
 A worker that dies mid-job has its job run again on another by Dask's scheduler; a job that kills every
 worker that runs it (distributed.scheduler.allowed-failures + 1 of them) ends as that student's error.
 """
@@ -25,11 +25,12 @@ from distributed.scheduler import KilledWorker
 
 from grader.classrun import Job, JobLost
 from grader.cluster.worker import PLUGIN, WarmWorkers, describe, grade_on_worker, grader_identity
-from grader.errors import UsageError
+from grader.errors import GraderError, UsageError
 from grader.results import SubmissionResult
 
 if TYPE_CHECKING:
     from grader.exercise.reference import References
+    from grader.exercise.shared import SharedReferences
 
 Pending = concurrent.futures.Future[SubmissionResult]
 LOCAL = "local:"
@@ -43,7 +44,7 @@ class DaskBackend:
     def __init__(self, client: distributed.Client, cluster: distributed.LocalCluster | None) -> None:
         self._client = client
         self._cluster = cluster  # started for this run: stopped with it
-        self._shared: dict[int, tuple[References, distributed.Future[References]]] = {}
+        self._shared: dict[int, tuple[SharedReferences, distributed.Future[References]]] = {}
         self._tasks: dict[Pending, distributed.Future[SubmissionResult]] = {}
         self._slots, self._counted = 1, -math.inf
         self._identity = grader_identity()
@@ -101,15 +102,20 @@ class DaskBackend:
     def prestart(self, count: int) -> None:
         """Nothing to do: each worker's plugin started its zygotes when it was installed."""
 
-    def submit(self, job: Job, seed: int, references: References) -> Pending:
+    def submit(self, job: Job, seed: int, references: SharedReferences) -> Pending:
+        result: Pending = concurrent.futures.Future()
         shared = self._shared.get(id(references))
-        if shared is None:  # the first job of its exercise
+        if shared is None:  # the first job of its exercise: its references computed here, once
+            try:
+                computed = references.get()
+            except GraderError as exc:  # its graph fails on its own inputs: classrun reports the exercise
+                result.set_exception(exc)
+                return result
             shared = self._shared[id(references)] = (
                 references,
-                self._client.submit(_given, references, pure=False, key=f"references-{uuid.uuid4().hex}"),
+                self._client.submit(_given, computed, pure=False, key=f"references-{uuid.uuid4().hex}"),
             )
         task = self._client.submit(grade_on_worker, job, seed, shared[1], self._identity, pure=False)
-        result: Pending = concurrent.futures.Future()
         self._tasks[result] = task
         task.add_done_callback(lambda done: _settle(result, done, job))
         return result
