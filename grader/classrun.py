@@ -16,7 +16,9 @@ cluster's workers (grader/cluster/); all the rest is the same for both.
 
 from __future__ import annotations
 
+import contextlib
 import gc
+import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
@@ -37,6 +39,7 @@ from grader.launch import COLLECT_EVERY
 from grader.outcomes import FailureKind
 from grader.results import SubmissionResult
 from grader.sandbox.warm import WorkerPool, started_shared_pool
+from grader.sandbox.zygote_references import computed_in_zygote
 
 if TYPE_CHECKING:
     from grader.exercise.reference import References
@@ -70,6 +73,10 @@ class Backend(Protocol):
 
     def prestart(self, count: int) -> None: ...
 
+    def share(self, references: SharedReferences) -> None:
+        """An exercise's references, not in the cache, before its first job is submitted: where to
+        compute them (by default, in this process, by the first grading that needs them)."""
+
     def submit(self, job: Job, seed: int, references: SharedReferences) -> Future[SubmissionResult]: ...
 
     def drain(self) -> None:
@@ -95,6 +102,22 @@ class LocalBackend:
 
     def prestart(self, count: int) -> None:
         self._workers.prestart(count)
+
+    def share(self, references: SharedReferences) -> None:
+        """Computed at once, in a fork of a warm zygote (zygote_references.py: this process never imports
+        torch), whose slot is taken now, before any job of the exercise takes one: a grading that waits
+        for them holds a slot of its own, never the one that computes them."""
+        try:
+            zygote = self._workers.acquire()
+        except Exception:  # a sandbox that cannot start: computed here; each grading reports the sandbox
+            return
+        references.try_first(partial(computed_in_zygote, self._workers, zygote))
+
+        def compute() -> None:
+            with contextlib.suppress(GraderError):  # told by every grading that asks for them
+                references.get()
+
+        threading.Thread(target=compute, name=f"references of {references.exercise.id}", daemon=True).start()
 
     def submit(self, job: Job, seed: int, references: SharedReferences) -> Future[SubmissionResult]:
         return self._threads.submit(grade_job, job, seed, references, self._workers)
@@ -202,6 +225,8 @@ def run_class(
                 stored = stored_references(exercise, seed, count)
                 drawn = stored.trials if stored is not None else make_trials(exercise, seed, count)
                 references[exercise.id] = SharedReferences(exercise, seed, drawn, stored)
+                if stored is None:
+                    backend.share(references[exercise.id])
             except GraderError as exc:  # its inputs cannot be drawn: grade the other exercises
                 references[exercise.id] = SharedReferences(exercise, seed, (), failure=exc)
             settle()

@@ -4,14 +4,14 @@ grading's, and the class run reports the exercise and grades the others."""
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import numpy as np
 import pytest
-from conftest import CORRECT_GRAPH2, write_source
+from conftest import CORRECT_GRAPH2, copy_exercise, exercise_folder, write_source
 
 from grader.classrun import plan, run_class
 from grader.errors import GraderError
@@ -19,13 +19,14 @@ from grader.exercise import reference_cache, shared
 from grader.exercise.expected import References
 from grader.exercise.reference import compute_references
 from grader.exercise.shared import SharedReferences
-from grader.exercise.spec import Exercise
+from grader.exercise.spec import Exercise, load_exercise
 from grader.exercise.trials import Trial, make_trials
 from grader.gradebook import Gradebook
 from grader.outcomes import Verdict
-from grader.sandbox.runner import RunningWorker
 
 TRIALS = 6
+# The graph indexes past its input's end on every trial: the references fail, as an author's mistake would.
+BROKEN = (("id: reciprocal", "id: broken"), ("entry: reciprocal", "entry: broken"), ("1 / a_np", "a_np[9]"))
 
 
 def test_concurrent_gradings_compute_the_references_once(
@@ -71,49 +72,48 @@ def _class(root: Path, students: int) -> list[tuple[str, Path]]:
     return [(f"s{i}", root / f"s{i}") for i in range(students)]
 
 
-def test_a_class_run_gives_its_first_worker_the_trials_before_computing_the_references(
+def test_a_class_run_computes_the_references_in_a_zygote_and_keeps_them(
     graph2: Exercise, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """What the grader does first, in order: the workers' jobs, then the references (torch's import and
-    the Monte Carlo spread, seconds that the warm workers used to wait out)."""
-    events: list[str] = []
-    lock = threading.Lock()
-    real_send, real_compute = RunningWorker.send, reference_cache.computed_references
+    """Not in the grader's process (which would import torch for them), and exactly what it would
+    compute: the cache holds them for the next run."""
+    here: list[str] = []
 
-    def send(self: RunningWorker, trials: Sequence[Trial]) -> None:
-        with lock:
-            events.append("send")
-        real_send(self, trials)
+    def in_this_process(exercise: Exercise, seed: int, trials: Sequence[Trial]) -> References:
+        here.append(exercise.id)
+        return reference_cache.computed_references(exercise, seed, trials)
 
-    def compute(exercise: Exercise, seed: int, trials: Sequence[Trial]) -> References:
-        with lock:
-            events.append("compute")
-        return real_compute(exercise, seed, trials)
-
-    monkeypatch.setattr(RunningWorker, "send", send)
-    monkeypatch.setattr(shared, "computed_references", compute)
-    monkeypatch.setattr("grader.classrun.stored_references", lambda *_: None)  # as on a class's first run
+    monkeypatch.setattr(shared, "computed_references", in_this_process)
+    monkeypatch.setenv(reference_cache.CACHE_ENV, str(tmp_path / "cache"))  # as on a class's first run
     jobs = plan([graph2], _class(tmp_path / "submissions", 3), 0, TRIALS)
     book = Gradebook(tmp_path / "book.sqlite")
     outcome = run_class(jobs, book, book.start_run("test"), 0, TRIALS, 2)
     book.close()
-    assert events[0] == "send" and events.count("compute") == 1 and events.count("send") == 3, events
+    assert here == []
     assert [r.student for r in outcome.results] == ["s0", "s1", "s2"]
     assert all(r.verdict is Verdict.PASS for result in outcome.results for r in result.returns)
+    kept = reference_cache.stored_references(graph2, 0, TRIALS)
+    assert kept is not None
+    computed = compute_references(graph2, make_trials(graph2, 0, TRIALS))
+    for index, expected in computed.expected.items():
+        for name, array in expected.items():
+            assert np.array_equal(kept.expected[index][name], array)
+            assert np.array_equal(kept.spread[index][name], computed.spread[index][name])
 
 
 def test_a_class_run_reports_an_exercise_whose_references_fail_once_and_grades_the_rest(
-    graph2: Exercise, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    graph2: Exercise, tmp_path: Path
 ) -> None:
-    def failing(exercise: Exercise, seed: int, trials: Sequence[Trial]) -> References:
-        raise GraderError(f"{exercise.id}: its graph fails on its own inputs")
-
-    monkeypatch.setattr(shared, "computed_references", failing)
-    monkeypatch.setattr("grader.classrun.stored_references", lambda *_: None)
-    jobs = plan([graph2], _class(tmp_path / "submissions", 3), 0, TRIALS)
+    """Its graph fails on its own inputs (in the zygote, and again here, which says why): reported once,
+    nothing of it recorded, and graph2 graded for the same students."""
+    broken = load_exercise(copy_exercise(tmp_path / "broken", BROKEN, source=exercise_folder("reciprocal")))
+    students = _class(tmp_path / "submissions", 3)
+    for name, folder in students:
+        write_source(folder / "more.py", f"def broken(a_np):\n    return 1  # {name}\n")
+    jobs = plan([broken, graph2], students, 0, TRIALS)
     book = Gradebook(tmp_path / "book.sqlite")
     outcome = run_class(jobs, book, book.start_run("test"), 0, TRIALS, 2)
-    assert outcome.results == [] and outcome.graded == 0
-    assert [str(e) for e in outcome.broken] == ["graph2: its graph fails on its own inputs"]
-    assert all(book.stored(job.key) is None for job in jobs)  # nothing recorded: graded once it is fixed
+    assert [(r.student, r.exercise) for r in outcome.results] == [(s, "graph2") for s, _ in students]
+    assert len(outcome.broken) == 1 and "broken" in str(outcome.broken[0])
+    assert all(book.stored(job.key) is None for job in jobs if job.exercise is broken)
     book.close()

@@ -102,6 +102,9 @@ class DaskBackend:
     def prestart(self, count: int) -> None:
         """Nothing to do: each worker's plugin started its zygotes when it was installed."""
 
+    def share(self, references: SharedReferences) -> None:
+        """Nothing to do: the first job's submit computes them, here."""
+
     def submit(self, job: Job, seed: int, references: SharedReferences) -> Pending:
         result: Pending = concurrent.futures.Future()
         shared = self._shared.get(id(references))

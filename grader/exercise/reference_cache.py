@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import io
 import json
 import os
 import tempfile
@@ -26,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from functools import cache
 from importlib import metadata
 from pathlib import Path
-from typing import Literal
+from typing import IO, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -76,7 +77,7 @@ def stored_references(
     Imports no torch: a check whose references are stored never does, in the grader's process.
     """
     path = _path(exercise, seed, [only] if only is not None else list(range(count)))
-    return None if path is None else _load(path, exercise)
+    return None if path is None else _load(path, exercise, path.stem)
 
 
 def computed_references(exercise: Exercise, seed: int, trials: Sequence[Trial]) -> References:
@@ -84,11 +85,34 @@ def computed_references(exercise: Exercise, seed: int, trials: Sequence[Trial]) 
     from grader.exercise.reference import compute_references
 
     references = compute_references(exercise, trials)
-    path = _path(exercise, seed, [t.index for t in trials])
+    store(exercise, seed, references)
+    return references
+
+
+def store(exercise: Exercise, seed: int, references: References) -> None:
+    """Keep references for the next run (computed here or elsewhere)."""
+    path = _path(exercise, seed, [t.index for t in references.trials])
     if path is not None:
         with contextlib.suppress(OSError):  # a folder we cannot write costs the next check time, nothing else
             _store(path, exercise, references)
-    return references
+
+
+def key(exercise: Exercise, seed: int, trials: Sequence[Trial]) -> str:
+    """What names the references of these trials: in the cache, and in what another process sends."""
+    return _key(exercise, seed, [t.index for t in trials])
+
+
+def encoded(exercise: Exercise, references: References, key: str) -> bytes:
+    """The references in the cache's format, as bytes (to send to another process)."""
+    buffer = io.BytesIO()
+    _write(buffer, exercise, references, key)
+    return buffer.getvalue()
+
+
+def decoded(data: bytes, exercise: Exercise, key: str) -> References | None:
+    """References in the cache's format, read with every check a cache file gets; None where they are not
+    whole, or not of this exercise and key."""
+    return _load(io.BytesIO(data), exercise, key)
 
 
 def _path(exercise: Exercise, seed: int, indices: list[int]) -> Path | None:
@@ -134,10 +158,22 @@ def _torch_version() -> str:
 
 
 def _store(path: Path, exercise: Exercise, references: References) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle = tempfile.NamedTemporaryFile(dir=path.parent, prefix=".partial-", suffix=".npz", delete=False)  # noqa: SIM115 - renamed into place, not deleted
+    try:
+        with handle:
+            _write(handle, exercise, references, path.stem)
+        os.replace(handle.name, path)
+    except BaseException:
+        Path(handle.name).unlink(missing_ok=True)
+        raise
+
+
+def _write(handle: IO[bytes], exercise: Exercise, references: References, key: str) -> None:
     trials = references.trials
     header = _Header(
         format=_FORMAT,
-        key=path.stem,
+        key=key,
         trials=[_TrialHeader(index=t.index, sizes=dict(t.sizes)) for t in trials],
         inputs=_input_names(exercise),
         returns=[r.name for r in exercise.spec.returns],
@@ -148,15 +184,7 @@ def _store(path: Path, exercise: Exercise, references: References) -> None:
     for name in header.returns:
         arrays.update(_packed(f"expected.{name}", [references.expected[t.index][name] for t in trials]))
         arrays.update(_packed(f"spread.{name}", [references.spread[t.index][name] for t in trials]))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle = tempfile.NamedTemporaryFile(dir=path.parent, prefix=".partial-", suffix=".npz", delete=False)  # noqa: SIM115 - renamed into place, not deleted
-    try:
-        with handle:
-            np.savez(handle, allow_pickle=False, **arrays)
-        os.replace(handle.name, path)
-    except BaseException:
-        Path(handle.name).unlink(missing_ok=True)
-        raise
+    np.savez(handle, allow_pickle=False, **arrays)
 
 
 def _input_names(exercise: Exercise) -> list[str]:
@@ -188,15 +216,16 @@ def _unpacked(data: Mapping[str, np.ndarray], prefix: str, count: int) -> list[n
     ]
 
 
-def _load(path: Path, exercise: Exercise) -> References | None:
-    """The references stored at `path`, if they are whole and of this exercise as it is now; None where
-    the file is missing, corrupt or anything else (another format, other inputs or returns)."""
+def _load(source: Path | IO[bytes], exercise: Exercise, key: str) -> References | None:
+    """The references stored in `source`, if they are whole and of this exercise as it is now, under
+    `key`; None where the file is missing, corrupt or anything else (another format, other inputs or
+    returns)."""
     try:
-        with np.load(path, allow_pickle=False) as npz:
+        with np.load(source, allow_pickle=False) as npz:
             data = {name: npz[name] for name in npz.files}
         header = _Header.model_validate_json(data[_HEADER].tobytes())
         returns = [r.name for r in exercise.spec.returns]
-        if (header.key, header.inputs, header.returns) != (path.stem, _input_names(exercise), returns):
+        if (header.key, header.inputs, header.returns) != (key, _input_names(exercise), returns):
             return None
         count = len(header.trials)
         inputs = {name: _unpacked(data, f"inputs.{name}", count) for name in header.inputs}

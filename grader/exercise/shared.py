@@ -1,16 +1,17 @@
 """An exercise's references as a class run shares them: the trials at once, the expected values computed
-once, by the first grading that needs them, while its worker already runs the trials.
+once, by whichever asks first (the class run's own thread, or a grading whose worker already runs the
+trials), first where `try_first` says (a zygote's fork, for a local run), else in this process.
 
 A class run's first hand-ins used to wait for the references before their workers got a job: on 2 cores,
 40 graph2 hand-ins, the references took 3.0 s (torch's import in the grader, the Monte Carlo spread) and
-the warm workers sat idle for most of it. Drawing the trials needs numpy only; the grading that asks
-first computes the rest and every other one waits for it.
+the warm workers sat idle for most of it. Drawing the trials needs numpy only; every grading that needs
+the values before they exist waits for them.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from grader.errors import GraderError
@@ -20,6 +21,10 @@ from grader.exercise.trials import Trial
 
 if TYPE_CHECKING:
     from grader.exercise.expected import References
+
+
+# Computes an exercise's references of these trials somewhere, or gives None where it cannot.
+Attempt = Callable[[Exercise, int, Sequence[Trial]], "References | None"]
 
 
 class SharedReferences:
@@ -42,12 +47,22 @@ class SharedReferences:
         self._lock = threading.Lock()
         self._references = references
         self._failure = failure
+        self._first_try: Attempt | None = None
+
+    def try_first(self, attempt: Attempt) -> None:
+        """Compute them with `attempt` (elsewhere than in this process, say) before computing them here,
+        where it gives None. Called once, before any `get`; the attempt runs once, whatever it gives."""
+        self._first_try = attempt
 
     def get(self) -> References:
         with self._lock:
             if self._references is None and self._failure is None:
+                attempt, self._first_try = self._first_try, None
+                if attempt is not None:
+                    self._references = attempt(self.exercise, self._seed, self.trials)
                 try:
-                    self._references = computed_references(self.exercise, self._seed, self.trials)
+                    if self._references is None:
+                        self._references = computed_references(self.exercise, self._seed, self.trials)
                 except GraderError as exc:  # the exercise's graph fails on its own inputs
                     self._failure = exc
             if self._failure is not None:

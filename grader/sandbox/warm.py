@@ -125,11 +125,12 @@ class Zygote:
             if join_fd is not None:
                 os.close(join_fd)
 
-    def start(self, fds: list[int], processes: int) -> Job:
+    def start(self, fds: list[int], processes: int, references: bool = False) -> Job:
         """Hand the zygote a job: it forks the worker as soon as it is warm (the import may still run).
 
         The worker may have `processes` processes and threads at once, itself included, where a cgroup
-        can bound them.
+        can bound them. `references`: the fork computes an exercise's references, not a submission's
+        trials (zygote_references.py).
         """
         if self.group is not None:
             with contextlib.suppress(OSError):  # a zygote that is gone: the job reads as ended
@@ -137,7 +138,8 @@ class Zygote:
         self.jobs_served += 1
         job = Job(self, self.jobs_served)
         with contextlib.suppress(OSError):  # a zygote gone: the job reads as ended, the zygote is not reused
-            socket.send_fds(self._control, [json.dumps({"type": "job", "id": job.id}).encode()], fds)
+            message = {"type": "job", "id": job.id, "references": references}
+            socket.send_fds(self._control, [json.dumps(message).encode()], fds)
         return job
 
     def receive(self, timeout: float) -> dict[str, Any] | None:

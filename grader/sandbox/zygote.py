@@ -8,8 +8,11 @@ the sandbox, which its children can neither signal nor outlive), the files in th
 /dev and in /dev/shm, and its System V IPC objects. What it cannot restore, it reports, and exits: the
 grader then starts a fresh one.
 
-Grader → zygote, one datagram each: {"type": "job", "id": n} with the job's descriptors, and
-{"type": "kill", "id": n}.
+A job may instead be an exercise's references ("references": true): the child then runs the grader's own
+code (zygote_references.py), stays undumpable, and is waited for and cleaned up after like any job.
+
+Grader → zygote, one datagram each: {"type": "job", "id": n, "references": bool} with the job's
+descriptors, and {"type": "kill", "id": n}.
 Zygote → grader: "warm", then per job "started" (the child's pid), "exit" (its status), "clean".
 """
 
@@ -32,7 +35,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from grader.sandbox import credentials, landlock, worker
+from grader.sandbox import credentials, landlock, worker, zygote_references
 from grader.sandbox.protocol import CLOSED_CHANNEL_EXIT
 
 _PR_SET_DUMPABLE = 4
@@ -93,7 +96,8 @@ def main(config_text: str) -> None:
             for fd in fds:
                 os.close(fd)
             continue
-        child = _start(control, fds, Path(config["job_dir"]), sandboxed, user, config.get("confine"))
+        job_dir, references = Path(config["job_dir"]), message.get("references") is True
+        child = _start(control, fds, job_dir, sandboxed, user, config.get("confine"), references)
         for fd in fds:
             os.close(fd)
         _send(control, {"type": "started", "pid": child})
@@ -115,6 +119,7 @@ def _start(
     sandboxed: bool,
     user: tuple[int, int] | None,
     confine: dict[str, list[str]] | None,
+    references: bool,
 ) -> int:
     pid = os.fork()
     if pid:
@@ -138,8 +143,12 @@ def _start(
         # job of this slot may have left.
         credentials.join_fresh_session_keyring()
         credentials.clear_user_keyrings()
-        _set_dumpable(True)
-        worker.main(job_dir, jobs, results, progress)
+        if references:  # the grader's own code: an exercise's references (zygote_references.py)
+            os.close(progress)
+            zygote_references.main(jobs, results)
+        else:
+            _set_dumpable(True)
+            worker.main(job_dir, jobs, results, progress)
         code = 0
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else 1
