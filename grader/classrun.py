@@ -5,8 +5,8 @@ last graded is taken from the gradebook; the rest are graded in parallel, and ea
 the gradebook the moment it exists. What nobody handed in (no file attempts the exercise) and what cannot
 be used is written at once, with no worker, no references and no trials: a course's library of exercises
 costs nothing beside the one a class hands in. References are computed only for the exercises a hand-in
-of which is graded, once, by the first grading of one, while its worker already runs the trials
-(exercise/shared.py).
+of which is graded, once (exercise/shared.py): here in a fork of a warm zygote, before any hand-in of the
+exercise takes that slot (sandbox/zygote_references.py), so that this process never imports torch.
 Ctrl-C cancels what has not started and lets what is in flight finish; everything finished is kept.
 The results come back by student, then exercise, whatever order they were graded in.
 
@@ -218,7 +218,7 @@ def run_class(
     settled: set[str] = set()  # exercises whose references were found to hold, or to fail
 
     def references_for(exercise: Exercise) -> SharedReferences:
-        """The exercise's trials at once; its references computed by the first grading that needs them."""
+        """The exercise's trials at once; its references computed once, where the backend shares them."""
         if exercise.id not in references:
             count = trials or exercise.spec.trials
             try:
