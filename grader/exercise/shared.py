@@ -58,11 +58,9 @@ class SharedReferences:
         with self._lock:
             if self._references is None and self._failure is None:
                 attempt, self._first_try = self._first_try, None
-                if attempt is not None:
-                    self._references = attempt(self.exercise, self._seed, self.trials)
+                found = attempt(self.exercise, self._seed, self.trials) if attempt is not None else None
                 try:
-                    if self._references is None:
-                        self._references = computed_references(self.exercise, self._seed, self.trials)
+                    self._references = found or computed_references(self.exercise, self._seed, self.trials)
                 except GraderError as exc:  # the exercise's graph fails on its own inputs
                     self._failure = exc
             if self._failure is not None:

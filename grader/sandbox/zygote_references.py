@@ -50,6 +50,12 @@ def main(request_fd: int, result_fd: int) -> None:
         result.write(payload)
 
 
+def computable(exercise: Exercise) -> bool:
+    """Whether a zygote's fork can compute the exercise's references: not where they come from an
+    instructor's `reference:` file, which the sandbox does not see."""
+    return exercise.spec.reference_file is None
+
+
 def computed_in_zygote(
     pool: WorkerPool, zygote: Zygote, exercise: Exercise, seed: int, trials: Sequence[Trial]
 ) -> References | None:
@@ -60,7 +66,7 @@ def computed_in_zygote(
 
     job = None
     try:
-        if exercise.spec.reference_file is not None:
+        if not computable(exercise):
             return None
         name = key(exercise, seed, trials)
         request = pickle.dumps((exercise, tuple(trials), name), protocol=pickle.HIGHEST_PROTOCOL)
@@ -99,12 +105,9 @@ def _run(zygote: Zygote, request: bytes) -> tuple[Job, bytes | None]:
             os.close(fd)
     try:
         with os.fdopen(request_write, "wb") as sending:  # the fork reads it all before computing
-            request_write = -1
             sending.write(request)
         return job, _read_all(result_read)
     finally:
-        if request_write >= 0:
-            os.close(request_write)
         os.close(result_read)
 
 
