@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from conftest import CORRECT_GRAPH2, GRAPH2, grader_command, line_of, write_source
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from grader.handin.discover import submission_from_path
 
@@ -119,3 +121,28 @@ def test_declarations_alone_do_not_run_code_at_import(tmp_path: Path) -> None:
     busy = write_source(tmp_path / "busy" / "hw.py", text)
     found = submission_from_path(busy, "graph2").runs_at_import
     assert found == (f"hw.py line {line_of(text, 'np.random.seed')}", f"hw.py line {line_of(text, 'for i')}")
+
+
+@settings(max_examples=50, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), trial=st.one_of(st.none(), st.integers(0, 10**6)))
+def test_a_trial_seeds_python_random_exactly_as_random_seed_does(seed: int, trial: int | None) -> None:
+    import random
+
+    from grader.sandbox import worker
+
+    state = random.getstate()
+    try:
+        random.gauss(0.0, 1.0)  # a Gaussian pair half used: the seeding must drop the cached half too
+        worker._seed_randomness(seed, trial)
+        drawn = _draws(random)
+        value = seed if trial is None else (seed + (trial + 1) * 2654435761) % (1 << 32)
+        random.gauss(0.0, 1.0)
+        random.seed(value)
+        assert drawn == _draws(random)
+    finally:
+        random.setstate(state)
+
+
+def _draws(generator: Any) -> list[float]:  # each kind of draw, the cached Gaussian half included
+    gaussians = [generator.gauss(0.0, 1.0), generator.gauss(1.0, 2.0)]
+    return [generator.random(), *gaussians, generator.getrandbits(70)]

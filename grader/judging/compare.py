@@ -122,16 +122,13 @@ class Comparison:
     @classmethod
     def passed(cls, trial: int, precision: str, reason: str, max_ratio: float, entries: int) -> Comparison:
         """A passing trial. Built without the generated __init__, whose thirteen frozen assignments cost
-        more than judging the trial's entries did, for every trial of every return of a class."""
+        more than judging the trial's entries did, for every trial of every return of a class: its
+        attributes a copy of the defaults' dict with five set (1.1 µs; 1.8 updating the object's own)."""
         comparison = object.__new__(cls)
-        vars(comparison).update(
-            _PASSED_FIELDS,
-            trial=trial,
-            precision=precision,
-            precision_reason=reason,
-            max_ratio=max_ratio,
-            entries=entries,
-        )
+        values = _PASSED_FIELDS.copy()
+        values["trial"], values["precision"], values["precision_reason"] = trial, precision, reason
+        values["max_ratio"], values["entries"] = max_ratio, entries
+        object.__setattr__(comparison, "__dict__", values)
         return comparison
 
 
@@ -274,6 +271,7 @@ def compare(
 class Flattened:
     """Many trials' expected values of one return, end to end, and what their envelopes need of them."""
 
+    shapes: list[tuple[int, ...]]  # per trial
     sizes: np.ndarray  # entries per trial
     starts: np.ndarray  # where each trial's entries begin
     nonempty: np.ndarray  # the trials with entries: reduceat takes one segment per start, none can be empty
@@ -293,7 +291,8 @@ def flatten(expected: Sequence[np.ndarray], spreads: Sequence[np.ndarray] | None
     abs_expected = np.abs(flat)
     scale = _per_trial(np.maximum, abs_expected, starts, nonempty, 0.0)
     spread = None if spreads is None else np.concatenate([s.ravel() for s in spreads] or [np.zeros(0)])
-    return Flattened(sizes, starts, nonempty, flat, abs_expected, np.repeat(scale, sizes), spread)
+    shapes = [e.shape for e in expected]
+    return Flattened(shapes, sizes, starts, nonempty, flat, abs_expected, np.repeat(scale, sizes), spread)
 
 
 def _per_trial(
@@ -324,7 +323,12 @@ def compare_many(
     `flattened`: `flatten(expected, spreads)`, from a caller that judges many submissions on them.
     """
     results: dict[int, Comparison] = {}
-    by_dtype, misfits = _by_dtype(spec, expected, got, dtypes)
+    misfits: dict[int, str]
+    if flattened is not None and len(set(dtypes)) == 1 and [g.shape for g in got] == flattened.shapes:
+        # The common case, every trial in the shape due and of one dtype: no trial to sort out.
+        by_dtype, misfits = {dtypes[0]: list(range(len(got)))}, {}
+    else:
+        by_dtype, misfits = _by_dtype(spec, expected, got, dtypes)
     for k, problem in misfits.items():
         results[k] = Comparison(trials[k], Verdict.ERROR, problem=problem, entries=int(expected[k].size))
     for dtype, members in by_dtype.items():

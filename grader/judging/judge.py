@@ -20,7 +20,7 @@ from grader.handin.prepare import Submission
 from grader.judging import consistency, diagnosis, provenance
 from grader.judging.classify import NOTHING_COMPARED, classify_return
 from grader.judging.compare import Comparison, loosely_fits
-from grader.judging.reruns import RerunPlan, finite_somewhere, resolve_beyond_rounding, returned
+from grader.judging.reruns import RerunPlan, finite_somewhere, resolve_beyond_rounding
 from grader.outcomes import Failure, FailureKind, Verdict
 from grader.results import NotebookUse, ReturnResult, SubmissionResult, display_path, student_location
 from grader.sandbox.payload import ReturnProblem
@@ -158,7 +158,7 @@ def _judge_return(
             judged[trial.index] = Comparison(
                 trial.index, Verdict.ERROR, problem=f"{spec.name} {item.problem}"
             )
-    arrays = returned(first.outputs, spec.name)
+    arrays = first.returned(spec.name)
     if spec.shape == "loose":
         expected = references.expected
         got = {i: _as_expected(spec, item.array, expected[i][spec.name]) for i, item in arrays.items()}
@@ -185,7 +185,7 @@ def _accepted(
     """A return taken in another form than the array due (a loose shape, a list, a tuple, a Python number
     where an array is due) is graded as the array it describes; the message says which, on the first trial
     that shows it, so the student knows what the exercise asks for."""
-    arrays = returned(report.first.outputs, spec.name)
+    arrays = report.first.returned(spec.name)
     # Looked for only where they can be: a loose shape where the exercise allows one, a Python value.
     loose = arrays if spec.shape == "loose" else {}
     python = {i: item for i, item in arrays.items() if item.source.startswith("Python ")}
@@ -221,7 +221,7 @@ def _diagnosed(
     judged: ReturnResult,
     comparisons: list[Comparison],
 ) -> ReturnResult:
-    arrays = returned(report.first.outputs, spec.name)
+    arrays = report.first.returned(spec.name)
     found = diagnosis.diagnose(exercise, references, spec, arrays, {c.trial: c for c in comparisons})
     if found is None:
         return judged

@@ -40,7 +40,7 @@ from grader.memo import PerObject
 from grader.outcomes import Verdict
 from grader.sandbox.payload import ReturnProblem
 from grader.sandbox.protocol import EXTENDED
-from grader.sandbox.report import Pass, RerunRequest, Returned, TrialOutput, WorkerReport
+from grader.sandbox.report import Pass, RerunRequest, WorkerReport
 
 if TYPE_CHECKING:
     from grader.exercise.reference import References
@@ -67,8 +67,19 @@ class _Above:
 
 _AT_FLOAT64 = _Above(PRECISIONS["float64"].eps, "at float64")
 _IN_EXTENDED = _Above(EXTENDED_EPS, "in extended precision")
-# The expected values end to end, per return and trials compared: a class shares them.
-_flattened: PerObject[Flattened] = PerObject(kept=32)
+# The expected values and spreads of a return on the trials compared, as lists and end to end: a class
+# shares them (each submission built the lists anew: 2,000 look-ups per return of a graph2 hand-in).
+_Expected = tuple[list[np.ndarray], list[np.ndarray], Flattened]
+_expected: PerObject[_Expected] = PerObject(kept=32)
+
+
+def _expected_of(references: References, name: str, compared: list[int]) -> _Expected:
+    def make() -> _Expected:
+        expected = [references.expected[i][name] for i in compared]
+        spreads = [references.spread[i][name] for i in compared]
+        return expected, spreads, flatten(expected, spreads)
+
+    return _expected.get(references, (name, tuple(compared)), make)
 
 
 @dataclass(frozen=True)
@@ -91,7 +102,7 @@ def plan_reruns(exercise: Exercise, references: References, first: Pass) -> Reru
     the student's own value. A first pass that stopped early asks for nothing more.
     """
     comparisons = {
-        spec.name: compare_first_pass(spec, references, first.outputs) for spec in exercise.spec.returns
+        spec.name: compare_first_pass(spec, references, first) for spec in exercise.spec.returns
     }
     if first.stopped is not None:
         return RerunPlan(comparisons, (), RerunRequest())
@@ -123,20 +134,11 @@ def plan_reruns(exercise: Exercise, references: References, first: Pass) -> Reru
     return RerunPlan(comparisons, tuple(probes), request)
 
 
-def returned(outputs: Mapping[int, TrialOutput], name: str) -> dict[int, Returned]:
-    """The arrays returned as `name`, by trial (trials where it was a problem left out)."""
-    return {i: item for i, output in outputs.items() if type(item := output.by_name[name]) is Returned}
-
-
-def compare_first_pass(
-    spec: ReturnSpec, references: References, outputs: Mapping[int, TrialOutput]
-) -> dict[int, Comparison]:
+def compare_first_pass(spec: ReturnSpec, references: References, first: Pass) -> dict[int, Comparison]:
     """Every trial that returned `spec`'s array, judged against the reference."""
-    arrays = returned(outputs, spec.name)
+    arrays = first.returned(spec.name)
     compared = list(arrays)
-    expected = [references.expected[i][spec.name] for i in compared]
-    spreads = [references.spread[i][spec.name] for i in compared]
-    flat = _flattened.get(references, (spec.name, tuple(compared)), lambda: flatten(expected, spreads))
+    expected, spreads, flat = _expected_of(references, spec.name, compared)
     comparisons = {
         c.trial: c
         for c in compare_many(
