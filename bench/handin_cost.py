@@ -13,8 +13,8 @@ gives the fixed cost and the cost per hand-in, in wall time and in CPU time.
 thread as in the worker: its CPU time per loop of all the trials, five loops after every class run.
 Printed: both lines, and the CPU per hand-in over the student's code's CPU (acceptance: at most 1.5),
 against the mean loop and against the fastest. The mean is the like-for-like figure: the slope averages
-over every hand-in of a run, and on this machine the fastest of 15 loops is ~25% below their mean
-(2026-12-02: 0.194 s fastest, 0.264 s mean of 20 loops), which the fastest would charge to the grader.
+over every hand-in of a run, and on this machine the fastest loop is ~25% below the mean (2026-12-02:
+0.194 s fastest, 0.264 s mean of 20 loops), which the fastest would charge to the grader.
 Needs to create a cgroup (root, Linux); with `--rounds N` each size runs N times and the fastest counts.
 """
 

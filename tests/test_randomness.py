@@ -135,9 +135,8 @@ def test_a_trial_seeds_python_random_exactly_as_random_seed_does(seed: int, tria
         random.gauss(0.0, 1.0)  # a Gaussian pair half used: the seeding must drop the cached half too
         worker._seed_randomness(seed, trial)
         drawn = _draws(random)
-        value = seed if trial is None else (seed + (trial + 1) * 2654435761) % (1 << 32)
         random.gauss(0.0, 1.0)
-        random.seed(value)
+        random.seed(worker.trial_seed(seed, trial))
         assert drawn == _draws(random)
     finally:
         random.setstate(state)

@@ -475,11 +475,16 @@ def _autograd_scaled() -> Iterator[None]:
 _SEED_GENERATOR = _random.Random.seed
 
 
+def trial_seed(seed: int, trial: int | None) -> int:
+    """The value every generator is seeded with for `trial` of a run seeded `seed` (None: the import)."""
+    return seed if trial is None else (seed + (trial + 1) * 2654435761) % (1 << 32)
+
+
 def _seed_randomness(seed: int, trial: int | None) -> None:
     """Python's, numpy's and torch's global generators seeded from (seed, trial), or (seed) before the
     import: the student's randomness is the same on every run of the same command. ~20 µs a trial
     (torch.manual_seed would cost 280 µs: it seeds every device's generator)."""
-    value = seed if trial is None else (seed + (trial + 1) * 2654435761) % (1 << 32)
+    value = trial_seed(seed, trial)
     # random.seed(value) exactly, for an int, without its Python-level checks (half its 6 µs a trial).
     _SEED_GENERATOR(random._inst, value)
     random._inst.gauss_next = None  # type: ignore[attr-defined]
