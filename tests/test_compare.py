@@ -331,6 +331,53 @@ def test_within_rounding_says_what_the_verdicts_of_every_trial_say(
     assert compare_module.within_rounding(spec, expected, got, dtypes, spreads) is matching
 
 
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(0, 4),  # the trial's entries
+            st.sampled_from([0.0, 1e-17, 1e-12, 1e-6, 1e-3, 1.0, np.nan]),  # how far off its values are
+            st.sampled_from(["float64", "float32"]),
+            st.booleans(),  # returned in another shape
+        ),
+        min_size=1,
+        max_size=8,
+    ),
+    st.sampled_from([DEFAULT, ReturnSpec(name="g", value="g", atol=1e-9, rtol=1e-9)]),
+)
+def test_passing_trials_kept_as_columns_read_as_the_comparisons_of_each_trial(
+    trials: list[tuple[int, float, str, bool]], spec: ReturnSpec
+) -> None:
+    """A class's judging keeps the trials that pass as columns: read by trial, they are the Comparisons
+    judging them one by one gives, and the trials that did not pass are listed as they are."""
+    rng = np.random.default_rng(len(trials))
+    expected = [rng.normal(size=(n, 1)) for n, _, _, _ in trials]
+    spreads = [np.abs(rng.normal(size=e.shape)) * 1e-16 for e in expected]
+    got = [
+        (e + off * rng.normal(size=e.shape))
+        .astype(dtype)
+        .astype(np.float64)
+        .reshape((1, -1) if flat else e.shape)
+        for e, (_, off, dtype, flat) in zip(expected, trials, strict=True)
+    ]
+    dtypes = [dtype for _, _, dtype, _ in trials]
+    indices = [10 * k + 3 for k in range(len(trials))]  # trial numbers are not positions
+    one_by_one = compare_module.compare_many(spec, indices, expected, got, dtypes, spreads)
+    columns = compare_module.compare_columns(spec, indices, expected, got, dtypes, spreads)
+    assert sorted(columns) == indices and len(columns) == len(indices)
+    for alone in one_by_one:
+        kept = columns[alone.trial]
+        assert (kept.trial, kept.verdict, kept.precision, kept.precision_reason, kept.entries) == (
+            alone.trial,
+            alone.verdict,
+            alone.precision,
+            alone.precision_reason,
+            alone.entries,
+        )
+        assert kept.max_ratio == pytest.approx(alone.max_ratio, rel=1e-12, nan_ok=True)
+        assert (alone.trial in columns.others) is (alone.verdict is not Verdict.PASS)
+    assert sum(len(p.trials) for p in columns.passing) == sum(c.verdict is Verdict.PASS for c in one_by_one)
+
+
 def test_a_failing_trial_lists_its_worst_entries_with_their_values() -> None:
     expected = np.arange(12.0).reshape(3, 4) + 1.0
     got = expected.copy()

@@ -9,7 +9,7 @@ import numpy as np
 
 from grader.exercise.spec import Exercise
 from grader.exercise.trials import Trial
-from grader.judging.compare import Comparison, EntryError, RerunOutcome
+from grader.judging.compare import Compared, Comparison, EntryError, RerunOutcome
 from grader.outcomes import Verdict
 from grader.results import FailingCase, ReturnResult
 
@@ -20,18 +20,37 @@ NOTHING_COMPARED = "float64"
 def classify_return(
     exercise: Exercise,
     name: str,
-    comparisons: Sequence[Comparison],
+    comparisons: Compared,
     trials: Mapping[int, Trial],
     expected: Mapping[int, Mapping[str, np.ndarray]],
     got: Mapping[int, np.ndarray],
 ) -> ReturnResult:
+    """`comparisons` holds every trial of the return (`trials`, in their order), judged."""
     points = exercise.points(name)
-    failed = [c for c in comparisons if c.verdict is not Verdict.PASS]
+    others = comparisons.others
+    # The trials that did not pass, in trial order; the passing ones are counted by their columns.
+    failed = (
+        [c for i in trials if (c := others.get(i)) is not None and c.verdict is not Verdict.PASS]
+        if others
+        else []
+    )
+    total = len(comparisons)
     # The worst verdict, ordered among the few trials that did not pass (verdicts order in Python code).
-    verdict = max((c.verdict for c in failed), default=Verdict.PASS if comparisons else Verdict.ERROR)
+    verdict = max((c.verdict for c in failed), default=Verdict.PASS if total else Verdict.ERROR)
     decisive = [c for c in failed if c.verdict is verdict]
-    worst_ratio = max((c.max_ratio for c in comparisons if c.verdict is not Verdict.ERROR), default=0.0)
-    precision = _common_precision(comparisons)
+    # Over the trials compared: every passing one, and the others but errors.
+    compared = [c for c in others.values() if c.verdict is not Verdict.ERROR]
+    worst_ratio = max(
+        [max(p.ratios) for p in comparisons.passing] + [c.max_ratio for c in compared], default=0.0
+    )
+    precisions: Counter[str] = Counter()
+    reasons: Counter[str] = Counter()
+    for passing in comparisons.passing:
+        precisions[passing.precision] += len(passing.trials)
+        reasons[passing.reason] += len(passing.trials)
+    precisions.update(c.precision for c in compared)
+    reasons.update(c.precision_reason for c in compared)
+    precision = precisions.most_common(1)[0][0] if precisions else NOTHING_COMPARED
     credit = {
         Verdict.PASS: 1.0,
         Verdict.PRECISION: exercise.spec.precision_credit,
@@ -55,9 +74,18 @@ def classify_return(
     return ReturnResult(
         name=name,
         verdict=verdict,
-        trials=len(comparisons),
+        trials=total,
         failed_trials=len(failed),
-        message=_message(verdict, comparisons, failed, decisive, worst_ratio, precision, exercise, name),
+        message=_message(
+            verdict,
+            total,
+            decisive,
+            worst_ratio,
+            precision,
+            _inferred(reasons),
+            exercise,
+            name,
+        ),
         points=points,
         score=points * credit,
         precision=precision,
@@ -72,31 +100,24 @@ def _trial_size(trial: Trial) -> int:
     return sum(int(a.size) for a in trial.inputs.values())
 
 
-def _common_precision(comparisons: Sequence[Comparison]) -> str:
-    counts = Counter(c.precision for c in comparisons if c.verdict is not Verdict.ERROR)
-    return counts.most_common(1)[0][0] if counts else NOTHING_COMPARED
-
-
-def _inferred_from_values(comparisons: Sequence[Comparison]) -> str:
+def _inferred(reasons: Counter[str]) -> str:
     """Why the precision is not the returned dtype ('float64 array holding float16 values'), or ''."""
-    reasons = Counter(c.precision_reason for c in comparisons if c.verdict is not Verdict.ERROR)
     reason = reasons.most_common(1)[0][0] if reasons else ""
     return "" if reason.startswith(("returned as", "judged at")) else f"; {reason}"
 
 
 def _message(
     verdict: Verdict,
-    comparisons: Sequence[Comparison],
-    failed: Sequence[Comparison],
+    total: int,
     decisive: Sequence[Comparison],
     worst_ratio: float,
     precision: str,
+    inferred: str,
     exercise: Exercise,
     name: str,
 ) -> str:
-    total = len(comparisons)
     of = f"{len(decisive)} of {total} trials"
-    envelopes = f"{worst_ratio:.3g} {precision} rounding envelopes{_inferred_from_values(comparisons)}"
+    envelopes = f"{worst_ratio:.3g} {precision} rounding envelopes{inferred}"
     if verdict is Verdict.PASS:
         every = "the only trial" if total == 1 else f"all {total} trials"
         return f"correct on {every} (max error {envelopes})"

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import MISSING, dataclass, fields
 from enum import Enum
 
@@ -135,6 +135,54 @@ class Comparison:
 _PASSED_FIELDS = {f.name: f.default for f in fields(Comparison) if f.default is not MISSING} | {
     "verdict": Verdict.PASS
 }
+
+
+@dataclass(frozen=True)
+class Passing:
+    """Trials of one return that passed at one precision, as columns: a class's hand-ins pass nearly every
+    trial, and a Comparison object for each cost more than judging their entries did (3,000 a graph2
+    hand-in, a fifth of the grader's judging)."""
+
+    trials: list[int]
+    ratios: list[float]  # each one's worst |error| / envelope
+    entries: list[int]
+    precision: str
+    reason: str
+
+    def comparison(self, k: int) -> Comparison:
+        return Comparison.passed(self.trials[k], self.precision, self.reason, self.ratios[k], self.entries[k])
+
+
+class Compared(Mapping[int, Comparison]):
+    """One return's trials judged, by trial: those that passed as columns (`passing`), the others one by one
+    (`others`). Read as a mapping, it builds a passing trial's Comparison when asked; the judging steps ask
+    only for `others` and the columns' summaries."""
+
+    def __init__(self, passing: Sequence[Passing] = (), others: Mapping[int, Comparison] | None = None):
+        self.passing = tuple(p for p in passing if p.trials)
+        self.others: Mapping[int, Comparison] = dict(others or {})
+        self._where: dict[int, tuple[Passing, int]] | None = None
+
+    def __getitem__(self, trial: int) -> Comparison:
+        found = self.others.get(trial)
+        if found is not None:
+            return found
+        if self._where is None:
+            self._where = {t: (p, k) for p in self.passing for k, t in enumerate(p.trials)}
+        passing, k = self._where[trial]
+        return passing.comparison(k)
+
+    def __iter__(self) -> Iterator[int]:
+        for passing in self.passing:
+            yield from passing.trials
+        yield from self.others
+
+    def __len__(self) -> int:
+        return sum(len(p.trials) for p in self.passing) + len(self.others)
+
+    def with_others(self, others: Mapping[int, Comparison]) -> Compared:
+        """The same passing trials, and `others` instead of the trials that did not pass."""
+        return Compared(self.passing, others)
 
 
 def infer_precision(got: np.ndarray | Sequence[np.ndarray], dtype: str) -> tuple[Precision, str]:
@@ -322,7 +370,40 @@ def compare_many(
     envelope applies (a rerun is judged by the precision of the run it checks), instead of inferring it.
     `flattened`: `flatten(expected, spreads)`, from a caller that judges many submissions on them.
     """
-    results: dict[int, Comparison] = {}
+    groups, others = _compare_groups(spec, trials, expected, got, dtypes, spreads, at, flattened)
+    results = dict(others)
+    for members, passing in groups:
+        results.update((k, passing.comparison(j)) for j, k in enumerate(members))
+    return [results[k] for k in range(len(expected))]
+
+
+def compare_columns(
+    spec: ReturnSpec,
+    trials: Sequence[int],
+    expected: Sequence[np.ndarray],
+    got: Sequence[np.ndarray],
+    dtypes: Sequence[str],
+    spreads: Sequence[np.ndarray],
+    flattened: Flattened | None = None,
+) -> Compared:
+    """`compare_many`'s judgement, by trial, with the passing trials kept as columns."""
+    groups, others = _compare_groups(spec, trials, expected, got, dtypes, spreads, None, flattened)
+    return Compared([passing for _, passing in groups], {trials[k]: c for k, c in others.items()})
+
+
+def _compare_groups(
+    spec: ReturnSpec,
+    trials: Sequence[int],
+    expected: Sequence[np.ndarray],
+    got: Sequence[np.ndarray],
+    dtypes: Sequence[str],
+    spreads: Sequence[np.ndarray] | None,
+    at: Precision | None,
+    flattened: Flattened | None,
+) -> tuple[list[tuple[list[int], Passing]], dict[int, Comparison]]:
+    """Per dtype, the positions of its trials that passed and them as columns; the other trials' judgement
+    by position."""
+    others: dict[int, Comparison] = {}
     misfits: dict[int, str]
     if flattened is not None and len(set(dtypes)) == 1 and [g.shape for g in got] == flattened.shapes:
         # The common case, every trial in the shape due and of one dtype: no trial to sort out.
@@ -330,7 +411,8 @@ def compare_many(
     else:
         by_dtype, misfits = _by_dtype(spec, expected, got, dtypes)
     for k, problem in misfits.items():
-        results[k] = Comparison(trials[k], Verdict.ERROR, problem=problem, entries=int(expected[k].size))
+        others[k] = Comparison(trials[k], Verdict.ERROR, problem=problem, entries=int(expected[k].size))
+    groups = []
     for dtype, members in by_dtype.items():
         # Every trial's entries end to end: one numpy operation per step for all of them.
         got64 = _end_to_end(got, members)
@@ -340,7 +422,7 @@ def compare_many(
             flat = flatten(
                 [expected[k] for k in members], None if spreads is None else [spreads[k] for k in members]
             )
-        judged = _compare_flat(
+        passed, passing, failing = _compare_flat(
             spec,
             [trials[k] for k in members],
             [expected[k] for k in members],
@@ -350,8 +432,9 @@ def compare_many(
             reason,
             dtype,
         )
-        results.update(zip(members, judged, strict=True))
-    return [results[k] for k in range(len(expected))]
+        groups.append(([members[b] for b in passed], passing))
+        others.update((members[b], comparison) for b, comparison in failing.items())
+    return groups, others
 
 
 def within_rounding(
@@ -395,7 +478,8 @@ def _by_dtype(
 
 
 def _end_to_end(got: Sequence[np.ndarray], members: Sequence[int]) -> np.ndarray:
-    return np.concatenate([got[k].ravel() for k in members]).astype(np.float64, copy=False)
+    chosen = got if len(members) == len(got) else [got[k] for k in members]  # members ascend
+    return np.concatenate(chosen, axis=None).astype(np.float64, copy=False)  # axis None: each flattened
 
 
 def _entry_checks(
@@ -421,37 +505,42 @@ def _compare_flat(
     precision: Precision,
     reason: str,
     dtype: str,
-) -> list[Comparison]:
-    """Trials judged at one precision; `got64` holds their returned entries end to end, in trial order."""
+) -> tuple[list[int], Passing, dict[int, Comparison]]:
+    """Trials judged at one precision; `got64` holds their returned entries end to end, in trial order.
+    The positions of those that passed and them as columns; the others' Comparisons by position."""
     abs_error, ratio, within_envelope, failing_mask = _entry_checks(spec, flat, got64, precision)
     max_ratio = _per_trial(np.maximum, ratio, flat.starts, flat.nonempty, 0.0)
     failing_counts = _per_trial(np.add, failing_mask.astype(np.intp), flat.starts, flat.nonempty, 0)
+    passes = failing_counts == 0
+    if passes.all():  # the common case: columns as they are
+        passed = list(range(len(trials)))
+        passing = Passing(list(trials), max_ratio.tolist(), flat.sizes.tolist(), precision.name, reason)
+        return passed, passing, {}
+    passed = np.flatnonzero(passes).tolist()
+    passing = Passing(
+        [trials[b] for b in passed],
+        max_ratio[passes].tolist(),
+        flat.sizes[passes].tolist(),
+        precision.name,
+        reason,
+    )
     envelope_ok = _per_trial(np.logical_and, within_envelope, flat.starts, flat.nonempty, True)
-    results = []
-    # As Python numbers: indexing numpy arrays one entry at a time would cost more than the judging.
-    passed = (failing_counts == 0).tolist()
-    counts, ratios = flat.sizes.tolist(), max_ratio.tolist()
-    name = precision.name
-    for b, trial in enumerate(trials):
-        if passed[b]:
-            results.append(Comparison.passed(trial, name, reason, ratios[b], counts[b]))
-            continue
+    failing = {}
+    for b in np.flatnonzero(~passes).tolist():
         entries, shape = slice(flat.starts[b], flat.starts[b] + flat.sizes[b]), expected[b].shape
-        results.append(
-            _failing(
-                trial,
-                expected[b],
-                got64[entries].reshape(shape),
-                abs_error[entries].reshape(shape),
-                ratio[entries].reshape(shape),
-                failing_mask[entries].reshape(shape),
-                bool(envelope_ok[b]),
-                precision,
-                reason,
-                dtype,
-            )
+        failing[b] = _failing(
+            trials[b],
+            expected[b],
+            got64[entries].reshape(shape),
+            abs_error[entries].reshape(shape),
+            ratio[entries].reshape(shape),
+            failing_mask[entries].reshape(shape),
+            bool(envelope_ok[b]),
+            precision,
+            reason,
+            dtype,
         )
-    return results
+    return passed, passing, failing
 
 
 def _failing(

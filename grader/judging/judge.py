@@ -8,7 +8,8 @@ derivative of the student's own wrong value (consistency).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import operator
+from collections.abc import Iterator, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -19,11 +20,11 @@ from grader.handin.discover import untagged_hint
 from grader.handin.prepare import Submission
 from grader.judging import consistency, diagnosis, provenance
 from grader.judging.classify import NOTHING_COMPARED, classify_return
-from grader.judging.compare import Comparison, loosely_fits
+from grader.judging.compare import Compared, Comparison, loosely_fits
 from grader.judging.reruns import RerunPlan, finite_somewhere, resolve_beyond_rounding
 from grader.outcomes import Failure, FailureKind, Verdict
 from grader.results import NotebookUse, ReturnResult, SubmissionResult, display_path, student_location
-from grader.sandbox.payload import ReturnProblem
+from grader.sandbox.payload import ReturnedArray, ReturnProblem
 from grader.sandbox.report import Returned, WorkerReport
 
 if TYPE_CHECKING:
@@ -138,36 +139,56 @@ def _notebook_use(submission: Submission, report: WorkerReport) -> NotebookUse |
 
 
 def _judge_return(
-    spec: ReturnSpec, references: References, report: WorkerReport, compared: Mapping[int, Comparison]
-) -> tuple[list[Comparison], dict[int, np.ndarray]]:
-    """Comparisons of one return over all trials, in trial order; the arrays compared, by trial."""
+    spec: ReturnSpec, references: References, report: WorkerReport, compared: Compared
+) -> tuple[Compared, Mapping[int, np.ndarray]]:
+    """Every trial of one return judged; the arrays compared, by trial."""
     first, fatal = report.first, report.fatal
-    judged: dict[int, Comparison] = {}
-    for trial in references.trials:
-        output = first.outputs.get(trial.index)
-        if output is None:
-            failure = first.failures.get(trial.index)
-            if failure is not None:
-                judged[trial.index] = Comparison(trial.index, Verdict.ERROR, problem=_failure_text(failure))
-            else:
-                problem = not_run_text(fatal) if fatal is not None else "no result"
-                judged[trial.index] = Comparison(trial.index, Verdict.ERROR, problem=problem, ran=False)
-            continue
-        item = output.by_name[spec.name]
-        if isinstance(item, ReturnProblem):
-            judged[trial.index] = Comparison(
-                trial.index, Verdict.ERROR, problem=f"{spec.name} {item.problem}"
-            )
     arrays = first.returned(spec.name)
+    judged = dict(compared.others)
+    if len(arrays) < len(references.trials):  # some trial returned no array for it: each one says why
+        for trial in references.trials:
+            if trial.index in arrays:
+                continue
+            output = first.outputs.get(trial.index)
+            if output is None:
+                failure = first.failures.get(trial.index)
+                if failure is not None:
+                    problem = _failure_text(failure)
+                    judged[trial.index] = Comparison(trial.index, Verdict.ERROR, problem=problem)
+                else:
+                    problem = not_run_text(fatal) if fatal is not None else "no result"
+                    judged[trial.index] = Comparison(trial.index, Verdict.ERROR, problem=problem, ran=False)
+                continue
+            item = output.by_name[spec.name]
+            if isinstance(item, ReturnProblem):
+                judged[trial.index] = Comparison(
+                    trial.index, Verdict.ERROR, problem=f"{spec.name} {item.problem}"
+                )
+    got: Mapping[int, np.ndarray]
     if spec.shape == "loose":
         expected = references.expected
         got = {i: _as_expected(spec, item.array, expected[i][spec.name]) for i, item in arrays.items()}
     else:
-        got = {i: item.array for i, item in arrays.items()}
-    judged.update(compared)
+        got = _Arrays(arrays)
     judged.update(resolve_beyond_rounding(spec, references, report, compared, got))
-    judged = finite_somewhere(judged)
-    return [judged[t.index] for t in references.trials], got
+    return finite_somewhere(compared.with_others(judged)), got
+
+
+class _Arrays(Mapping[int, np.ndarray]):
+    """The arrays of a return by trial, as returned: looked up for the few trials that fail, not copied
+    out for all."""
+
+    def __init__(self, returned: Mapping[int, Returned]) -> None:
+        self._returned = returned
+
+    def __getitem__(self, trial: int) -> np.ndarray:
+        return self._returned[trial].array
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._returned)
+
+    def __len__(self) -> int:
+        return len(self._returned)
 
 
 def _as_expected(spec: ReturnSpec, array: np.ndarray, expected: np.ndarray) -> np.ndarray:
@@ -188,7 +209,11 @@ def _accepted(
     arrays = report.first.returned(spec.name)
     # Looked for only where they can be: a loose shape where the exercise allows one, a Python value.
     loose = arrays if spec.shape == "loose" else {}
-    python = {i: item for i, item in arrays.items() if item.source.startswith("Python ")}
+    python = (
+        {i: item for i, item in arrays.items() if item.source.startswith("Python ")}
+        if any(d.source.startswith("Python ") for d in _descriptions(arrays))
+        else {}
+    )
     for note, items in ((_loose_shape_note, loose), (_array_like_note, python)):
         for index, item in items.items():
             text = note(spec, item, references.expected[index][spec.name])
@@ -196,6 +221,16 @@ def _accepted(
                 judged = replace(judged, message=f"{judged.message}; {text}")
                 break
     return judged
+
+
+def _descriptions(arrays: Mapping[int, Returned]) -> list[ReturnedArray]:
+    """The distinct descriptions among a return's arrays: a frame's trials share theirs, so a thousand
+    trials have a few, found without a Python loop over them."""
+    described = list(map(_DESCRIPTION, arrays.values()))
+    return list(dict(zip(map(id, described), described, strict=True)).values())
+
+
+_DESCRIPTION = operator.attrgetter("description")
 
 
 def _loose_shape_note(spec: ReturnSpec, item: Returned, due: np.ndarray) -> str | None:
@@ -219,10 +254,10 @@ def _diagnosed(
     spec: ReturnSpec,
     report: WorkerReport,
     judged: ReturnResult,
-    comparisons: list[Comparison],
+    comparisons: Compared,
 ) -> ReturnResult:
     arrays = report.first.returned(spec.name)
-    found = diagnosis.diagnose(exercise, references, spec, arrays, {c.trial: c for c in comparisons})
+    found = diagnosis.diagnose(exercise, references, spec, arrays, comparisons.others)
     if found is None:
         return judged
     return replace(judged, misconception=found.name, feedback=found.feedback)

@@ -17,6 +17,7 @@ are the format's range (instability), any other error beyond float64 rounding is
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
@@ -27,10 +28,12 @@ from grader.exercise.spec import Exercise, ReturnSpec
 from grader.judging import consistency, provenance
 from grader.judging.compare import (
     PRECISIONS,
+    Compared,
     Comparison,
     Flattened,
     Precision,
     RerunOutcome,
+    compare_columns,
     compare_many,
     entry_errors,
     flatten,
@@ -65,6 +68,8 @@ class _Above:
     where: str
 
 
+# A trial's returned array and its dtype, read for a thousand trials at a time without a Python loop.
+_ARRAY, _DTYPE = operator.attrgetter("array"), operator.attrgetter("description.dtype")
 _AT_FLOAT64 = _Above(PRECISIONS["float64"].eps, "at float64")
 _IN_EXTENDED = _Above(EXTENDED_EPS, "in extended precision")
 # The expected values and spreads of a return on the trials compared, as lists and end to end: a class
@@ -86,7 +91,7 @@ def _expected_of(references: References, name: str, compared: list[int]) -> _Exp
 class RerunPlan:
     """The first pass judged, and what to ask the worker next."""
 
-    comparisons: Mapping[str, Mapping[int, Comparison]]  # per return, per trial returned: nothing twice
+    comparisons: Mapping[str, Compared]  # per return, per trial returned: nothing twice
     probes: tuple[consistency.Probe, ...]  # where a value and its gradient are both wrong
     request: RerunRequest
 
@@ -101,15 +106,13 @@ def plan_reruns(exercise: Exercise, references: References, first: Pass) -> Reru
     Where a value and its gradient are both wrong, two probes ask whether the gradient is at least that of
     the student's own value. A first pass that stopped early asks for nothing more.
     """
-    comparisons = {
-        spec.name: compare_first_pass(spec, references, first) for spec in exercise.spec.returns
-    }
+    comparisons = {spec.name: compare_first_pass(spec, references, first) for spec in exercise.spec.returns}
     if first.stopped is not None:
         return RerunPlan(comparisons, (), RerunRequest())
     beyond: set[int] = set()
     in_float64: set[int] = set()
     for judged in comparisons.values():
-        for c in judged.values():
+        for c in judged.others.values():  # the passing trials ask for nothing
             if c.verdict is Verdict.LOGIC:
                 beyond.add(c.trial)
                 if c.dtype == "float64":  # computed in float64, or in a narrower format and widened
@@ -120,8 +123,8 @@ def plan_reruns(exercise: Exercise, references: References, first: Pass) -> Reru
         values, gradients = (comparisons[r.name] for r in (pair.value, pair.gradient))
         both = [
             t
-            for t, c in gradients.items()
-            if c.verdict is Verdict.LOGIC and t in values and values[t].verdict is Verdict.LOGIC
+            for t, c in gradients.others.items()
+            if c.verdict is Verdict.LOGIC and t in values.others and values.others[t].verdict is Verdict.LOGIC
         ]
         if both:
             probes.append(consistency.make_probe(pair, by_index[min(both)], number))
@@ -134,28 +137,29 @@ def plan_reruns(exercise: Exercise, references: References, first: Pass) -> Reru
     return RerunPlan(comparisons, tuple(probes), request)
 
 
-def compare_first_pass(spec: ReturnSpec, references: References, first: Pass) -> dict[int, Comparison]:
+def compare_first_pass(spec: ReturnSpec, references: References, first: Pass) -> Compared:
     """Every trial that returned `spec`'s array, judged against the reference."""
     arrays = first.returned(spec.name)
     compared = list(arrays)
     expected, spreads, flat = _expected_of(references, spec.name, compared)
-    comparisons = {
-        c.trial: c
-        for c in compare_many(
-            spec,
-            compared,
-            expected,
-            [arrays[i].array for i in compared],
-            [arrays[i].dtype for i in compared],
-            spreads,
-            flattened=flat,
-        )
-    }
+    items = arrays.values()
+    judged = compare_columns(
+        spec,
+        compared,
+        expected,
+        list(map(_ARRAY, items)),
+        list(map(_DTYPE, items)),
+        spreads,
+        flattened=flat,
+    )
     # float64 values beyond float64 rounding but within float32's: float32 work widened before returning
     # (numpy makes float32 times int64 float64, and a rerun cannot lift astype(np.float32)). That is
     # correct code, as the same work returned in float32 would be; `grader validate` makes sure every
     # standard mistake lands beyond float32 rounding, so none hides here.
-    widened = [i for i, c in comparisons.items() if c.verdict is Verdict.LOGIC and c.precision == "float64"]
+    others = dict(judged.others)
+    widened = [i for i, c in others.items() if c.verdict is Verdict.LOGIC and c.precision == "float64"]
+    if not widened:
+        return judged
     at_float32 = compare_many(
         spec,
         widened,
@@ -168,8 +172,8 @@ def compare_first_pass(spec: ReturnSpec, references: References, first: Pass) ->
     for comparison in at_float32:
         if comparison.verdict in (Verdict.PASS, Verdict.PRECISION):
             note = "float64 values within float32 rounding: computed partly in float32"
-            comparisons[comparison.trial] = replace(comparison, note=note)
-    return comparisons
+            others[comparison.trial] = replace(comparison, note=note)
+    return judged.with_others(others)
 
 
 Rerun = tuple[np.ndarray, str] | str  # (array, dtype) returned by a rerun, or what went wrong with it
@@ -188,12 +192,12 @@ def resolve_beyond_rounding(
     spec: ReturnSpec,
     references: References,
     report: WorkerReport,
-    compared: Mapping[int, Comparison],
+    compared: Compared,
     got: Mapping[int, np.ndarray],
 ) -> dict[int, Comparison]:
     """Trials beyond rounding, each decided by its own reruns between instability and logic."""
     resolved: dict[int, Comparison] = {}
-    for comparison in compared.values():
+    for comparison in compared.others.values():
         if comparison.verdict is not Verdict.LOGIC:
             continue
         index = comparison.trial
@@ -270,20 +274,22 @@ def resolve_with_rerun(
     return _without_rerun(original, expected, got, precision, note, RerunOutcome.HARD_CODED)
 
 
-def finite_somewhere(judged: Mapping[int, Comparison]) -> dict[int, Comparison]:
+def finite_somewhere(judged: Compared) -> Compared:
     """One return's trials, with overflow that no rerun confirmed kept as instability only where the code
     is right on some trial: a formula that overflows at large values is right at the others, while NaN or
     infinities on every trial are no format's range (a NaN constant is no unstable formula, and may not
     earn an exercise's instability credit)."""
-    if any(c.verdict in (Verdict.PASS, Verdict.PRECISION) for c in judged.values()):
-        return dict(judged)
+    if judged.passing or any(c.verdict in (Verdict.PASS, Verdict.PRECISION) for c in judged.others.values()):
+        return judged
     note = "NaN or infinite on every trial, and no rerun above the precision used made them finite"
-    return {
-        trial: replace(c, verdict=Verdict.LOGIC, rerun=RerunOutcome.NEVER_FINITE, note=note)
-        if c.rerun is RerunOutcome.OVERFLOWS
-        else c
-        for trial, c in judged.items()
-    }
+    return judged.with_others(
+        {
+            trial: replace(c, verdict=Verdict.LOGIC, rerun=RerunOutcome.NEVER_FINITE, note=note)
+            if c.rerun is RerunOutcome.OVERFLOWS
+            else c
+            for trial, c in judged.others.items()
+        }
+    )
 
 
 def _same_values(rerun: np.ndarray, got: np.ndarray) -> bool:

@@ -83,18 +83,18 @@ class Pass:
     stopped: Failure | None = None
     # Set when a trial's deadline stopped a first pass, and not yet confirmed by a second run.
     overrun: Overrun | None = None
-    _returned: dict[str, Mapping[int, Returned]] = field(
-        default_factory=dict, init=False, repr=False, compare=False
-    )
+    # The arrays returned, by return and trial, as `returned` gives them: collected by the reader as the
+    # trials arrive where it can (runner.py), else worked out from `outputs` on first use.
+    by_return: dict[str, Mapping[int, Returned]] = field(default_factory=dict, repr=False, compare=False)
 
     def returned(self, name: str) -> Mapping[int, Returned]:
-        """The arrays returned as `name`, by trial (trials where it was a problem left out): worked out once
-        per pass, not by each of the three steps that judge the return (3,000 look-ups a graph2 hand-in)."""
-        kept = self._returned.get(name)
+        """The arrays returned as `name`, by trial in the order they came (trials where it was a problem left
+        out): worked out once per pass, not by each of the steps that judge the return."""
+        kept = self.by_return.get(name)
         if kept is None:
             outputs = self.outputs.items()
             kept = {i: item for i, output in outputs if type(item := output.by_name[name]) is Returned}
-            self._returned[name] = kept
+            self.by_return[name] = kept
         return kept
 
     def before_overrun(self) -> Pass:

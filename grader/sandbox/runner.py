@@ -97,6 +97,7 @@ class _Reading:
     run: Run
     pending: list[int]
     outputs: dict[int, TrialOutput] = field(default_factory=dict)
+    returned: dict[str, dict[int, Returned]] = field(default_factory=dict)  # Pass.by_return, as they come
     failures: dict[int, Failure] = field(default_factory=dict)
     stopped: Failure | None = None
     overrun: Overrun | None = None  # when a trial's deadline stopped the pass
@@ -115,14 +116,15 @@ class _Reading:
         return bool(self.outputs or self.failures)
 
     def result(self) -> Pass:
+        returned: dict[str, Mapping[int, Returned]] = dict(self.returned)
         if self.run is Run.FIRST:
-            return Pass(self.outputs, self.failures, self.stopped, self.overrun)
+            return Pass(self.outputs, self.failures, self.stopped, self.overrun, by_return=returned)
         # A rerun that ends early is no failure of the submission, whose first pass is complete: what it
         # says of its trial is kept, the rest were simply not rerun.
         stopped = self.stopped
         if stopped is not None and stopped.trial is not None:
             self.failures[stopped.trial] = stopped
-        return Pass(self.outputs, self.failures)
+        return Pass(self.outputs, self.failures, by_return=returned)
 
 
 class RunningWorker:
@@ -536,13 +538,14 @@ class RunningWorker:
             for number in carried:
                 columns.append(iter(arrays[start : start + number]))
                 start += number
+            returned = [reading.returned.setdefault(name, {}) for name in names]
             for (trial, seconds, _kinds), layout in zip(items[:count], chosen, strict=True):
                 by_name: dict[str, ReturnItem] = {}
-                for column, kind in zip(columns, layout, strict=True):
+                for column, kind, arrays_of in zip(columns, layout, returned, strict=True):
                     if isinstance(kind, ReturnProblem):
                         by_name[kind.name] = kind
                     else:
-                        by_name[kind.name] = Returned.of(kind, next(column))
+                        by_name[kind.name] = arrays_of[trial] = Returned.of(kind, next(column))
                 outputs[trial] = TrialOutput(trial, by_name, seconds)
                 done += 1
         except ProtocolError as exc:
