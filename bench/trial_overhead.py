@@ -32,7 +32,7 @@ sys.path.insert(0, str(ROOT))
 
 from grader.exercise.spec import load_exercise  # noqa: E402
 from grader.exercise.trials import make_trials  # noqa: E402
-from grader.sandbox import runner, worker  # noqa: E402
+from grader.sandbox import runner, seeding, worker  # noqa: E402
 from grader.sandbox.protocol import PROGRESS, Run  # noqa: E402
 
 
@@ -81,18 +81,18 @@ def main() -> None:
 
     def seeded() -> None:
         for trial, call in zip(trials, calls, strict=True):
-            worker._seed_randomness(0, trial.index)
+            seeding.seed_randomness(0, trial.index)
             function(*[array.copy() for array in call])
 
     def converted() -> None:
         for trial, call in zip(trials, calls, strict=True):
-            worker._seed_randomness(0, trial.index)
+            seeding.seed_randomness(0, trial.index)
             returned = function(*[array.copy() for array in call])
             [worker._converted(n, v) for n, v in zip(names, returned, strict=True)]
 
     def queued() -> None:
         for trial, call in zip(trials, calls, strict=True):
-            worker._seed_randomness(0, trial.index)
+            seeding.seed_randomness(0, trial.index)
             returned = function(*[array.copy() for array in call])
             returns = [worker._converted(n, v) for n, v in zip(names, returned, strict=True)]
             channel.queue(trial.index, Run.FIRST, 0.0001, returns)

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 import textwrap
 from pathlib import Path
 from typing import Any
 
-from conftest import CORRECT_GRAPH2, GRAPH2, grader_command, line_of, write_source
+from conftest import CORRECT_GRAPH2, GRAPH2, ROOT, grader_command, line_of, write_source
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -128,15 +129,15 @@ def test_declarations_alone_do_not_run_code_at_import(tmp_path: Path) -> None:
 def test_a_trial_seeds_python_random_exactly_as_random_seed_does(seed: int, trial: int | None) -> None:
     import random
 
-    from grader.sandbox import worker
+    from grader.sandbox import seeding
 
     state = random.getstate()
     try:
         random.gauss(0.0, 1.0)  # a Gaussian pair half used: the seeding must drop the cached half too
-        worker._seed_randomness(seed, trial)
+        seeding.seed_randomness(seed, trial)
         drawn = _draws(random)
         random.gauss(0.0, 1.0)
-        random.seed(worker.trial_seed(seed, trial))
+        random.seed(seeding.trial_seed(seed, trial))
         assert drawn == _draws(random)
     finally:
         random.setstate(state)
@@ -145,3 +146,46 @@ def test_a_trial_seeds_python_random_exactly_as_random_seed_does(seed: int, tria
 def _draws(generator: Any) -> list[float]:  # each kind of draw, the cached Gaussian half included
     gaussians = [generator.gauss(0.0, 1.0), generator.gauss(1.0, 2.0)]
     return [generator.random(), *gaussians, generator.getrandbits(70)]
+
+
+DEFERRED = """
+import json, random, sys
+import numpy as np
+from grader.sandbox import seeding
+
+def draws():
+    return [random.random(), random.gauss(0.0, 1.0), random.randint(0, 10**9), list(random.sample(range(99), 3)),
+            np.random.rand(2).tolist(), np.random.randint(0, 10**6, 3).tolist(), float(np.random.mtrand.randn()),
+            np.random.get_state()[2]]
+
+if sys.argv[1] == "deferred":
+    seeding.defer()
+runs = []
+for trial in (None, 0, 1, 7):
+    seeding.seed_randomness(3, trial)
+    runs.append(draws())
+    seeding.seed_randomness(3, trial)
+    random.seed(12)  # the student's own seed wins, as it would have
+    runs.append([random.random(), np.random.get_state()[2]])
+    seeding.seed_randomness(3, trial)  # a trial that draws nothing, then one that does
+seeding.seed_randomness(3, 5)
+runs.append(draws())
+print(json.dumps(runs))
+"""
+
+
+def test_deferred_seeding_draws_the_numbers_eager_seeding_does() -> None:
+    """The sandboxed worker seeds Python's and numpy's generators at a trial's first draw, not at its start:
+    the numbers a student's code draws through `random` and `numpy.random` are the same either way."""
+    runs = [
+        subprocess.run(
+            [sys.executable, "-c", DEFERRED, how],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=120,
+            cwd=ROOT,
+        ).stdout
+        for how in ("eager", "deferred")
+    ]
+    assert runs[0] == runs[1] and json.loads(runs[0])

@@ -262,11 +262,11 @@ def test_what_every_job_does_is_imported_once_in_the_zygote() -> None:
     script = textwrap.dedent("""
         import sys
         import numpy as np, torch
-        from grader.sandbox import worker
+        from grader.sandbox import seeding, worker
         worker.prepare()
         before = set(sys.modules)
-        worker._seed_randomness(0, None)
-        worker._seed_randomness(0, 3)
+        seeding.seed_randomness(0, None)
+        seeding.seed_randomness(0, 3)
         worker._converted("out", torch.ones(2, requires_grad=True) * 2)
         worker._converted("out", np.float32(1.0))
         print(sorted(set(sys.modules) - before))

@@ -200,7 +200,7 @@ class InProcessRunner:
 
 @contextlib.contextmanager
 def _random_state_kept() -> Iterator[None]:
-    """The global generators the trials seed (worker._seed_randomness), as they were before."""
+    """The global generators the trials seed (seeding.seed_randomness), as they were before."""
     python, numpy = random.getstate(), np.random.get_state()
     torch = sys.modules.get("torch")
     generator = torch.get_rng_state() if torch is not None else None

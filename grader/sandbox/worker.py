@@ -8,14 +8,12 @@ in the grader's process. Stdlib and numpy only (torch if present).
 
 from __future__ import annotations
 
-import _random
 import contextlib
 import dataclasses
 import functools
 import importlib.util
 import mmap
 import os
-import random
 import re
 import resource
 import signal
@@ -31,6 +29,7 @@ import numpy as np
 
 from grader.handin.notebooks import SKIPPED_IMPORTS
 from grader.outcomes import FailureKind
+from grader.sandbox import seeding
 from grader.sandbox.protocol import (
     AUTOGRAD_SCALE,
     EXTENDED,
@@ -190,9 +189,7 @@ class Channel:
 
 def prepare() -> None:
     """What every worker needs before its job, done once in the zygote that forks them."""
-    # The legacy generator every trial seeds: numpy imports its random package on first use, which each
-    # forked worker paid again (13 ms of CPU per hand-in, 5% of a graph2 hand-in's worker).
-    import numpy.random  # noqa: F401
+    seeding.defer()
     try:
         import torch
     except ImportError:
@@ -234,7 +231,7 @@ def main(job_dir: Path, jobs_fd: int, results_fd: int, progress_fd: int) -> None
     sys.path.insert(0, str(submission_dir))
     sys.path.insert(0, str(job_dir / "support"))  # first: the course's util.py, not a student's copy
 
-    _seed_randomness(job["seed"], None)
+    seeding.seed_randomness(job["seed"], None)
     _python2_names()
     imported = time.perf_counter()
     loaded = _load_functions(channel, submission_dir, job["files"], [c["entry"] for c in job["calls"]])
@@ -472,32 +469,6 @@ def _autograd_scaled() -> Iterator[None]:
         Variable._execution_engine = engine
 
 
-_SEED_GENERATOR = _random.Random.seed
-
-
-def trial_seed(seed: int, trial: int | None) -> int:
-    """The value every generator is seeded with for `trial` of a run seeded `seed` (None: the import)."""
-    return seed if trial is None else (seed + (trial + 1) * 2654435761) % (1 << 32)
-
-
-def _seed_randomness(seed: int, trial: int | None) -> None:
-    """Python's, numpy's and torch's global generators seeded from (seed, trial), or (seed) before the
-    import: the student's randomness is the same on every run of the same command. ~20 µs a trial
-    (torch.manual_seed would cost 280 µs: it seeds every device's generator)."""
-    value = trial_seed(seed, trial)
-    # random.seed(value) exactly, for an int, without its Python-level checks (half its 6 µs a trial).
-    _SEED_GENERATOR(random._inst, value)
-    random._inst.gauss_next = None  # type: ignore[attr-defined]
-    np.random.seed(value)
-    torch = sys.modules.get("torch")
-    if torch is not None:
-        # Not contextlib.suppress: a context manager object for every trial costs more than the seed.
-        try:  # noqa: SIM105
-            torch.default_generator.manual_seed(value)
-        except Exception:  # a torch without a default generator: nothing of it to seed
-            pass
-
-
 def _failure_kind(exc: BaseException) -> FailureKind:
     if isinstance(exc, TrialTimeout):
         return FailureKind.TIMEOUT
@@ -690,7 +661,7 @@ def _run_trial(
     builders = _arguments(job, run)
     bound: dict[str, Any] = {}  # what earlier calls returned, by the names the exercise gives them
     names: list[str] = job["returns"]
-    _seed_randomness(job["seed"], index)  # a rerun draws what its first run drew
+    seeding.seed_randomness(job["seed"], index)  # a rerun draws what its first run drew
     started = time.perf_counter()
     first_call = _deadline.first_call
     _deadline.start()
