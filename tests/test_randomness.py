@@ -154,9 +154,9 @@ import numpy as np
 from grader.sandbox import seeding
 
 def draws():
-    return [random.random(), random.gauss(0.0, 1.0), random.randint(0, 10**9), list(random.sample(range(99), 3)),
-            np.random.rand(2).tolist(), np.random.randint(0, 10**6, 3).tolist(), float(np.random.mtrand.randn()),
-            np.random.get_state()[2]]
+    python = [random.random(), random.gauss(0.0, 1.0), random.randint(0, 10**9), random.sample(range(99), 3)]
+    legacy = [np.random.rand(2).tolist(), np.random.randint(0, 10**6, 3).tolist(), np.random.mtrand.randn()]
+    return python + legacy + [np.random.get_state()[2]]
 
 if sys.argv[1] == "deferred":
     seeding.defer()
@@ -165,8 +165,11 @@ for trial in (None, 0, 1, 7):
     seeding.seed_randomness(3, trial)
     runs.append(draws())
     seeding.seed_randomness(3, trial)
-    random.seed(12)  # the student's own seed wins, as it would have
-    runs.append([random.random(), np.random.get_state()[2]])
+    np.random.seed(12)  # the student's own seeds win, as they would have
+    runs.append([np.random.rand(), np.random.sample(), np.random.mtrand.ranf()])
+    seeding.seed_randomness(3, trial)
+    random.seed(12)
+    runs.append([random.random(), random.random()])
     seeding.seed_randomness(3, trial)  # a trial that draws nothing, then one that does
 seeding.seed_randomness(3, 5)
 runs.append(draws())

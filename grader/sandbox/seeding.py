@@ -26,6 +26,7 @@ import numpy as np
 # pays it once.
 import numpy.random
 
+_LEGACY = np.random.mtrand._rand  # numpy's global generator, which np.random.seed seeds
 # random.seed(value) exactly, for an int, without its Python-level checks (half its cost).
 _SEED_PYTHON = _random.Random.seed
 
@@ -65,7 +66,7 @@ def seed_randomness(seed: int, trial: int | None) -> None:
 def _seed_python_and_numpy(value: int) -> None:
     _SEED_PYTHON(random._inst, value)
     random._inst.gauss_next = None  # type: ignore[attr-defined]
-    np.random.seed(value)
+    _LEGACY.seed(value)  # its own method: the module's `seed` may be the student's by now
 
 
 def _settle() -> None:
@@ -88,10 +89,10 @@ def defer() -> None:
     _pending.deferred = True
     python = random._inst
     _wrap(random, lambda value: getattr(value, "__self__", None) is python)
-    legacy = np.random.mtrand._rand
-    shared = {"get_bit_generator", "set_bit_generator"}  # functions on the legacy generator's state
+    # Module functions, not the generator's methods, that use its state: numpy's `seed` among them.
+    shared = {"seed", "get_bit_generator", "set_bit_generator", "ranf", "sample"}
     for module in (np.random, np.random.mtrand):
-        _wrap(module, lambda value: getattr(value, "__self__", None) is legacy)
+        _wrap(module, lambda value: getattr(value, "__self__", None) is _LEGACY)
         _wrap(module, lambda value: getattr(value, "__name__", None) in shared)
 
 
