@@ -64,9 +64,11 @@ def grade(
 
     `trials`: how many (default: the exercise's); `trial`: that one trial alone, as `grader repro`.
     """
+    from grader.exercise.reference_cache import untrusted_process
     from grader.grading import grade as graded
     from grader.handin.discover import submission_from_path
 
+    untrusted_process()  # the caller's process: a notebook's code may have patched torch before this call
     loaded = load_exercise(exercise)
     cells = loaded.spec.notebook.selection
     handed = submission_from_path(Path(submission), loaded.spec.entry, notebook=cells)
@@ -89,11 +91,13 @@ def check(
     verdicts are those `grader check EXERCISE FILE` gives the same code. No deadlines: a call that never
     returns is stopped by Ctrl-C (in Jupyter: interrupt the kernel).
     """
+    from grader.exercise.reference_cache import untrusted_process
     from grader.grading import Runner
     from grader.grading import grade as graded
     from grader.sandbox.in_process import InProcessRunner
     from grader.sandbox.report import WorkerReport
 
+    untrusted_process()  # the student's code runs here: no reference computed here is written for others
     loaded = load_exercise(exercise)
     ordered = _by_entry(loaded, functions, named)
     where = _code_folder(ordered)

@@ -20,6 +20,7 @@ import pytest
 import yaml
 from hypothesis import settings
 
+import grader.exercise.reference_cache as reference_cache_module
 from grader.exercise.reference_cache import CACHE_ENV
 from grader.exercise.spec import SPEC_FILE, Exercise, discover_exercises, load_exercise
 from grader.grading import grade
@@ -43,6 +44,15 @@ def reference_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         del os.environ[CACHE_ENV]
     else:
         os.environ[CACHE_ENV] = previous
+
+
+@pytest.fixture(autouse=True)
+def trusted_cache() -> Iterator[None]:
+    """A test that calls the Python API (grader.check, grader.grade) marks this pytest process untrusted
+    for the reference cache, as a notebook's kernel is; the next test starts as the CLI does."""
+    yield
+    reference_cache_module._trusted = True
+    reference_cache_module._OWN.clear()
 
 
 def library() -> dict[str, Path]:

@@ -137,7 +137,8 @@ def test_every_kind_of_trial_input_is_stored(
 def _only_file() -> Path:
     folder = cache_folder()
     assert folder is not None
-    [path] = folder.glob("*")  # nothing else is left there: no half-written temporary file either
+    # nothing else is left there but the user's key: no half-written temporary file either
+    [path] = (p for p in folder.glob("*") if not p.name.startswith(".key-"))
     return path
 
 
@@ -199,3 +200,67 @@ def test_concurrent_writers_leave_a_whole_file(exercise: Exercise) -> None:
     stored = stored_references(exercise, 0, 30)
     computed = computed_references(exercise, 0, make_trials(exercise, 0, 30))
     assert stored is not None and _same(stored, computed)
+
+
+def _forged(exercise: Exercise, seed: int, count: int, mac_key: bytes) -> bytes:
+    """The cache file of these trials with every expected value zeroed, signed with `mac_key`."""
+    from grader.exercise import reference_cache
+
+    computed = computed_references(exercise, seed, make_trials(exercise, seed, count))
+    zeroed = References(
+        computed.trials,
+        {i: {n: np.zeros_like(a) for n, a in e.items()} for i, e in computed.expected.items()},
+        computed.spread,
+    )
+    key = reference_cache.key(exercise, seed, computed.trials)
+    body = reference_cache.encoded(exercise, zeroed, key)
+    return reference_cache._MAGIC + reference_cache._mac(mac_key, key, body) + body
+
+
+def test_a_file_the_grader_did_not_write_is_ignored(exercise: Exercise) -> None:
+    """Whoever may write the folder (a classmate on a shared hub, code in a notebook's kernel as another
+    user) cannot sign a file with this user's key: zeroed expected values are never read back."""
+    real = _only_file_after(exercise)
+    for mac_key in (b"\0" * 32, os.urandom(32)):
+        real.write_bytes(_forged(exercise, 0, 4, mac_key))
+        assert stored_references(exercise, 0, 4) is None
+    real.write_bytes(real.read_bytes()[:-1] + b"x")  # the grader's own file, one byte changed
+    assert stored_references(exercise, 0, 4) is None
+
+
+def _only_file_after(exercise: Exercise) -> Path:
+    computed_references(exercise, 0, make_trials(exercise, 0, 4))
+    assert stored_references(exercise, 0, 4) is not None
+    return _only_file()
+
+
+@pytest.mark.parametrize("change", ["readable by others", "another owner", "a link"])
+def test_a_key_that_is_not_the_users_alone_is_not_used(exercise: Exercise, change: str) -> None:
+    """A key file others can read, or one another user put in place first (knowing it), or a link to one:
+    the cache is neither read nor written with it."""
+    _only_file_after(exercise)
+    folder = cache_folder()
+    assert folder is not None
+    [key] = folder.glob(".key-*")
+    if change == "readable by others":
+        key.chmod(0o644)
+    elif change == "another owner":
+        os.chown(key, 65534, 65534)
+    else:
+        elsewhere = folder.parent / "elsewhere-key"
+        key.rename(elsewhere)
+        key.symlink_to(elsewhere)
+    assert stored_references(exercise, 0, 4) is None
+    computed_references(exercise, 1, make_trials(exercise, 1, 4))
+    assert stored_references(exercise, 1, 4) is None  # nor written: it could not be read back
+
+
+def test_a_process_where_student_code_may_have_run_keeps_its_references_to_itself(exercise: Exercise) -> None:
+    from grader.exercise.reference_cache import untrusted_process
+
+    untrusted_process()
+    computed = computed_references(exercise, 0, make_trials(exercise, 0, 4))
+    folder = cache_folder()
+    assert folder is None or not list(folder.glob("*.npz")), "written where others read"
+    again = stored_references(exercise, 0, 4)
+    assert again is not None and _same(again, computed)  # its own, in memory

@@ -10,6 +10,14 @@ by a pydantic model. Each file is written to a temporary name and renamed into p
 reads half of one; a file that does not load, or holds anything but what was asked for (another key, other
 trials, other returns), is ignored and written again. Deleting the folder is always safe.
 
+Only the grader's own computations are trusted. Each file carries an HMAC of its bytes under a key of the
+user's (`.key-<uid>` in the folder: mode 0600, owned by that uid, created once), so a file that anyone
+else wrote — a sandboxed hand-in never sees the folder, but a classmate on a shared JupyterHub or a TA's
+machine may share it — does not verify and is ignored. And a process where student code may have run (the
+Python API: `grader.check` runs the student's functions in the caller's own process, after whatever the
+notebook did to torch) never writes here: `untrusted_process()` switches it to a cache of its own, in
+memory, for the rest of its life.
+
 The folder: $GRADER_CACHE_DIR (empty: no cache), else $XDG_CACHE_HOME/grader/references, else
 ~/.cache/grader/references.
 """
@@ -18,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import hmac
 import io
 import json
 import os
@@ -38,7 +47,10 @@ from grader.exercise.spec import Exercise
 from grader.exercise.trials import Trial
 
 CACHE_ENV = "GRADER_CACHE_DIR"
-_FORMAT = 1
+_FORMAT = 2  # 2: the file is _MAGIC, the HMAC of the rest, then the .npz
+_MAGIC = b"grader-references-2\n"
+_MAC_BYTES = 32  # HMAC-SHA256
+_KEY_BYTES = 32
 _HEADER = "header"
 _KINDS = ("inputs", "expected", "spread")
 
@@ -53,7 +65,7 @@ class _TrialHeader(BaseModel):
 class _Header(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    format: Literal[1]
+    format: Literal[2]
     key: str
     trials: list[_TrialHeader]
     inputs: list[str]
@@ -69,6 +81,19 @@ def cache_folder() -> Path | None:
     return Path(base) / "grader" / "references"
 
 
+# Where this process keeps what it computed once `untrusted_process()` was called: by key, never on disk.
+_OWN: dict[str, References] = {}
+_trusted = True
+
+
+def untrusted_process() -> None:
+    """Student code may have run in this process (it is the caller of the Python API): what it computes
+    from now on may be what a patched torch computed, so it is kept in memory for this process alone and
+    never written to the folder others read. Reading the folder stays safe: every file there verifies."""
+    global _trusted
+    _trusted = False
+
+
 def stored_references(
     exercise: Exercise, seed: int, count: int, only: int | None = None
 ) -> References | None:
@@ -76,8 +101,15 @@ def stored_references(
 
     Imports no torch: a check whose references are stored never does, in the grader's process.
     """
-    path = _path(exercise, seed, [only] if only is not None else list(range(count)))
-    return None if path is None else _load(path, exercise, path.stem)
+    indices = [only] if only is not None else list(range(count))
+    key = _key(exercise, seed, indices)
+    if key in _OWN:
+        return _OWN[key]
+    path = _path(exercise, seed, indices)
+    if path is None:
+        return None
+    mac_key = _mac_key(path.parent, create=False)
+    return None if mac_key is None else _load_file(path, exercise, key, mac_key)
 
 
 def computed_references(exercise: Exercise, seed: int, trials: Sequence[Trial]) -> References:
@@ -90,11 +122,18 @@ def computed_references(exercise: Exercise, seed: int, trials: Sequence[Trial]) 
 
 
 def store(exercise: Exercise, seed: int, references: References) -> None:
-    """Keep references for the next run (computed here or elsewhere)."""
-    path = _path(exercise, seed, [t.index for t in references.trials])
+    """Keep references for the next run (computed here or elsewhere): in the folder where this process is
+    the grader's alone, else in this process's memory."""
+    indices = [t.index for t in references.trials]
+    if not _trusted:
+        _OWN[_key(exercise, seed, indices)] = references
+        return
+    path = _path(exercise, seed, indices)
     if path is not None:
         with contextlib.suppress(OSError):  # a folder we cannot write costs the next check time, nothing else
-            _store(path, exercise, references)
+            mac_key = _mac_key(path.parent, create=True)
+            if mac_key is not None:
+                _store(path, exercise, references, mac_key)
 
 
 def key(exercise: Exercise, seed: int, trials: Sequence[Trial]) -> str:
@@ -157,16 +196,72 @@ def _torch_version() -> str:
         return "unknown"
 
 
-def _store(path: Path, exercise: Exercise, references: References) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
+def _mac_key(folder: Path, create: bool) -> bytes | None:
+    """This user's key for the folder's files, made once where `create`; None where there is none, or where
+    the file in its place is not this user's alone (another user may have put it there, knowing it)."""
+    path = folder / f".key-{os.geteuid()}"
+    for _ in range(2):
+        try:
+            descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        except FileNotFoundError:
+            if not create:
+                return None
+            _make_key(folder, path)
+            continue
+        except OSError:
+            return None
+        with os.fdopen(descriptor, "rb") as handle:
+            info = os.fstat(handle.fileno())
+            key = handle.read(_KEY_BYTES + 1)
+        mine = info.st_uid == os.geteuid() and not info.st_mode & 0o077
+        return key if mine and len(key) == _KEY_BYTES else None
+    return None
+
+
+def _make_key(folder: Path, path: Path) -> None:
+    """A new key, whole or not at all: written to a private temporary file, then linked into place (which
+    fails where another process linked its own first: both then read that one)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    descriptor, name = tempfile.mkstemp(dir=folder, prefix=".partial-key-")  # mode 0600
+    try:
+        with os.fdopen(descriptor, "wb") as handle:
+            handle.write(os.urandom(_KEY_BYTES))
+        with contextlib.suppress(FileExistsError):
+            os.link(name, path)
+    finally:
+        os.unlink(name)
+
+
+def _mac(mac_key: bytes, key: str, body: bytes) -> bytes:
+    return hmac.new(mac_key, key.encode() + b"\0" + body, hashlib.sha256).digest()
+
+
+def _store(path: Path, exercise: Exercise, references: References, mac_key: bytes) -> None:
+    buffer = io.BytesIO()
+    _write(buffer, exercise, references, path.stem)
+    body = buffer.getvalue()
     handle = tempfile.NamedTemporaryFile(dir=path.parent, prefix=".partial-", suffix=".npz", delete=False)  # noqa: SIM115 - renamed into place, not deleted
     try:
         with handle:
-            _write(handle, exercise, references, path.stem)
+            handle.write(_MAGIC + _mac(mac_key, path.stem, body) + body)
         os.replace(handle.name, path)
     except BaseException:
         Path(handle.name).unlink(missing_ok=True)
         raise
+
+
+def _load_file(path: Path, exercise: Exercise, key: str, mac_key: bytes) -> References | None:
+    """The references in the file at `path`, where its HMAC verifies under this user's key."""
+    try:
+        with path.open("rb") as handle:
+            data = handle.read()
+    except OSError:
+        return None
+    start = len(_MAGIC) + _MAC_BYTES
+    head, mac, body = data[: len(_MAGIC)], data[len(_MAGIC) : start], data[start:]
+    if head != _MAGIC or not hmac.compare_digest(mac, _mac(mac_key, key, body)):
+        return None
+    return _load(io.BytesIO(body), exercise, key)
 
 
 def _write(handle: IO[bytes], exercise: Exercise, references: References, key: str) -> None:
@@ -216,7 +311,7 @@ def _unpacked(data: Mapping[str, np.ndarray], prefix: str, count: int) -> list[n
     ]
 
 
-def _load(source: Path | IO[bytes], exercise: Exercise, key: str) -> References | None:
+def _load(source: IO[bytes], exercise: Exercise, key: str) -> References | None:
     """The references stored in `source`, if they are whole and of this exercise as it is now, under
     `key`; None where the file is missing, corrupt or anything else (another format, other inputs or
     returns)."""
