@@ -269,6 +269,11 @@ EVASIONS = {
         "    for child in children:\n        child.start()\n"
         "    for child in children:\n        child.join()\n"
     ),
+    "python_subprocess": (
+        "    import subprocess\n"
+        "    code = 'import time\\ns = time.process_time()\\nwhile time.process_time() - s < 3: pass'\n"
+        "    subprocess.run([sys.executable, '-c', code], check=True)\n"
+    ),
     "thread": (
         "    worker = threading.Thread(target=burn, args=(3, time.thread_time))\n"
         "    worker.start()\n    while worker.is_alive():\n        time.sleep(0.01)\n"

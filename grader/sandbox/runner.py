@@ -35,7 +35,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from pydantic import ValidationError
@@ -74,8 +74,8 @@ KILL_GRACE_SECONDS = 1.0
 # CPU seconds past a call's deadline before the grader kills the worker itself: twice the worker's alarm
 # tick (0.25 s), within which its own deadline stops the call with the line it was stuck on.
 CPU_GRACE_SECONDS = 0.5
-# How often the read loop samples the worker's CPU (a sample reads /proc: ~0.1 ms for a cgroup's few
-# processes, ~5 ms for a scan of 300 processes where the worker has no cgroup), at most.
+# How often the read loop samples the worker's CPU, at most. A sample reads /proc: 0.10 ms for a cgroup of
+# one process, 4.0 ms for the scan of 104 processes where the worker has no cgroup (2026-12-03, loaded).
 CPU_SAMPLE_SECONDS = 0.25
 PACE_SECONDS = 0.005  # how long small results may gather in the pipe before the grader reads them
 PIPE_BYTES = 1 << 20  # Linux lets any user make a pipe this large (fs/pipe-max-size)
@@ -534,7 +534,9 @@ class RunningWorker:
             # hand-in that blocks the worker's alarm stops the notes.
             cpu = max(cpu, self._cpu_spent(reading, trial))
             first_call = self._first_call(reading)
-            overrun = Overrun(trial, "wall", self._allowed(first_call), cpu, first_call, stopped=False)
+            allowed = self._allowed(first_call)
+            deadline: Literal["cpu", "wall"] = "cpu" if cpu > allowed else "wall"
+            overrun = Overrun(trial, deadline, allowed, cpu, first_call, stopped=False)
             reading.stopped = failures.overran(overrun)
             reading.overrun = None if reading.run is not Run.FIRST else overrun
 
@@ -566,9 +568,11 @@ class RunningWorker:
                 overran = message.overrun
                 if overran is not None:
                     allowed = self._allowed(overran.first_call)
-                    overrun = Overrun(
-                        message.trial, overran.deadline, allowed, overran.cpu_seconds, overran.first_call
-                    )
+                    # The worker's own count misses its children's CPU: the grader's, where more. A call
+                    # past its CPU deadline by that count overran it, whichever deadline the worker saw.
+                    cpu = max(overran.cpu_seconds, self._cpu_spent(reading, message.trial))
+                    deadline = "cpu" if cpu > allowed else overran.deadline
+                    overrun = Overrun(message.trial, deadline, allowed, cpu, overran.first_call)
                     failure = failures.overran(overrun, message.traceback)
                     reading.overrun = None if reading.run is not Run.FIRST else overrun
                 reading.failures[message.trial] = failure
