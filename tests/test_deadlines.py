@@ -8,9 +8,11 @@ durations.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -24,7 +26,7 @@ from grader.exercise.spec import Exercise, load_exercise
 from grader.exercise.trials import make_trials
 from grader.outcomes import Failure, FailureKind, Verdict
 from grader.results import SubmissionResult
-from grader.sandbox import failures, isolation
+from grader.sandbox import cgroups, cpu_watch, failures, isolation
 from grader.sandbox.payload import ReturnedArray
 from grader.sandbox.report import Overrun, Pass, Returned, TrialOutput
 from grader.sandbox.runner import _ran_on
@@ -324,3 +326,58 @@ def test_a_deadline_switched_off_inside_the_worker_still_holds(layer: str, tmp_p
         assert error is not None and error["kind"] == "timeout" and error["trial"] == 0, (student, error)
         assert _cpu_reported(error["message"]) > 1.0, (student, error["message"])
         assert record["score"] == 0, (student, record)
+
+
+# A process tree that works in a reaped child (its CPU then in the parent's cutime) and in a grandchild
+# that left the session and is still working, then says so on stdout and waits.
+TREE = """
+import os, sys, time
+def burn(seconds):
+    start = time.process_time()
+    while time.process_time() - start < seconds:
+        pass
+child = os.fork()
+if child == 0:
+    burn(0.4)
+    os._exit(0)
+os.waitpid(child, 0)
+read, write = os.pipe()
+if os.fork() == 0:
+    os.setsid()
+    burn(0.4)
+    os.write(write, str(os.getpid()).encode())
+    time.sleep(60)
+    os._exit(0)
+print("worked", os.read(read, 32).decode(), flush=True)
+time.sleep(60)
+"""
+
+
+@pytest.mark.parametrize("where", ["descendants", "cgroup"])
+def test_the_grader_counts_the_cpu_of_a_workers_children_reaped_or_not(where: str) -> None:
+    group = cgroups.create(16) if where == "cgroup" else None
+    if where == "cgroup" and group is None:
+        pytest.skip("no cgroup may be made here")
+    joined = [] if group is None else [group.open_join_fd()]
+    # The tree joins the group before it starts working (as the zygote does), by the descriptor it inherits.
+    join = f"os.write({joined[0]}, b'0')\n" if joined else ""
+    tree = subprocess.Popen(
+        [sys.executable, "-c", f"import os\n{join}{TREE}"], stdout=subprocess.PIPE, pass_fds=joined
+    )
+    grandchild = b""
+    try:
+        watch = cpu_watch.CpuWatch(cpu_watch.Source(None if group is None else group.path, tree.pid))
+        assert tree.stdout is not None
+        said, grandchild = tree.stdout.readline().split()
+        assert said == b"worked"
+        assert watch.sample() >= 0.7, watch.last  # 0.4 s reaped, 0.4 s in the running grandchild
+    finally:
+        tree.kill()
+        tree.wait()
+        if grandchild:  # it left the session: ended by its own id
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(grandchild), signal.SIGKILL)
+        for fd in joined:
+            os.close(fd)
+        if group is not None:
+            group.remove()
