@@ -71,6 +71,11 @@ def _inherited_problems():
             problems.append("oom_score_adj")
     except OSError:
         pass
+    try:  # "/autogroup-N nice K": the CPU share of the session's processes
+        if open("/proc/self/autogroup").read().split()[-1] != "0":
+            problems.append("autogroup nice")
+    except (OSError, IndexError):
+        pass
     for folder in (os.getcwd(), os.environ.get("TMPDIR", "/tmp")):
         if not os.access(folder, os.W_OK):
             problems.append(f"{folder} not writable")

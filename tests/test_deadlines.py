@@ -8,21 +8,25 @@ durations.
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
+import re
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import copy_exercise, grade_source
+from conftest import CORRECT_GRAPH2, copy_exercise, grade_source, write_source
 
 from grader.errors import SpecError
 from grader.exercise.spec import Exercise, load_exercise
 from grader.exercise.trials import make_trials
 from grader.outcomes import Failure, FailureKind, Verdict
 from grader.results import SubmissionResult
-from grader.sandbox import failures
+from grader.sandbox import cgroups, cpu_watch, failures, isolation
 from grader.sandbox.payload import ReturnedArray
 from grader.sandbox.report import Overrun, Pass, Returned, TrialOutput
 from grader.sandbox.runner import _ran_on
@@ -229,3 +233,151 @@ def test_first_call_seconds_below_trial_seconds_is_a_spec_error(tmp_path: Path) 
 def test_the_first_call_has_at_least_a_trials_deadline(tmp_path: Path) -> None:
     assert exercise_with(tmp_path / "a", "{trial_seconds: 1}").spec.limits.first_call_cpu_seconds == 30
     assert exercise_with(tmp_path / "b", "{trial_seconds: 60}").spec.limits.first_call_cpu_seconds == 60
+
+
+# --- the grader counts the CPU itself: a deadline the hand-in cannot switch off -------------------------
+
+# Each hand-in works 3 s of CPU per call against a 1 s deadline, in a way the worker's own alarm (SIGALRM
+# reading time.process_time) does not see or cannot act on; all of it within the 4 s wall-clock cap of an
+# idle machine. The grader's count of the CPU of the worker's processes must stop each, and report it.
+EVADED_BURN = """
+import os, signal, sys, threading, time
+
+_process_time = time.process_time  # the real clock, kept before any stub
+
+
+def burn(seconds, clock=_process_time):
+    start = clock()
+    while clock() - start < seconds:
+        pass
+"""
+
+EVASIONS = {
+    "blocked_alarm": "    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})\n    burn(3)\n",
+    "ignored_alarm": "    signal.signal(signal.SIGALRM, signal.SIG_IGN)\n    burn(3)\n",
+    "timer_off": "    signal.setitimer(signal.ITIMER_REAL, 0)\n    burn(3)\n",
+    "stubbed_clock": "    time.process_time = lambda: 0.0\n    burn(3)\n",
+    "stubbed_clock_blocked": (
+        "    time.process_time = lambda: 0.0\n"
+        "    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})\n    burn(3)\n"
+    ),
+    "forked_child": (
+        "    child = os.fork()\n    if child == 0:\n        burn(3)\n        os._exit(0)\n"
+        "    os.waitpid(child, 0)\n"
+    ),
+    "multiprocessing": (
+        "    import multiprocessing\n"
+        "    children = [multiprocessing.Process(target=burn, args=(1.5,)) for _ in range(2)]\n"
+        "    for child in children:\n        child.start()\n"
+        "    for child in children:\n        child.join()\n"
+    ),
+    "python_subprocess": (
+        "    import subprocess\n"
+        "    code = 'import time\\ns = time.process_time()\\nwhile time.process_time() - s < 3: pass'\n"
+        "    subprocess.run([sys.executable, '-c', code], check=True)\n"
+    ),
+    "thread": (
+        "    worker = threading.Thread(target=burn, args=(3, time.thread_time))\n"
+        "    worker.start()\n    while worker.is_alive():\n        time.sleep(0.01)\n"
+    ),
+}
+EVADED_LIMITS = "\nlimits: {trial_seconds: 1, first_call_seconds: 1, submission_seconds: 60}\n"
+
+
+def _class_layers() -> list[str]:
+    return ["bubblewrap", "base"] if isolation.current().level == "bubblewrap" else ["base"]
+
+
+def _cpu_reported(message: str) -> float:
+    found = re.search(r"used (?:at least )?(\d+\.\d+) s of CPU", message)
+    assert found is not None, message
+    return float(found.group(1))
+
+
+@pytest.mark.parametrize("layer", _class_layers())
+def test_a_deadline_switched_off_inside_the_worker_still_holds(layer: str, tmp_path: Path) -> None:
+    exercise = copy_exercise(tmp_path / "exercises" / "graph2", append=EVADED_LIMITS)
+    submissions = tmp_path / "submissions"
+    for number, (name, first) in enumerate(EVASIONS.items()):
+        source = f"{EVADED_BURN}\n\ndef graph2(W_np, x_np, b_np):\n{first}{CORRECT_BODY}"
+        source = "import numpy as np\nimport torch\n" + source
+        write_source(submissions / f"s{number:02d}a_{name}" / "hw.py", source)
+        write_source(submissions / f"s{number:02d}b_classmate" / "hw.py", CORRECT_GRAPH2)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GRADER_")}
+    if layer == "base":
+        env["GRADER_ISOLATION"] = "base"
+    done = subprocess.run(
+        [sys.executable, "-m", "grader", "run", str(exercise.parent), "-j", "1", "--trials", "2", "--json"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
+    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
+    records = {r["student"]: r for r in map(json.loads, lines)}
+    assert len(records) == 2 * len(EVASIONS), done.stdout + done.stderr
+    for student, record in sorted(records.items()):
+        if student.endswith("classmate"):
+            assert record["error"] is None and record["score"] == record["max_score"], (student, record)
+            continue
+        error = record["error"]
+        assert error is not None and error["kind"] == "timeout" and error["trial"] == 0, (student, error)
+        assert _cpu_reported(error["message"]) > 1.0, (student, error["message"])
+        assert record["score"] == 0, (student, record)
+
+
+# A process tree that works in a reaped child (its CPU then in the parent's cutime) and in a grandchild
+# that left the session and is still working, then says so on stdout and waits.
+TREE = """
+import os, sys, time
+def burn(seconds):
+    start = time.process_time()
+    while time.process_time() - start < seconds:
+        pass
+child = os.fork()
+if child == 0:
+    burn(0.4)
+    os._exit(0)
+os.waitpid(child, 0)
+read, write = os.pipe()
+if os.fork() == 0:
+    os.setsid()
+    burn(0.4)
+    os.write(write, str(os.getpid()).encode())
+    time.sleep(60)
+    os._exit(0)
+print("worked", os.read(read, 32).decode(), flush=True)
+time.sleep(60)
+"""
+
+
+@pytest.mark.parametrize("where", ["descendants", "cgroup"])
+def test_the_grader_counts_the_cpu_of_a_workers_children_reaped_or_not(where: str) -> None:
+    group = cgroups.create(16) if where == "cgroup" else None
+    if where == "cgroup" and group is None:
+        pytest.skip("no cgroup may be made here")
+    joined = [] if group is None else [group.open_join_fd()]
+    # The tree joins the group before it starts working (as the zygote does), by the descriptor it inherits.
+    join = f"os.write({joined[0]}, b'0')\n" if joined else ""
+    tree = subprocess.Popen(
+        [sys.executable, "-c", f"import os\n{join}{TREE}"], stdout=subprocess.PIPE, pass_fds=joined
+    )
+    grandchild = b""
+    try:
+        watch = cpu_watch.CpuWatch(cpu_watch.Source(None if group is None else group.path, tree.pid))
+        assert tree.stdout is not None
+        said, grandchild = tree.stdout.readline().split()
+        assert said == b"worked"
+        assert watch.sample() >= 0.7, watch.last  # 0.4 s reaped, 0.4 s in the running grandchild
+    finally:
+        tree.kill()
+        tree.wait()
+        if grandchild:  # it left the session: ended by its own id
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(grandchild), signal.SIGKILL)
+        for fd in joined:
+            os.close(fd)
+        if group is not None:
+            group.remove()

@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
+import stat
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
+from conftest import GRAPH2, write_source
 
 from grader.sandbox import cgroups, isolation
 from grader.sandbox.isolation import ProcessLimit
@@ -43,3 +50,81 @@ def test_the_strongest_available_isolation_is_chosen_and_described(
     assert (chosen.level, chosen.process_limit, chosen.reduced) == (level, limit, reduced)
     assert says in chosen.description
     assert chosen.description.startswith("reduced isolation") == reduced
+
+
+# --- honest code reads the interpreter's files in every layer ---------------------------------------------
+
+# torch.func (which reads the source of functions it transforms through inspect), inspect.getsource of a
+# torch and of a stdlib function, a line of torch's source through linecache, and a subprocess of the
+# interpreter: honest code that reads the interpreter's own files. With a secret beside the interpreter,
+# in the folder the slot's uid cannot pass (pyenv under /root, mode 0700), that it must not see.
+HONEST_READER = """
+import inspect, linecache, os, subprocess, sys
+import numpy as np
+import torch
+from torch.func import grad, hessian, jacfwd, jacrev, vmap
+
+SECRET = {secret!r}
+
+
+def graph2(W_np, x_np, b_np):
+    assert "def softsign" in inspect.getsource(torch.nn.functional.softsign)
+    assert "def dedent" in inspect.getsource(__import__("textwrap").dedent)
+    assert linecache.getline(torch.nn.functional.__file__, 1)
+    if SECRET:
+        for attempt in (lambda: open(SECRET).read(), lambda: os.listdir(os.path.dirname(SECRET))):
+            try:
+                seen = attempt()
+            except OSError:
+                continue
+            assert os.path.basename(SECRET) not in seen and "LEAK" not in seen, seen
+    assert subprocess.run([sys.executable, "-c", "import json"], check=False).returncode == 0
+    x, b = torch.tensor(x_np), torch.tensor(b_np)
+
+    def f_of(W):
+        return torch.sigmoid(W @ x + b).sum()
+
+    W = torch.tensor(W_np)
+    g = grad(f_of)(W)
+    assert torch.allclose(jacfwd(f_of)(W), g) and torch.allclose(jacrev(f_of)(W), g)
+    assert hessian(f_of)(W).shape == (*W.shape, *W.shape)
+    assert torch.allclose(vmap(lambda row: row.sum())(W), W.sum(dim=1))
+    s = 1.0 / (1.0 + np.exp(-(W_np @ x_np + b_np)))
+    return f_of(W), g, (s * (1 - s)) @ x_np.T
+"""
+
+
+def _barred_folder() -> Path | None:
+    """The highest folder above the interpreter that others cannot pass, if there is one."""
+    for folder in reversed(Path(sys.base_prefix).resolve().parents):
+        if folder != Path("/") and not folder.stat().st_mode & stat.S_IXOTH:
+            return folder
+    return None
+
+
+@pytest.mark.parametrize(
+    "layer", ["bubblewrap", "base"] if isolation.current().level == "bubblewrap" else ["base"]
+)
+def test_honest_code_reading_the_interpreters_files_gets_full_marks(layer: str, tmp_path: Path) -> None:
+    barred = _barred_folder()
+    secret = None if barred is None else barred / f"grader-test-secret-{os.getpid()}"
+    if secret is not None:
+        secret.write_text("LEAK\n")
+    try:
+        path = write_source(tmp_path / "honest.py", HONEST_READER.format(secret=str(secret or "")))
+        env = {k: v for k, v in os.environ.items() if not k.startswith("GRADER_")}
+        if layer == "base":
+            env["GRADER_ISOLATION"] = "base"
+        done = subprocess.run(
+            [sys.executable, "-m", "grader", "check", str(GRAPH2), str(path), "--trials", "3", "--json"],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+            env=env,
+        )
+    finally:
+        if secret is not None:
+            secret.unlink()
+    result = json.loads(done.stdout)
+    assert result["error"] is None and result["score"] == result["max_score"], result

@@ -4,17 +4,20 @@ draws what it drew in the whole run. A check loop left at the top of a hand-in i
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 from typing import Any
 
-from conftest import CORRECT_GRAPH2, GRAPH2, ROOT, grader_command, line_of, write_source
+import pytest
+from conftest import CORRECT_GRAPH2, GRAPH2, grader_command, line_of, write_source
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from grader.handin.discover import submission_from_path
+from grader.sandbox import isolation
 
 # The seed question's own check loop (shared/seeds/002), left at the top level of a float32 hand-in:
 # np.allclose on random sizes fails some runs and passes others, at import.
@@ -148,47 +151,66 @@ def _draws(generator: Any) -> list[float]:  # each kind of draw, the cached Gaus
     return [generator.random(), *gaussians, generator.getrandbits(70)]
 
 
-DEFERRED = """
-import json, random, sys
-import numpy as np
-from grader.sandbox import seeding
-
-def draws():
-    python = [random.random(), random.gauss(0.0, 1.0), random.randint(0, 10**9), random.sample(range(99), 3)]
-    legacy = [np.random.rand(2).tolist(), np.random.randint(0, 10**6, 3).tolist(), np.random.mtrand.randn()]
-    return python + legacy + [np.random.get_state()[2]]
-
-if sys.argv[1] == "deferred":
-    seeding.defer()
-runs = []
-for trial in (None, 0, 1, 7):
-    seeding.seed_randomness(3, trial)
-    runs.append(draws())
-    seeding.seed_randomness(3, trial)
-    np.random.seed(12)  # the student's own seeds win, as they would have
-    runs.append([np.random.rand(), np.random.sample(), np.random.mtrand.ranf()])
-    seeding.seed_randomness(3, trial)
-    random.seed(12)
-    runs.append([random.random(), random.random()])
-    seeding.seed_randomness(3, trial)  # a trial that draws nothing, then one that does
-seeding.seed_randomness(3, 5)
-runs.append(draws())
-print(json.dumps(runs))
-"""
-
-
-def test_deferred_seeding_draws_the_numbers_eager_seeding_does() -> None:
-    """The sandboxed worker seeds Python's and numpy's generators at a trial's first draw, not at its start:
-    the numbers a student's code draws through `random` and `numpy.random` are the same either way."""
-    runs = [
-        subprocess.run(
-            [sys.executable, "-c", DEFERRED, how],
-            capture_output=True,
-            text=True,
-            check=True,
-            timeout=120,
-            cwd=ROOT,
-        ).stdout
-        for how in ("eager", "deferred")
+# Draws that reach the global generators directly, as libraries do (scipy and scikit-learn draw from
+# np.random.mtrand._rand), besides those through the modules' functions; printed with the trial's first input.
+DIRECT_DRAWS = textwrap.dedent(CORRECT_GRAPH2).replace(
+    "    W = torch.tensor(W_np, requires_grad=True)",
+    """    import random
+    drawn = [
+        np.random.mtrand._rand.random_sample(),
+        random._inst.random(),
+        random._inst.gauss(0.0, 1.0),
+        torch.rand(1, generator=torch.default_generator).item(),
+        torch.randn(1).item(),
+        np.random.random(),
     ]
-    assert runs[0] == runs[1] and json.loads(runs[0])
+    np.random.seed(7)  # the student's own seed, then draws through the module and directly
+    drawn += [np.random.random(), np.random.mtrand._rand.random_sample()]
+    print("drawn", float(x_np.flat[0]).hex(), drawn)
+    W = torch.tensor(W_np, requires_grad=True)""",
+)
+
+
+def _layer_env(layer: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GRADER_")}
+    if layer == "base":
+        env["GRADER_ISOLATION"] = "base"
+    return env
+
+
+def _drawn(path: Path, layer: str, *extra: str) -> dict[str, list[str]]:
+    """What each call drew, by its trial's first input (a trial called twice, a rerun, draws twice)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "grader", "check", str(GRAPH2), str(path), "--json", "--show-output", *extra],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+        env=_layer_env(layer),
+    )
+    result = json.loads(done.stdout)
+    assert result["score"] == result["max_score"], result
+    found: dict[str, list[str]] = {}
+    for line in result["stdout"].splitlines():
+        _, key, drawn = line.split(" ", 2)
+        found.setdefault(key, []).append(drawn)
+    return found
+
+
+@pytest.mark.parametrize(
+    "layer", ["bubblewrap", "base"] if isolation.current().level == "bubblewrap" else ["base"]
+)
+def test_a_trial_alone_draws_what_it_drew_in_the_whole_run_from_every_global_generator(
+    layer: str, tmp_path: Path
+) -> None:
+    path = write_source(tmp_path / "draws.py", DIRECT_DRAWS)
+    whole = _drawn(path, layer, "--trials", "6")
+    assert len(whole) == 6
+    for trial in (0, 3, 5):
+        alone = _drawn(path, layer, "--trials", "6", "--trial", str(trial))
+        assert len(alone) == 1
+        ((key, drawn),) = alone.items()
+        # Every call of the trial, in either run, drew the same numbers.
+        assert set(drawn) == set(whole[key]) and len(set(drawn)) == 1, (trial, drawn, whole[key])
+    # And the trials drew different numbers from one another.
+    assert len({drawn[0] for drawn in whole.values()}) == 6

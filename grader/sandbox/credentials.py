@@ -4,8 +4,13 @@ Worker side (stdlib only). A worker that shares its uid with the zygote or the g
 limits, priority, scheduling and affinity (prlimit, setpriority, sched_setaffinity ask only that the uids
 match), so in the base layer, run as root, each warm slot's workers run as an unprivileged uid of that
 slot, with no supplementary groups and no_new_privs. The interpreter may live where that uid cannot
-read (pyenv under /root, mode 0700): the directories it imports from are opened before the uid is
-dropped and imported through /proc/self/fd, so the rest of the system needs no change.
+read (pyenv under /root, mode 0700): the zygote, still root, enters a mount namespace of its own and
+covers the folder the uid cannot pass (/root) with a read-only tmpfs that holds only the interpreter's
+folders, bound there at their own paths. The rest of that folder is hidden, the machine is unchanged, and
+every path the interpreter knows (modules' __file__, code objects' co_filename, sys.executable) stays
+valid: inspect.getsource, linecache, tracebacks and a subprocess of the interpreter work as under
+bubblewrap. Where no mount namespace can be made, the folders are opened before the drop and imported
+through /proc/self/fd instead (then modules imported before the drop cannot show their source).
 
 Kernel keys outlive processes: each worker joins a fresh session keyring and empties its uid's user
 keyrings before student code runs, and the last job's are emptied when the zygote ends.
@@ -54,10 +59,84 @@ def readable_by(path: str, uid: int, gid: int) -> bool:
     return True
 
 
+_CLONE_NEWNS = 0x00020000
+_MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_REMOUNT = 1, 2, 4, 32
+_MS_BIND, _MS_REC, _MS_PRIVATE = 4096, 16384, 1 << 18
+
+
 def keep_imports_reachable(uid: int, gid: int) -> None:
-    """Make every import path this process uses readable after dropping to `uid`: the folders `uid` cannot
-    reach are opened now and named through /proc/self/fd from here on (sys.path and the packages'
-    __path__), whatever their ancestors' modes."""
+    """Make the interpreter's folders (its prefixes, every import path) readable after dropping to `uid`,
+    at their own paths where this process may make a mount namespace; else through /proc/self/fd."""
+    wanted = [sys.base_prefix, sys.prefix, sys.exec_prefix, os.path.dirname(os.path.dirname(sys.executable))]
+    wanted += [entry for entry in sys.path if entry]
+    folders: list[str] = []
+    for folder in sorted({os.path.realpath(f) for f in wanted if os.path.isdir(f)}):
+        if not readable_by(folder, uid, gid) and not any(folder.startswith(f + os.sep) for f in folders):
+            folders.append(folder)
+    if folders:
+        _bind_where_reachable(folders, uid, gid)
+        _import_through_descriptors(uid, gid)  # what is still out of reach, if anything
+
+
+def _blocker(folder: str, uid: int, gid: int) -> str | None:
+    """The highest folder above `folder` that `uid` cannot pass; None if only `folder` itself bars it."""
+    parts = folder.strip(os.sep).split(os.sep)
+    for depth in range(1, len(parts)):  # "/" itself: nothing would work without it
+        above = os.sep + os.sep.join(parts[:depth])
+        if not _searchable_by(above, uid, gid):
+            return above
+    return None
+
+
+def _searchable_by(folder: str, uid: int, gid: int) -> bool:
+    status = os.stat(folder)
+    shift = 6 if status.st_uid == uid else 3 if status.st_gid == gid else 0
+    return bool((status.st_mode >> shift) & 0o1)
+
+
+def _bind_where_reachable(folders: list[str], uid: int, gid: int) -> None:
+    """In a mount namespace of this process's own, cover each folder above `folders` that `uid` cannot
+    pass with a read-only tmpfs holding only `folders`, bound at their paths."""
+    blockers = {folder: _blocker(folder, uid, gid) for folder in folders}
+    bindable = [f for f, blocker in blockers.items() if blocker is not None]
+    if not bindable:
+        return
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.unshare(_CLONE_NEWNS) != 0:
+        return  # not root, or no mount namespaces here
+    # Nothing mounted from here on may reach the machine's own namespace: every mount private first.
+    if libc.mount(b"none", b"/", None, _MS_REC | _MS_PRIVATE, None) != 0:
+        return
+    opened = {folder: os.open(folder, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC) for folder in bindable}
+    try:
+        covered: list[str] = []
+        for folder in bindable:
+            blocker = blockers[folder]
+            assert blocker is not None
+            if blocker not in covered:
+                _mount(libc, b"tmpfs", blocker, b"tmpfs", _MS_NOSUID | _MS_NODEV, b"mode=755,size=64k")
+                covered.append(blocker)
+            os.makedirs(folder, mode=0o755, exist_ok=True)
+            _mount(libc, f"/proc/self/fd/{opened[folder]}".encode(), folder, None, _MS_BIND | _MS_REC, None)
+        for blocker in covered:  # nothing more to add there: read-only
+            flags = _MS_REMOUNT | _MS_RDONLY | _MS_NOSUID | _MS_NODEV
+            _mount(libc, b"tmpfs", blocker, b"tmpfs", flags, b"mode=755,size=64k")
+    finally:
+        for fd in opened.values():
+            os.close(fd)
+
+
+def _mount(
+    libc: ctypes.CDLL, source: bytes, target: str, kind: bytes | None, flags: int, data: bytes | None
+) -> None:
+    if libc.mount(source, target.encode(), kind, flags, data) != 0:
+        error = ctypes.get_errno()
+        raise OSError(error, f"mount {target}: {os.strerror(error)}")
+
+
+def _import_through_descriptors(uid: int, gid: int) -> None:
+    """The import paths `uid` cannot read opened now and named through /proc/self/fd from here on
+    (sys.path and the packages' __path__), whatever their modes and their ancestors'."""
     opened: dict[str, str] = {}
     for entry in list(sys.path):
         if entry and os.path.isdir(entry) and not readable_by(entry, uid, gid):

@@ -10,10 +10,15 @@ the reruns the grader chose from that first pass and reads them. Wording what we
 
 A trial's deadlines are the worker's CPU time, which it checks itself, and a wall-clock cap several times
 larger, which the read loop here enforces by killing the worker (native code that never returns to Python
-never sees the worker's own alarm). A first pass stopped by a trial's deadline says so (`Pass.overrun`);
-a worker started `after=` that report runs the trials on from there in a fresh process (after calling
-the first trial again, to pay the lazy imports as the earlier one had), and its first pass is the whole
-first pass: the timeout confirmed if the same trial overruns again, gone if not.
+never sees the worker's own alarm). The read loop also counts the CPU of the worker's processes itself
+(cpu_watch.py), children and threads included, against the running trial's deadline and the submission's
+budget, and kills the worker past them: a hand-in that switches the worker's alarm off, or does its work
+in other processes, still meets its CPU deadline.
+
+A first pass stopped by a trial's deadline says so (`Pass.overrun`); a worker started `after=` that
+report runs the trials on from there in a fresh process (after calling the first trial again, to pay the
+lazy imports as the earlier one had), and its first pass is the whole first pass: the timeout confirmed
+if the same trial overruns again, gone if not.
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from pydantic import ValidationError
@@ -41,7 +46,7 @@ from grader.exercise.trials import Trial
 from grader.handin.prepare import Prepared
 from grader.memo import PerObject
 from grader.outcomes import Failure, FailureKind
-from grader.sandbox import failures, isolation, warm
+from grader.sandbox import cpu_watch, failures, isolation, warm
 from grader.sandbox.isolation import ProcessLimit
 from grader.sandbox.payload import (
     MESSAGE,
@@ -66,6 +71,12 @@ from grader.sandbox.report import (
 )
 
 KILL_GRACE_SECONDS = 1.0
+# CPU seconds past a call's deadline before the grader kills the worker itself: twice the worker's alarm
+# tick (0.25 s), within which its own deadline stops the call with the line it was stuck on.
+CPU_GRACE_SECONDS = 0.5
+# How often the read loop samples the worker's CPU, at most. A sample reads /proc: 0.10 ms for a cgroup of
+# one process, 4.0 ms for the scan of 104 processes where the worker has no cgroup (2026-12-03, loaded).
+CPU_SAMPLE_SECONDS = 0.25
 PACE_SECONDS = 0.005  # how long small results may gather in the pipe before the grader reads them
 PIPE_BYTES = 1 << 20  # Linux lets any user make a pipe this large (fs/pipe-max-size)
 _DRAIN_READS = 16  # reads of what is left in the output pipes once the worker is done (each up to 1 MiB)
@@ -174,6 +185,8 @@ class RunningWorker:
         try:
             _stage(handin, self._zygote.slot / "submission")
             _stage_support(exercise, self._zygote.slot / "support")
+            group = self._zygote.group.path if self._zygote.group is not None else None
+            self._cpu = cpu_watch.CpuWatch(cpu_watch.Source(group, self._zygote.process.pid))
             self._process = self._start()
         except BaseException:
             self._pool.release(self._zygote, None)
@@ -185,6 +198,13 @@ class RunningWorker:
         # without a marker): the next pass reads them first.
         self._unread: list[Frame] = []
         self._open = {self._results, self._stdout, self._stderr}
+        self._cpu_tick = min(CPU_SAMPLE_SECONDS, self._limits.trial_seconds / 4)
+        self._cpu_next = 0.0  # when the read loop samples the CPU next
+        # The call the CPU is counted for: its pass and its place in the pass (trials answered before it),
+        # the CPU used when it was first seen running, and whether the last sample was over its deadline.
+        self._cpu_call: tuple[_Reading, int] | None = None
+        self._cpu_from = 0.0
+        self._cpu_over = False
 
     def send(self, trials: Sequence[Trial]) -> None:
         """Hand the trials to the worker; a thread writes them, since the worker reads only once it is up.
@@ -369,11 +389,16 @@ class RunningWorker:
         trickling = False
         while self._open and not reading.over:
             now = time.monotonic()
+            if now >= self._cpu_next:
+                self._check_cpu(reading, now)
+                if reading.over:
+                    return
             deadline = self._deadline(reading)
             if now >= deadline:
                 self._time_out(reading, now)
                 return
-            readable, _, _ = select.select(list(self._open), [], [], deadline - now)
+            wait = min(deadline, self._cpu_next) - now
+            readable, _, _ = select.select(list(self._open), [], [], wait)
             if readable == [self._results] and trickling:
                 # Small results one at a time: let a few accumulate and take them in one read, which
                 # halves the grader's work per trial. Each still reaches the pipe before the next trial.
@@ -451,6 +476,48 @@ class RunningWorker:
         per_trial = self._last_frame + cap + KILL_GRACE_SECONDS
         return min(self._ready_at + limits.submission_seconds, per_trial)
 
+    def _check_cpu(self, reading: _Reading, now: float) -> None:
+        """Sample the CPU the worker's processes used: past the submission's budget, or the running call
+        past its deadline in two samples in a row, the pass stops and the worker is killed."""
+        self._cpu_next = now + self._cpu_tick
+        used = self._cpu.sample()
+        limits = self._limits
+        budget = limits.import_seconds + limits.submission_seconds  # as the worker's RLIMIT_CPU
+        if used > budget + CPU_GRACE_SECONDS:
+            reading.stopped = failures.run_timed_out(limits, self._running(reading))
+            self._process.kill()
+            return
+        trial = self._running(reading)
+        if self._ready_at is None or trial is None:
+            self._cpu_call = None
+            return
+        # Its place in the pass: the page that names the running trial is the student's to write, so a
+        # call's count starts again only when the pass moves on, never back to one counted already.
+        place = len(reading.outputs) + len(reading.failures) + reading.pending.index(trial)
+        call = self._cpu_call
+        if call is None or call[0] is not reading or place > call[1]:
+            self._cpu_call, self._cpu_from, self._cpu_over = (reading, place), used, False
+            return
+        first_call = self._first_call(reading)
+        allowed = self._allowed(first_call)
+        spent = used - self._cpu_from
+        over = spent > allowed + CPU_GRACE_SECONDS
+        if over and self._cpu_over:
+            overrun = Overrun(trial, "cpu", allowed, spent, first_call, stopped=False)
+            reading.stopped = failures.overran(overrun)
+            reading.overrun = None if reading.run is not Run.FIRST else overrun
+            self._process.kill()
+        self._cpu_over = over
+
+    def _cpu_spent(self, reading: _Reading, trial: int) -> float:
+        """The CPU the grader counted for the running call, `trial`, until now (0 if not counted)."""
+        call = self._cpu_call
+        if call is None or call[0] is not reading or trial not in reading.pending:
+            return 0.0
+        if call[1] != len(reading.outputs) + len(reading.failures) + reading.pending.index(trial):
+            return 0.0
+        return max(self._cpu.sample() - self._cpu_from, 0.0)
+
     def _time_out(self, reading: _Reading, now: float) -> None:
         """A deadline of `_deadline` has passed: the pass stops, and says which."""
         limits = self._limits
@@ -463,8 +530,13 @@ class RunningWorker:
             noted_trial, cpu = PROGRESS.unpack_from(self._progress)
             # The page is the worker's, so the student's to write: only ever words in its own message.
             cpu = cpu if noted_trial == trial and math.isfinite(cpu) and cpu >= 0 else 0.0
+            # What the grader counted itself, where more: the worker's note misses its children, and a
+            # hand-in that blocks the worker's alarm stops the notes.
+            cpu = max(cpu, self._cpu_spent(reading, trial))
             first_call = self._first_call(reading)
-            overrun = Overrun(trial, "wall", self._allowed(first_call), cpu, first_call, stopped=False)
+            allowed = self._allowed(first_call)
+            deadline: Literal["cpu", "wall"] = "cpu" if cpu > allowed else "wall"
+            overrun = Overrun(trial, deadline, allowed, cpu, first_call, stopped=False)
             reading.stopped = failures.overran(overrun)
             reading.overrun = None if reading.run is not Run.FIRST else overrun
 
@@ -496,9 +568,11 @@ class RunningWorker:
                 overran = message.overrun
                 if overran is not None:
                     allowed = self._allowed(overran.first_call)
-                    overrun = Overrun(
-                        message.trial, overran.deadline, allowed, overran.cpu_seconds, overran.first_call
-                    )
+                    # The worker's own count misses its children's CPU: the grader's, where more. A call
+                    # past its CPU deadline by that count overran it, whichever deadline the worker saw.
+                    cpu = max(overran.cpu_seconds, self._cpu_spent(reading, message.trial))
+                    deadline = "cpu" if cpu > allowed else overran.deadline
+                    overrun = Overrun(message.trial, deadline, allowed, cpu, overran.first_call)
                     failure = failures.overran(overrun, message.traceback)
                     reading.overrun = None if reading.run is not Run.FIRST else overrun
                 reading.failures[message.trial] = failure

@@ -1,23 +1,23 @@
 """The student's randomness, seeded from (run seed, trial): the same command draws the same numbers, and a
 trial replayed alone draws what it drew in the whole run.
 
-Python's, numpy's and torch's global generators are seeded before the import and before every trial.
-Seeding Python's generator costs 4.2 µs and numpy's 1.5 µs (2026-12-03), a tenth of a graph2 call, for
-code that nearly never draws from either: in the sandboxed worker (`defer()`) the two are seeded at the
-trial's first use of them instead, through their module's functions, which is the same sequence of
-numbers. torch is seeded at once (1 µs): its generator is also drawn from by its own operations (dropout,
-`nn.Linear`'s initialisation), which no wrapper sees.
+Every global generator a library may draw from is seeded before the import and at the start of every
+trial: Python's (`random._inst`, behind the `random` module's functions), numpy's legacy one
+(`np.random.mtrand._rand`, behind `np.random.*`, which scipy and scikit-learn draw from directly) and
+torch's CPU one (`torch.default_generator`, which its own operations draw from: dropout, `nn.Linear`'s
+initialisation). Seeding them all costs 10.0 µs a trial (measured 2026-12-03 on the shared 2-core machine,
+load 4: Python's 6.5 µs, numpy's 2.2 µs, torch's 1.7 µs; 4.2, 1.5 and 1 µs when it was quiet), a few
+percent of a graph2 call. Seeding them lazily, at a trial's first draw through the
+modules' functions, saved those microseconds but missed every draw that reaches a generator directly: such
+a trial drew other numbers in a whole run than replayed alone.
 Stdlib and numpy only: imported by the worker.
 """
 
 from __future__ import annotations
 
 import _random
-import functools
 import random
 import sys
-from collections.abc import Callable
-from typing import Any
 
 import numpy as np
 
@@ -36,23 +36,12 @@ def trial_seed(seed: int, trial: int | None) -> int:
     return seed if trial is None else (seed + (trial + 1) * 2654435761) % (1 << 32)
 
 
-class _Pending:
-    """The seed Python's and numpy's generators still owe the running trial, when deferred."""
-
-    deferred = False
-    value: int | None = None
-
-
-_pending = _Pending()
-
-
 def seed_randomness(seed: int, trial: int | None) -> None:
     """Seed the global generators for `trial` of a run seeded `seed` (None: before the import)."""
     value = trial_seed(seed, trial)
-    if _pending.deferred:
-        _pending.value = value
-    else:
-        _seed_python_and_numpy(value)
+    _SEED_PYTHON(random._inst, value)
+    random._inst.gauss_next = None  # type: ignore[attr-defined]
+    _LEGACY.seed(value)  # its own method: the module's `seed` may be the student's by now
     torch = sys.modules.get("torch")
     if torch is not None:
         # Not contextlib.suppress: a context manager object for every trial costs more than the seed.
@@ -61,52 +50,3 @@ def seed_randomness(seed: int, trial: int | None) -> None:
             torch.default_generator.manual_seed(value)
         except Exception:  # a torch without a default generator: nothing of it to seed
             pass
-
-
-def _seed_python_and_numpy(value: int) -> None:
-    _SEED_PYTHON(random._inst, value)
-    random._inst.gauss_next = None  # type: ignore[attr-defined]
-    _LEGACY.seed(value)  # its own method: the module's `seed` may be the student's by now
-
-
-def _settle() -> None:
-    value = _pending.value
-    if value is not None:
-        _pending.value = None
-        _seed_python_and_numpy(value)
-
-
-def defer() -> None:
-    """From now on, Python's and numpy's generators are seeded at a trial's first use of them.
-
-    Every function of `random` and `numpy.random` that uses their global generator (seed, getstate and
-    set_state included) is replaced by one that seeds it first if the trial has not yet: code that reaches
-    the generators through them, as student code does, sees exactly the numbers eager seeding gives. For
-    one process only (the sandboxed worker's zygote): a grader process's own draws would take the seed.
-    """
-    if _pending.deferred:
-        return
-    _pending.deferred = True
-    python = random._inst
-    _wrap(random, lambda value: getattr(value, "__self__", None) is python)
-    # Module functions, not the generator's methods, that use its state: numpy's `seed` among them.
-    shared = {"seed", "get_bit_generator", "set_bit_generator", "ranf", "sample"}
-    for module in (np.random, np.random.mtrand):
-        _wrap(module, lambda value: getattr(value, "__self__", None) is _LEGACY)
-        _wrap(module, lambda value: getattr(value, "__name__", None) in shared)
-
-
-def _wrap(module: Any, chosen: Callable[[Any], bool]) -> None:
-    for name, value in list(vars(module).items()):
-        if not name.startswith("_") and callable(value) and chosen(value):
-            setattr(module, name, _seeding_first(value))
-
-
-def _seeding_first(function: Callable[..., Any]) -> Callable[..., Any]:
-    @functools.wraps(function)
-    def seeded(*args: Any, **kwargs: Any) -> Any:
-        if _pending.value is not None:
-            _settle()
-        return function(*args, **kwargs)
-
-    return seeded

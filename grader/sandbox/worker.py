@@ -189,7 +189,6 @@ class Channel:
 
 def prepare() -> None:
     """What every worker needs before its job, done once in the zygote that forks them."""
-    seeding.defer()
     try:
         import torch
     except ImportError:

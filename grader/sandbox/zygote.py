@@ -77,7 +77,8 @@ def main(config_text: str) -> None:
     _mounts = _mount_points()
     dev_before = _dev_entries() if sandboxed else {}
     # What a job must not change for the next ones: the zygote's limits, priority, scheduling, affinity,
-    # OOM score and folders' modes; a job that did (prlimit on its parent, say) gets the zygote replaced.
+    # OOM score, autogroup and folders' modes; a job that did (prlimit on its parent, say) gets the zygote
+    # replaced.
     folders = [Path(p) for p in config["clear"]]
     before = _state(folders)
     _send(control, {"type": "warm"})
@@ -132,8 +133,11 @@ def _start(
         os.dup2(stderr, 2)
         os.close(stdout)
         os.close(stderr)
-        if not sandboxed:
-            os.setsid()  # outside a PID namespace its process group is what the grader kills
+        # A session of its own, in both layers: outside a PID namespace its process group is what the
+        # grader kills; and the kernel's autogroup (the CPU share of a session's processes, whose nice
+        # value any of them may raise by writing /proc/self/autogroup) is the job's alone, not the
+        # zygote's, which every later job would inherit.
+        os.setsid()
         if confine is not None:  # the rules' paths opened as the zygote's user, before the drop
             own = f"/proc/{os.getpid()}"
             landlock.confine([*confine["read"], own], confine["write"])
@@ -240,6 +244,8 @@ def _state(folders: list[Path]) -> dict[str, object]:
         state["I/O priority"] = ctypes.CDLL(None).syscall(_SYS_IOPRIO_GET, 1, 0)  # IOPRIO_WHO_PROCESS, self
     with contextlib.suppress(OSError):
         state["OOM score adjustment"] = Path("/proc/self/oom_score_adj").read_text().strip()
+    with contextlib.suppress(OSError):  # "/autogroup-N nice K", where the kernel has autogroups
+        state["autogroup"] = Path("/proc/self/autogroup").read_text().strip()
     for folder in folders:
         with contextlib.suppress(OSError):
             status = folder.stat()
