@@ -14,6 +14,7 @@ import pytest
 from conftest import GRAPH2, write_source
 
 from grader.sandbox import cgroups, isolation
+from grader.sandbox.credentials import readable_by
 from grader.sandbox.isolation import ProcessLimit
 
 
@@ -128,3 +129,33 @@ def test_honest_code_reading_the_interpreters_files_gets_full_marks(layer: str, 
             secret.unlink()
     result = json.loads(done.stdout)
     assert result["error"] is None and result["score"] == result["max_score"], result
+
+
+_NO_MOUNT_NAMESPACE = """
+import enum, inspect, linecache, os, sys, traceback
+from grader.sandbox import credentials
+
+credentials._bind_where_reachable = lambda folders, uid, gid: None  # as in a container without CAP_SYS_ADMIN
+credentials.keep_imports_reachable(65534, 65534)
+os.setgroups([])
+os.setgid(65534)
+os.setuid(65534)
+assert not os.access(enum.__file__, os.R_OK), "the interpreter is readable anyway: nothing is tested"
+source = inspect.getsource(enum.Enum._generate_next_value_)
+import json as fresh  # imported after the drop, through the descriptors
+print(len(source.splitlines()), len(inspect.getsource(fresh.dumps).splitlines()))
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="drops to another uid: needs root")
+def test_without_a_mount_namespace_sources_imported_before_the_drop_still_read(tmp_path: Path) -> None:
+    """The base layer's fallback where no mount namespace can be made: torch.func and inspect.getsource
+    read the source of modules imported before the uid drop, through the descriptors opened before it."""
+    if all(readable_by(p, 65534, 65534) for p in {sys.base_prefix, sys.prefix}):
+        pytest.skip("this interpreter is readable by any uid: there is nothing to reach")
+    done = subprocess.run(
+        [sys.executable, "-c", _NO_MOUNT_NAMESPACE], capture_output=True, text=True, timeout=120, cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines, fresh = map(int, done.stdout.split())
+    assert lines > 1 and fresh > 1

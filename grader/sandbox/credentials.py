@@ -9,8 +9,10 @@ covers the folder the uid cannot pass (/root) with a read-only tmpfs that holds 
 folders, bound there at their own paths. The rest of that folder is hidden, the machine is unchanged, and
 every path the interpreter knows (modules' __file__, code objects' co_filename, sys.executable) stays
 valid: inspect.getsource, linecache, tracebacks and a subprocess of the interpreter work as under
-bubblewrap. Where no mount namespace can be made, the folders are opened before the drop and imported
-through /proc/self/fd instead (then modules imported before the drop cannot show their source).
+bubblewrap. Where no mount namespace can be made (a container without CAP_SYS_ADMIN), the folders are
+opened before the drop and imported through /proc/self/fd instead, and linecache reads a source file it
+cannot open at its path through the same descriptors: inspect.getsource and tracebacks of modules
+imported before the drop still work (torch.func reads enum's source).
 
 Kernel keys outlive processes: each worker joins a fresh session keyring and empties its uid's user
 keyrings before student code runs, and the last job's are emptied when the zygote ends.
@@ -25,6 +27,8 @@ import signal
 import stat
 import sys
 import time
+from collections.abc import Callable
+from typing import Any
 
 _PR_SET_DUMPABLE = 4
 _PR_SET_NO_NEW_PRIVS = 38
@@ -159,6 +163,27 @@ def _import_through_descriptors(uid: int, gid: int) -> None:
             with contextlib.suppress(Exception):
                 paths[:] = [moved(p) for p in paths]
     sys.path_importer_cache.clear()
+    _sources_through(moved)
+
+
+def _sources_through(moved: Callable[[str], str]) -> None:
+    """linecache, asked for a file it cannot read at its own path (the co_filename of a module imported
+    before the drop), reads it through the descriptor and keeps it under the name it was asked for."""
+    import linecache
+
+    update = linecache.updatecache
+
+    def updatecache(filename: str, module_globals: Any = None) -> list[str]:
+        lines = update(filename, module_globals)
+        through = moved(filename) if filename and not lines else filename
+        if through != filename:
+            found = update(through, None)
+            if found:
+                linecache.cache[filename] = linecache.cache[through]
+                return found
+        return lines
+
+    linecache.updatecache = updatecache
 
 
 def drop(uid: int, gid: int) -> None:
