@@ -57,7 +57,7 @@ def _parser() -> argparse.ArgumentParser:
         sub.add_argument(
             "--out",
             type=Path,
-            help="write gradebook.csv, <student>/results.json (Gradescope), summary.json; "
+            help="write gradebook.csv, students/<student>/results.json (Gradescope), summary.json; "
             "with --roster also canvas.csv and moodle.csv",
         )
         sub.add_argument(
