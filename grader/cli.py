@@ -333,7 +333,7 @@ def _run(args: argparse.Namespace, console: Console, errors: Console) -> int:
         backend = connect(args.cluster)  # run_class closes it
     gradebook = Gradebook(_gradebook_path(args, folder, errors))
     run_id = gradebook.start_run(" ".join(sys.argv), seed)
-    with _progress(errors, len(jobs), enabled=not args.json) as advance:
+    with _progress(errors, len(jobs), enabled=not args.json) as advance, _cache_unless(secret):
         outcome = run_class(
             jobs, gradebook, run_id, seed, args.trials, args.jobs, lambda _: advance(), backend
         )
@@ -359,6 +359,26 @@ def _run(args: argparse.Namespace, console: Console, errors: Console) -> int:
     if broken:
         return int(ExitCode.USAGE_OR_SPEC)
     return int(ExitCode.ALL_PASS if all(r.passed for r in outcome.results) else ExitCode.SOME_FAILED)
+
+
+@contextlib.contextmanager
+def _cache_unless(secret: bool) -> Iterator[None]:
+    """The reference cache off while grading with a secret seed: no later run draws that seed again, and
+    each run would leave its references there for good (cs231n/a2: 12 files, 17 MB a run)."""
+    if not secret:
+        yield
+        return
+    from grader.exercise.reference_cache import CACHE_ENV
+
+    before = os.environ.get(CACHE_ENV)
+    os.environ[CACHE_ENV] = ""  # read at each use (reference_cache.cache_folder): empty is no cache
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(CACHE_ENV, None)
+        else:
+            os.environ[CACHE_ENV] = before
 
 
 def _seed_note(seed: int, secret: bool) -> str:
@@ -481,7 +501,8 @@ def _gradescope(args: argparse.Namespace, console: Console, errors: Console) -> 
     from grader.report.gradescope import gradescope_results, handout
 
     def graded(jobs: list[Job], trials: int | None) -> tuple[list[SubmissionResult], list[GraderError]]:
-        with tempfile.TemporaryDirectory() as scratch:  # one submission: nothing to keep between runs
+        # One submission: nothing to keep between runs.
+        with tempfile.TemporaryDirectory() as scratch, _cache_unless(secret):
             gradebook = Gradebook(Path(scratch) / "gradebook.sqlite")
             outcome = run_class(jobs, gradebook, gradebook.start_run("gradescope", seed), seed, trials, 1)
             gradebook.close()

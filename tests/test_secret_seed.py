@@ -25,6 +25,7 @@ from conftest import (
 )
 
 from grader.exercise.reference import compute_references
+from grader.exercise.reference_cache import CACHE_ENV
 from grader.exercise.spec import load_exercise
 from grader.exercise.trials import make_trials
 
@@ -133,22 +134,26 @@ def course(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 FORGERS = ("regenerated", "table0", "table0123")
 
 
-def _env(layer: str) -> dict[str, str]:
+def _env(layer: str, cache: Path | None = None) -> dict[str, str]:
     env = dict(os.environ)
     env.pop("GRADER_ISOLATION", None)
     if layer == "base":
         env["GRADER_ISOLATION"] = "base"
+    if cache is not None:
+        env[CACHE_ENV] = str(cache)
     return env
 
 
-def _grader(*args: str | Path, cwd: Path, layer: str = "bubblewrap") -> subprocess.CompletedProcess[str]:
+def _grader(
+    *args: str | Path, cwd: Path, layer: str = "bubblewrap", cache: Path | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [*grader_command(), *map(str, args)],
         capture_output=True,
         text=True,
         timeout=600,
         cwd=cwd,
-        env=_env(layer),
+        env=_env(layer, cache),
         check=False,
         stdin=subprocess.DEVNULL,
     )
@@ -249,3 +254,28 @@ def test_the_recorded_seed_replays_a_failing_trial(course: Path) -> None:
     (replayed,) = [r for r in json.loads(replay.stdout)["returns"] if r["name"] == failed["name"]]
     assert replayed["smallest_failing_case"]["sizes"] == case["sizes"]
     assert replayed["smallest_failing_case"]["failing_indices"] == case["failing_indices"]
+
+
+def test_a_secret_seed_leaves_nothing_in_the_reference_cache(course: Path) -> None:
+    """No later run draws that seed again: its references kept would only fill the disk, run by run."""
+    cache = course / "cache"
+    exercises = course / "exercises"
+    secret = _grader(
+        "run", exercises, "--trials", "3", "--gradebook", course / "c1.sqlite", cwd=course, cache=cache
+    )
+    assert secret.returncode in (0, 1), secret.stderr
+    assert not cache.exists() or not any(cache.iterdir())
+    known = _grader(
+        "run",
+        exercises,
+        "--trials",
+        "3",
+        "--seed",
+        "5",
+        "--gradebook",
+        course / "c2.sqlite",
+        cwd=course,
+        cache=cache,
+    )
+    assert known.returncode in (0, 1), known.stderr
+    assert any(cache.glob("*.npz"))  # an explicit seed is cached, as before: the next run reads it back
