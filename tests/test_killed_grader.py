@@ -122,8 +122,8 @@ def test_a_hand_in_that_kills_the_grader_twice_is_an_error_and_the_class_is_grad
     # who were in flight beside it the first time and come after it (graded by the next run).
     _killed_while(exercises, book, layer, "killer alone", monkeypatch)
     assert _graded(book) >= set(CLASS) - beside
-    again = {student for student, stopped in _in_flight(book).items() if stopped == 1}
-    assert again == {KILLER}  # alone: nobody else is in flight a second time
+    twice = {student for student, stopped in _in_flight(book).items() if stopped == 1}
+    assert twice == {KILLER}  # alone: nobody else is in flight a second time
     code, results, stderr = _run(exercises, book, layer)
     assert code == 1, stderr
     assert set(results) == set(CLASS)
