@@ -141,11 +141,6 @@ class Gradebook:
             self._db.execute("UPDATE runs SET finished = ? WHERE id = ?", (_now(), run_id))
             self._db.execute("DELETE FROM in_flight WHERE run_id = ?", (run_id,))
 
-    def run_seed(self, run_id: int) -> int | None:
-        with self._lock:
-            row = self._db.execute("SELECT seed FROM runs WHERE id = ?", (run_id,)).fetchone()
-        return None if row is None or row[0] is None else int(row[0])
-
     def grading(self, run_id: int, key: Key, stopped: int) -> None:
         """Before the hand-in's grading starts: it is in flight (until its result is written, or
         `landed`), so that a run that dies now finds it on the next run. `stopped`: how many runs it

@@ -9,6 +9,7 @@ import hashlib
 import json
 import os
 import re
+import sqlite3
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -223,6 +224,8 @@ def test_two_runs_draw_different_seeds_and_a_rerun_keeps_each_result_and_seed(co
     first = _run(course, "a.sqlite")
     other = _run(course, "b.sqlite")
     assert first["transposed"]["seed"] != other["transposed"]["seed"]
+    with sqlite3.connect(course / "a.sqlite") as db:  # the instructor finds it in the gradebook too
+        assert db.execute("SELECT seed FROM runs").fetchall() == [(first["transposed"]["seed"],)]
     again = _run(course, "a.sqlite")
     assert "0 graded, 4 unchanged" in again[""]["stderr"]
     for student in (*FORGERS, "transposed"):
