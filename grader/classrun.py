@@ -136,13 +136,19 @@ Progress = Callable[[SubmissionResult], None]  # told of each result, graded or 
 
 
 def plan(
-    exercises: Sequence[Exercise], students: Sequence[tuple[str, Path]], seed: int, trials: int | None
+    exercises: Sequence[Exercise],
+    students: Sequence[tuple[str, Path]],
+    seed: int,
+    trials: int | None,
+    secret: bool = False,
 ) -> list[Job]:
+    """The run's jobs; `secret`: `seed` was drawn for this run (exercise.trials.secret_seed), and the
+    gradebook keys leave it out, so that unchanged hand-ins keep their results and seeds."""
     handins = {name: _usable(path, partial(read_handin, path)) for name, path in students}
     jobs = []
     for exercise in exercises:
         exercise_key = exercise_hash(exercise)
-        grading = settings(seed, trials or exercise.spec.trials)
+        grading = settings(None if secret else seed, trials or exercise.spec.trials)
         entry, selection = exercise.spec.entry, exercise.spec.notebook.selection
         for name, path in students:
             handin, problem = handins[name]
@@ -192,15 +198,31 @@ def run_class(
             progress(stored)
 
     queue: list[Job] = []
+    # Hand-ins that were being graded when an earlier run died (gradebook.Gradebook.grading): one of them
+    # may be what killed it. Each is graded alone, after everyone else: the class's results are all
+    # written before it can kill this run too, and if it does, it is the only one in flight, so the next
+    # run blames it and no bystander. Found in flight a second time, it is not graded again.
+    stopped = gradebook.stopped(run_id)
+    suspects: list[Job] = []
+    stops: dict[Key, int] = {}  # how many runs each suspect stopped so far
     # By exercise, the results of what is not handed in or cannot be used: written once the exercise's
     # references hold where some hand-in of it is graded (one whose references fail is skipped whole).
     unstarted: dict[str, list[tuple[Key, SubmissionResult]]] = {}
     for job in pending:
+        found = stopped.pop((job.student, job.exercise.id), None)
         result = _not_started(job, seed, trials)
+        if result is None and found is not None and found.submission_hash == job.key.submission_hash:
+            if found.times >= STOPPED_LIMIT:
+                result = _stopped_grader(job, seed, trials, found.times)
+            else:
+                suspects.append(job)
+                stops[job.key] = found.times
+                continue
         if result is None:
             queue.append(job)
         else:
             unstarted.setdefault(job.exercise.id, []).append((job.key, result))
+    gradebook.forget(list(stopped))  # graded since, or no longer in the class: nothing to blame
 
     def write_unstarted(exercise: str) -> None:
         written = unstarted.pop(exercise, [])
@@ -211,7 +233,7 @@ def run_class(
             if progress is not None:
                 progress(result)
 
-    for exercise in {job.exercise.id for job in pending} - {job.exercise.id for job in queue}:
+    for exercise in {job.exercise.id for job in pending} - {job.exercise.id for job in queue + suspects}:
         write_unstarted(exercise)
 
     if queue:  # their torch imports overlap the references' computation
@@ -257,17 +279,21 @@ def run_class(
 
         def record(graded: Future[SubmissionResult]) -> None:
             if graded.cancelled():
+                gradebook.landed(job.key)
                 recorded.cancel()
                 return
             try:
                 result = graded.result()
                 gradebook.record(run_id, job.key, result)  # at once: a run killed later keeps it
             except Exception as exc:
+                with contextlib.suppress(Exception):  # the gradebook's own failure is told by `record`
+                    gradebook.landed(job.key)
                 recorded.set_exception(exc)
             else:
                 recorded.set_result(result)
 
         jobs_of[recorded] = (job, refs)
+        gradebook.grading(run_id, job.key, stops.get(job.key, 0))  # before it starts: see `stopped`
         backend.submit(job, seed, refs).add_done_callback(record)
         return recorded
 
@@ -299,9 +325,14 @@ def run_class(
     thresholds = gc.get_threshold()
     gc.set_threshold(max(COLLECT_EVERY, thresholds[0]), *thresholds[1:])
     try:
-        while queue or running:
+        while queue or running or suspects:
             while queue and len(running) < backend.slots:
                 job = queue.pop(0)
+                refs = references_for(job.exercise)
+                if refs.failure is None:
+                    running.add(submit(job, refs))
+            if not queue and not running and suspects:  # alone, once every other grading is done
+                job = suspects.pop(0)
                 refs = references_for(job.exercise)
                 if refs.failure is None:
                     running.add(submit(job, refs))
@@ -330,6 +361,7 @@ def run_class(
     finally:
         backend.close()
         gc.set_threshold(*thresholds)
+    gradebook.finish_run(run_id)  # ended on its own: what it left in flight did not stop it
     # A result taken from the gradebook of an exercise whose references fail now goes with it.
     broken = {exercise for exercise, refs in references.items() if refs.failure is not None}
     outcome.results = [r for r in outcome.results if r.exercise not in broken]
@@ -358,6 +390,23 @@ def _not_started(job: Job, seed: int, trials: int | None) -> SubmissionResult | 
         kind = FailureKind.NOT_SUBMITTED
         return not_started(exercise, job.student, job.path, seed, count, message, kind)
     return None
+
+
+STOPPED_LIMIT = 2  # runs a hand-in may be found in flight in: once may be a bystander, twice alone is not
+
+
+def _stopped_grader(job: Job, seed: int, trials: int | None, times: int) -> SubmissionResult:
+    """The result of a hand-in that was being graded, the last time alone, when `times` runs died."""
+    message = (
+        f"grading this hand-in stopped the grader {'twice' if times == 2 else f'{times} times'} (the "
+        "grader's own process died while grading it, the last time with no other hand-in in flight: "
+        "killed by the system's out-of-memory killer, by a signal, or by what the hand-in returned or "
+        "printed); it was not graded again. Likely cause: returns or output that exhaust the grader's "
+        "memory. To grade it again, change the hand-in (a new hand-in is graded as any other), or run "
+        "with another --seed"
+    )
+    count = trials or job.exercise.spec.trials
+    return not_started(job.exercise, job.student, job.path, seed, count, message, FailureKind.INTERNAL)
 
 
 def grade_job(

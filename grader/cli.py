@@ -16,7 +16,7 @@ from rich.console import Console
 from grader import __version__
 from grader.errors import ExitCode, GraderError, SpecError, UsageError
 from grader.exercise.spec import SPEC_FILE, Exercise, discover_exercises, exercise_argument, load_exercise
-from grader.exercise.trials import DEFAULT_SEED
+from grader.exercise.trials import DEFAULT_SEED, secret_seed
 from grader.report.terminal import safe
 from grader.results import SubmissionResult
 
@@ -33,9 +33,17 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"grader {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    def common(sub: argparse.ArgumentParser) -> None:
+    def common(sub: argparse.ArgumentParser, secret: bool = False) -> None:
+        # A grading that counts draws a secret seed: with a known one, a hand-in could be a table of
+        # that seed's answers. --seed S replays such a run (its seed is in every result).
         sub.add_argument(
-            "--seed", type=int, default=DEFAULT_SEED, help=f"trial seed (default {DEFAULT_SEED})"
+            "--seed",
+            type=_non_negative,
+            default=None if secret else DEFAULT_SEED,
+            help="trial seed (default: a secret one, drawn from the OS for this grading and recorded in "
+            "each result)"
+            if secret
+            else f"trial seed (default {DEFAULT_SEED})",
         )
         sub.add_argument("--trials", type=_positive, help="number of trials (default: the exercise's)")
 
@@ -49,7 +57,7 @@ def _parser() -> argparse.ArgumentParser:
         sub.add_argument(
             "--out",
             type=Path,
-            help="write gradebook.csv, <student>/results.json (Gradescope), summary.json; "
+            help="write gradebook.csv, students/<student>/results.json (Gradescope), summary.json; "
             "with --roster also canvas.csv and moodle.csv",
         )
         sub.add_argument(
@@ -101,7 +109,7 @@ def _parser() -> argparse.ArgumentParser:
         help="folder with one sub-folder (or .py file) per student "
         "(default: 'submissions' beside the exercises folder)",
     )
-    common(run)
+    common(run, secret=True)
     run.add_argument("-j", "--jobs", type=_positive, default=os.cpu_count() or 1, help="parallel workers")
     run.add_argument(
         "--cluster",
@@ -140,7 +148,7 @@ def _parser() -> argparse.ArgumentParser:
         default=Path("/autograder/results/results.json"),
         help="where Gradescope reads the results",
     )
-    common(gradescope)
+    common(gradescope, secret=True)
 
     new = commands.add_parser("new", help="start a new exercise from a template that validates (authors)")
     new.add_argument("id", help="the exercise's id: its folder's name")
@@ -315,17 +323,19 @@ def _run(args: argparse.Namespace, console: Console, errors: Console) -> int:
     _warn_if_reduced(errors)
     folder = _submissions_folder(args)
     students = discover_students(folder)
-    jobs = plan(exercises, students, args.seed, args.trials)
+    secret = args.seed is None  # one seed for the run: the exercise's references are computed once
+    seed = secret_seed() if secret else int(args.seed)
+    jobs = plan(exercises, students, seed, args.trials, secret)
     backend = None
     if args.cluster is not None:
         from grader.cluster import connect
 
         backend = connect(args.cluster)  # run_class closes it
     gradebook = Gradebook(_gradebook_path(args, folder, errors))
-    run_id = gradebook.start_run(" ".join(sys.argv))
-    with _progress(errors, len(jobs), enabled=not args.json) as advance:
+    run_id = gradebook.start_run(" ".join(sys.argv), seed)
+    with _progress(errors, len(jobs), enabled=not args.json) as advance, _cache_unless(secret):
         outcome = run_class(
-            jobs, gradebook, run_id, args.seed, args.trials, args.jobs, lambda _: advance(), backend
+            jobs, gradebook, run_id, seed, args.trials, args.jobs, lambda _: advance(), backend
         )
     graded_at = gradebook.graded_at()
     gradebook.close()
@@ -340,7 +350,7 @@ def _run(args: argparse.Namespace, console: Console, errors: Console) -> int:
     _finish(args, console, errors, outcome.results, shown, [name for name, _ in students], roster, graded_at)
     errors.print(
         f"[dim]{outcome.graded} graded, {outcome.reused} unchanged since the last run (from the gradebook "
-        f"{safe(str(gradebook.path))}); seed {args.seed}; submissions from {safe(str(folder))}[/]"
+        f"{safe(str(gradebook.path))}); {_seed_note(seed, secret)}; submissions from {safe(str(folder))}[/]"
     )
     if outcome.interrupted:
         left = len(jobs) - outcome.graded - outcome.reused
@@ -349,6 +359,36 @@ def _run(args: argparse.Namespace, console: Console, errors: Console) -> int:
     if broken:
         return int(ExitCode.USAGE_OR_SPEC)
     return int(ExitCode.ALL_PASS if all(r.passed for r in outcome.results) else ExitCode.SOME_FAILED)
+
+
+@contextlib.contextmanager
+def _cache_unless(secret: bool) -> Iterator[None]:
+    """The reference cache off while grading with a secret seed: no later run draws that seed again, and
+    each run would leave its references there for good (cs231n/a2: 12 files, 17 MB a run)."""
+    if not secret:
+        yield
+        return
+    from grader.exercise.reference_cache import CACHE_ENV
+
+    before = os.environ.get(CACHE_ENV)
+    os.environ[CACHE_ENV] = ""  # read at each use (reference_cache.cache_folder): empty is no cache
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(CACHE_ENV, None)
+        else:
+            os.environ[CACHE_ENV] = before
+
+
+def _seed_note(seed: int, secret: bool) -> str:
+    if not secret:
+        return f"seed {seed}"
+    return (
+        f"seed {seed} (secret, drawn for this run: the hand-ins graded now were graded with it, unchanged "
+        f"ones keep the seed in their result; replay a trial with grader repro EXERCISE FILE --seed {seed} "
+        "--trial T)"
+    )
 
 
 def _report(args: argparse.Namespace, console: Console, errors: Console) -> int:
@@ -461,9 +501,10 @@ def _gradescope(args: argparse.Namespace, console: Console, errors: Console) -> 
     from grader.report.gradescope import gradescope_results, handout
 
     def graded(jobs: list[Job], trials: int | None) -> tuple[list[SubmissionResult], list[GraderError]]:
-        with tempfile.TemporaryDirectory() as scratch:  # one submission: nothing to keep between runs
+        # One submission: nothing to keep between runs.
+        with tempfile.TemporaryDirectory() as scratch, _cache_unless(secret):
             gradebook = Gradebook(Path(scratch) / "gradebook.sqlite")
-            outcome = run_class(jobs, gradebook, gradebook.start_run("gradescope"), args.seed, trials, 1)
+            outcome = run_class(jobs, gradebook, gradebook.start_run("gradescope", seed), seed, trials, 1)
             gradebook.close()
         for exc in outcome.broken:
             errors.print(f"[bold red]spec error:[/] {safe(str(exc))} — this exercise is skipped")
@@ -471,6 +512,11 @@ def _gradescope(args: argparse.Namespace, console: Console, errors: Console) -> 
 
     args.results.parent.mkdir(parents=True, exist_ok=True)
     hand_in = [("submission", args.submission)]
+    # One secret seed per submission (the preview's trials are its first N): answers recorded from one
+    # submission's report are of no use in the next. The student sees it with the results, to replay.
+    secret = args.seed is None
+    seed = secret_seed() if secret else int(args.seed)
+    errors.print(f"[dim]{_seed_note(seed, secret).replace('this run', 'this submission')}[/]")
     places = (
         args.submission,
         args.exercises,
@@ -480,14 +526,14 @@ def _gradescope(args: argparse.Namespace, console: Console, errors: Console) -> 
     private = {str(p) for place in places for p in (place, place.resolve()) if p.is_absolute()} | {sys.prefix}
     try:
         exercises, broken = _load_all(args.exercises, errors)
-        jobs = plan(exercises, hand_in, args.seed, args.trials)
+        jobs = plan(exercises, hand_in, seed, args.trials, secret)
         results, failed = graded(jobs, args.trials)
         broken += failed
         previews: dict[str, SubmissionResult] = {}
         counts = {e.id: e.spec.gradescope.visible_trials for e in exercises}
         for count in sorted({c for c in counts.values() if c is not None}):
             ahead = [e for e in exercises if counts[e.id] == count and count < (args.trials or e.spec.trials)]
-            previews |= {r.exercise: r for r in graded(plan(ahead, hand_in, args.seed, count), count)[0]}
+            previews |= {r.exercise: r for r in graded(plan(ahead, hand_in, seed, count, secret), count)[0]}
             # The first N trials are the whole grading where it has no more: it is its own preview.
             previews |= {
                 r.exercise: r for r in results if counts[r.exercise] == count and r.exercise not in previews

@@ -106,7 +106,7 @@ def test_exports_and_report(tmp_path: Path) -> None:
     assert [row["student"] for row in table] == [f"s{i}" for i in range(STUDENTS)]
     assert {row["graph2"] for row in table} == {"10", "6"}
     assert table[0]["total"] == "6" and table[0]["max_total"] == "10"
-    results = json.loads((out / "s0" / "results.json").read_text(encoding="utf-8"))
+    results = json.loads((out / "students" / "s0" / "results.json").read_text(encoding="utf-8"))
     assert results["score"] == 6 and results["max_score"] == 10
     assert {t["status"] for t in results["tests"]} == {"passed", "failed"}
     summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))

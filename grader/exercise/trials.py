@@ -1,11 +1,14 @@
 """Randomized trials: sizes and inputs derived only from (seed, exercise id, trial index).
 
-The same triple always gives the same trial, on any machine, so every failure can be replayed.
+The same triple always gives the same trial, on any machine, so every failure can be replayed. A grading
+that counts (`grader run`, `grader gradescope`) draws its seed with `secret_seed()`: this module is
+importable from a hand-in, so a seed it could guess would let it precompute every trial's answers.
 """
 
 from __future__ import annotations
 
 import hashlib
+import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -14,7 +17,13 @@ import numpy as np
 from grader.exercise.graph import evaluate_size_expression
 from grader.exercise.spec import Exercise, InputSpec
 
-DEFAULT_SEED = 0
+DEFAULT_SEED = 0  # `grader check` and `repro`: a student's own checks, the same trials every time
+SECRET_BITS = 63  # a seed nobody guesses, that still fits SQLite's and JSON readers' signed 64-bit integers
+
+
+def secret_seed() -> int:
+    """A fresh seed from the OS's generator: no hand-in can know it before it is graded with it."""
+    return secrets.randbits(SECRET_BITS)
 
 
 @dataclass(frozen=True)

@@ -2,11 +2,16 @@
 
 DIR/gradebook.csv       one row per student, one column per exercise (its score; empty: not handed in),
                         with --per-return one per return too, a total, the maximum and the grading time
-DIR/<student>/results.json   Gradescope's autograder format: one test per (exercise, return)
+DIR/students/<student>/results.json   Gradescope's autograder format: one test per (exercise, return)
                         (report/gradescope.py)
 DIR/summary.json        per exercise: hand-ins, non-submitters, verdict counts, the most common
                         misconceptions and failing entries
 DIR/canvas.csv, DIR/moodle.csv   with --roster: files Canvas and Moodle import as they are (report/lms.py)
+
+A student's folder name is theirs to choose: it is data, never a path. Their files go below `students/`
+(a student named gradebook.csv, summary.json or students cannot take the class's files' places), under
+`file_names`' name: safe characters only, no leading dot, no name a file system refuses, unique even on
+a case-blind file system; the name itself is in the files (gradebook.csv's student column).
 """
 
 from __future__ import annotations
@@ -27,7 +32,14 @@ from grader.report.roster import Roster
 from grader.results import SubmissionResult
 from grader.text import spreadsheet_text, valid_unicode
 
-_SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
+STUDENTS = "students"  # the folder of per-student files, in --out and --html alike
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
+_NAME_LIMIT = 80  # file names stay well under any file system's limit (255 bytes), a suffix included
+# Names Windows refuses for a file or folder whatever the extension (a class folder copied there).
+_RESERVED = frozenset(
+    ["CON", "PRN", "AUX", "NUL", *(f"COM{i}" for i in range(1, 10)), *(f"LPT{i}" for i in range(1, 10))]
+)
+_PAGE = ".html"  # the HTML report's pages sit beside the export's folders: no folder name ends so
 JSONLike = TypeVar("JSONLike")
 
 
@@ -51,11 +63,12 @@ def write_all(
     grades = class_grades(results, exercises, per_return)
     written = [_gradebook_csv(folder / "gradebook.csv", grades, students, roster, graded_at or {})]
     graded = {r.student for r in results}
+    names = file_names(students)
     for student in students:
         if student not in graded:  # on the roster, no folder: no Gradescope file to make
             continue
         mine = [r for r in results if r.student == student]
-        path = folder / _safe(student) / "results.json"
+        path = folder / STUDENTS / names[student] / "results.json"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(gradescope_results(mine), indent=1), encoding="utf-8")
         written.append(path)
@@ -111,8 +124,26 @@ def handed_in_result(result: SubmissionResult) -> bool:
     return result.error is None or result.error.kind is not FailureKind.NOT_SUBMITTED
 
 
-def _safe(name: str) -> str:
-    return _SAFE.sub("_", name) or "_"
+def file_names(students: Sequence[str]) -> dict[str, str]:
+    """Each student's file name (no suffix) below students/: safe characters only (no `/`, NUL, or
+    anything a file system refuses), no leading dot (no `..`, no hidden file), none of Windows's reserved
+    device names, never ending in .html (a page's name in the HTML report beside it), at most 80
+    characters, and unique even where a case-blind file system would merge two."""
+    names: dict[str, str] = {}
+    taken: set[str] = set()
+    for student in students:
+        base = (_UNSAFE.sub("_", valid_unicode(student)).strip(".") or "_")[:_NAME_LIMIT]
+        if base.lower().endswith(_PAGE):  # ana.html's folder would be ana's page
+            base = base[: -len(_PAGE)] + "_" + base[-len(_PAGE) + 1 :]
+        if base.split(".")[0].upper() in _RESERVED:
+            base = f"_{base}"[:_NAME_LIMIT]
+        name, number = base, 1
+        while name.lower() in taken:
+            number += 1
+            name = f"{base}-{number}"
+        taken.add(name.lower())
+        names[student] = name
+    return names
 
 
 def _columns(results: Sequence[SubmissionResult], exercises: Sequence[str], per_return: bool) -> list[Column]:

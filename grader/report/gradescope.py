@@ -3,9 +3,10 @@
 One test per (exercise, return), its output in Markdown (`output_format: md`, Gradescope's autograder
 specification): the verdict's sentence, the mistake when it is named, the failing-entry grid and the
 worst entries of the smallest failing case, and a replay command in the student's terms (the exercise by
-id, the student's own file: `grader repro graph2 graph2.py --seed 0 --trial 9`), which runs where the
-exercise's folder as the course hands it out and the file are. A whole-submission error (a syntax error, a
-missing function) is told once per exercise, in the top-level output; its tests only point there.
+id, the student's own file, the seed the submission was graded with: `grader repro graph2 graph2.py
+--seed 8231... --trial 9`), which runs where the exercise's folder as the course hands it out and the
+file are. A whole-submission error (a syntax error, a missing function) is told once per exercise, in the
+top-level output; its tests only point there.
 
 Visibility follows the exercise's `gradescope:` and each return's `visibility:`. Gradescope shows a test
 whose visibility is `after_due_date` only after the (late) due date, and hides the student's total score

@@ -12,7 +12,6 @@ pages and gradebook.csv cannot disagree. Every name and message is student text,
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -23,7 +22,14 @@ import numpy as np
 from grader import __version__
 from grader.outcomes import Verdict
 from grader.report.common import GRID_LIMIT, VERDICT_MEANINGS, grid, mentions_envelopes
-from grader.report.exports import ClassGrades, class_grades, class_summary, handed_in_result
+from grader.report.exports import (
+    STUDENTS,
+    ClassGrades,
+    class_grades,
+    class_summary,
+    file_names,
+    handed_in_result,
+)
 from grader.report.html_result import (
     FAIL_COLOUR,
     STYLE_SHEET,
@@ -34,12 +40,8 @@ from grader.report.html_result import (
     verdict_css,
 )
 from grader.results import SubmissionResult
-from grader.text import valid_unicode
 
 INDEX = "index.html"
-STUDENTS = "students"
-_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
-_NAME_LIMIT = 80  # file names stay well under any file system's limit, a suffix included
 
 _PAGE_STYLE = (
     "<style>"
@@ -61,19 +63,9 @@ _PAGE_STYLE = (
 
 
 def page_names(students: Sequence[str]) -> dict[str, str]:
-    """Each student's page file name: the folder name in safe characters, unique even where a case-blind
-    file system would merge two (a folder name is the student's to choose)."""
-    names: dict[str, str] = {}
-    taken: set[str] = set()
-    for student in students:
-        base = (_UNSAFE.sub("_", valid_unicode(student)).strip(".") or "_")[:_NAME_LIMIT]
-        name, number = base, 1
-        while name.lower() in taken:
-            number += 1
-            name = f"{base}-{number}"
-        taken.add(name.lower())
-        names[student] = f"{name}.html"
-    return names
+    """Each student's page file name: exports.file_names' (safe, unique even where a case-blind file
+    system would merge two: a folder name is the student's to choose), .html added."""
+    return {student: f"{name}.html" for student, name in file_names(students).items()}
 
 
 def write_site(

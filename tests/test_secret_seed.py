@@ -1,0 +1,284 @@
+"""A grading that counts draws a secret seed (issue 30, family 1): a hand-in that is a table of one seed's
+answers, or that regenerates the trials with the grader's own generator, scores nothing, in `grader run`
+(both isolation layers, and on a Dask cluster) and in `grader gradescope`; the seed is in every result,
+kept with an unchanged hand-in's result, and replays a failing trial. All through the real CLI."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import sqlite3
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from conftest import (
+    TRANSPOSED_GRAPH2,
+    copy_exercise,
+    grader_command,
+    without_top_level_block,
+    write_source,
+)
+
+from grader.exercise.reference import compute_references
+from grader.exercise.reference_cache import CACHE_ENV
+from grader.exercise.spec import load_exercise
+from grader.exercise.trials import make_trials
+
+TRIALS = 10
+SEEDS = (0, 1, 2, 3)
+LAYERS = ("bubblewrap", "base")
+RETURNS = ("f", "auto_grad", "user_grad")
+
+# Answers looked up by a hash of W_np's bytes: every trial's W differs, so the key names the trial.
+_TABLE_LOOKUP = """
+import hashlib
+import json
+
+import numpy as np
+
+TABLE = json.loads({table!r})
+
+
+def graph2(W_np, x_np, b_np):
+    got = TABLE.get(hashlib.sha256(np.ascontiguousarray(W_np).tobytes()).hexdigest())
+    if got is None:  # a trial nobody recorded: nothing to copy
+        d = W_np.shape[0]
+        return 0.0, np.zeros((d, d)), np.zeros((d, d))
+    return np.array(got["f"]), np.array(got["auto_grad"]), np.array(got["user_grad"])
+"""
+
+# The trials regenerated in the sandbox with the grader's own generator (from the exercise's spec, copied
+# into the hand-in: the sandbox cannot read the exercises), and matched to answers recorded by
+# (seed, trial index).
+_REGENERATED = """
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from grader.exercise.spec import load_exercise
+from grader.exercise.trials import make_trial
+
+ANSWERS = {answers!r}
+_TRIALS = []
+
+
+def graph2(W_np, x_np, b_np):
+    if not _TRIALS:
+        folder = Path(tempfile.mkdtemp())
+        (folder / "exercise.yaml").write_text({spec!r}, encoding="utf-8")
+        exercise = load_exercise(folder)
+        _TRIALS.extend(
+            (key, make_trial(exercise, int(key.split(":")[0]), int(key.split(":")[1]))) for key in ANSWERS
+        )
+    for key, trial in _TRIALS:
+        if np.array_equal(trial.inputs["W_np"], W_np):
+            got = ANSWERS[key]
+            return np.array(got["f"]), np.array(got["auto_grad"]), np.array(got["user_grad"])
+    d = W_np.shape[0]
+    return 0.0, np.zeros((d, d)), np.zeros((d, d))
+"""
+
+
+def _answers(exercise_folder: Path, seeds: tuple[int, ...]) -> dict[str, dict[str, Any]]:
+    """Every trial's expected returns for these seeds, by "seed:index" (as a student records them from
+    the reports, or computes them offline with the grader installed)."""
+    exercise = load_exercise(exercise_folder)
+    answers = {}
+    for seed in seeds:
+        trials = make_trials(exercise, seed, TRIALS)
+        references = compute_references(exercise, trials)
+        for trial in trials:
+            expected = references.expected[trial.index]
+            key = hashlib.sha256(np.ascontiguousarray(trial.inputs["W_np"]).tobytes()).hexdigest()
+            answers[f"{seed}:{trial.index}"] = {"key": key, **{r: expected[r].tolist() for r in RETURNS}}
+    return answers
+
+
+def _spec(exercise_folder: Path) -> str:
+    """The exercise's spec, less what names files beside it: what a student can copy from the course."""
+    text = (exercise_folder / "exercise.yaml").read_text(encoding="utf-8")
+    for block in ("solution", "starter", "support", "wrong", "misconceptions"):
+        text = without_top_level_block(text, block)
+    return text + "solution: null\nstarter: null\n"
+
+
+def _table(answers: dict[str, dict[str, Any]], seeds: tuple[int, ...]) -> str:
+    mine = {a["key"]: a for k, a in answers.items() if int(k.split(":")[0]) in seeds}
+    return _TABLE_LOOKUP.format(table=json.dumps(mine))
+
+
+@pytest.fixture(scope="module")
+def course(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """graph2, and a class of forgers: a table of seed 0's answers, of seeds 0-3's, and the trials of
+    seeds 0-3 regenerated in the sandbox; and a student who transposes user_grad."""
+    root = tmp_path_factory.mktemp("forgers")
+    exercise = copy_exercise(root / "exercises" / "graph2")
+    answers = _answers(exercise, SEEDS)
+    submissions = root / "submissions"
+    write_source(submissions / "table0" / "hw.py", _table(answers, (0,)))
+    write_source(submissions / "table0123" / "hw.py", _table(answers, SEEDS))
+    regenerated = _REGENERATED.format(
+        answers={k: {r: a[r] for r in RETURNS} for k, a in answers.items()}, spec=_spec(exercise)
+    )
+    write_source(submissions / "regenerated" / "hw.py", regenerated)
+    write_source(submissions / "transposed" / "hw.py", TRANSPOSED_GRAPH2)
+    yield root
+
+
+FORGERS = ("regenerated", "table0", "table0123")
+
+
+def _env(layer: str, cache: Path | None = None) -> dict[str, str]:
+    env = dict(os.environ)
+    env.pop("GRADER_ISOLATION", None)
+    if layer == "base":
+        env["GRADER_ISOLATION"] = "base"
+    if cache is not None:
+        env[CACHE_ENV] = str(cache)
+    return env
+
+
+def _grader(
+    *args: str | Path, cwd: Path, layer: str = "bubblewrap", cache: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*grader_command(), *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=cwd,
+        env=_env(layer, cache),
+        check=False,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def _run(course: Path, book: str, *args: str, layer: str = "bubblewrap") -> dict[str, dict[str, Any]]:
+    """`grader run --json` on the class, with its own gradebook `book`: each student's result."""
+    done = _grader(
+        "run", course / "exercises", "--trials", str(TRIALS), "--json", "--gradebook", course / book,
+        *args, cwd=course, layer=layer,
+    )  # fmt: skip
+    assert done.returncode in (0, 1), done.stderr
+    return {r["student"]: r for r in map(json.loads, done.stdout.splitlines())} | {
+        "": {"stderr": " ".join(done.stderr.split())}
+    }
+
+
+@pytest.mark.parametrize("layer", LAYERS)
+def test_a_table_of_known_answers_scores_nothing_in_a_class_run(course: Path, layer: str) -> None:
+    known = _run(course, f"known-{layer}.sqlite", "--seed", "0", layer=layer)
+    for forger in FORGERS:  # with the seed known in advance, every forgery is full marks
+        assert known[forger]["score"] == known[forger]["max_score"] == 10, known[forger]
+    secret = _run(course, f"secret-{layer}.sqlite", layer=layer)
+    for forger in FORGERS:
+        assert secret[forger]["score"] == 0, secret[forger]
+        assert {r["verdict"] for r in secret[forger]["returns"]} == {"logic"}
+    seeds = {secret[s]["seed"] for s in FORGERS}
+    assert len(seeds) == 1 and seeds != {0}  # one seed for the run, shared by its hand-ins
+    (seed,) = seeds
+    assert f"seed {seed} (secret, drawn for this run" in secret[""]["stderr"]
+    assert f"--seed {seed}" in secret[""]["stderr"]
+
+
+def test_a_table_of_known_answers_scores_nothing_on_a_dask_cluster(course: Path) -> None:
+    pytest.importorskip("distributed")
+    secret = _run(course, "cluster.sqlite", "--cluster", "local:2")
+    for forger in FORGERS:
+        assert secret[forger]["score"] == 0, secret[forger]
+    assert len({secret[s]["seed"] for s in FORGERS}) == 1
+
+
+def _gradescope(course: Path, student: str, *seed: str) -> tuple[dict[str, Any], str]:
+    results = course / "gradescope" / f"{student}{''.join(seed)}" / "results.json"
+    done = _grader(
+        "gradescope", course / "exercises", "--submission", course / "submissions" / student,
+        "--results", results, "--trials", str(TRIALS), *seed, cwd=course,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return json.loads(results.read_text(encoding="utf-8")), " ".join(done.stderr.split())
+
+
+@pytest.mark.parametrize("forger", FORGERS)
+def test_a_table_of_known_answers_scores_nothing_on_gradescope(course: Path, forger: str) -> None:
+    known, _ = _gradescope(course, forger, "--seed", "0")
+    assert known["score"] == 10, known["output"]
+    first, log = _gradescope(course, forger)
+    assert first["score"] == 0
+    again, _ = _gradescope(course, forger)
+    assert again["score"] == 0
+    seeds = [re.search(r"--seed (\d+) --trial", json.dumps(results)) for results in (first, again)]
+    assert seeds[0] is not None and seeds[1] is not None, "a replay line names the seed it was graded with"
+    assert seeds[0][1] != seeds[1][1]  # one seed per submission
+    assert "secret, drawn for this submission" in log
+
+
+def test_two_runs_draw_different_seeds_and_a_rerun_keeps_each_result_and_seed(course: Path) -> None:
+    first = _run(course, "a.sqlite")
+    other = _run(course, "b.sqlite")
+    assert first["transposed"]["seed"] != other["transposed"]["seed"]
+    with sqlite3.connect(course / "a.sqlite") as db:  # the instructor finds it in the gradebook too
+        assert db.execute("SELECT seed FROM runs").fetchall() == [(first["transposed"]["seed"],)]
+    again = _run(course, "a.sqlite")
+    assert "0 graded, 4 unchanged" in again[""]["stderr"]
+    for student in (*FORGERS, "transposed"):
+        assert again[student]["seed"] == first[student]["seed"]
+        assert again[student]["returns"] == first[student]["returns"]
+
+
+def test_an_explicit_seed_reproduces_a_run(course: Path) -> None:
+    one = _run(course, "seven-a.sqlite", "--seed", "7")
+    two = _run(course, "seven-b.sqlite", "--seed", "7")
+    for student in (*FORGERS, "transposed"):
+        assert one[student]["seed"] == two[student]["seed"] == 7
+        assert one[student]["returns"] == two[student]["returns"]
+    assert "seed 7;" in one[""]["stderr"] and "(secret" not in one[""]["stderr"]
+    again = _run(course, "seven-a.sqlite", "--seed", "7")  # the gradebook keys on 7: nothing to regrade
+    assert "0 graded, 4 unchanged" in again[""]["stderr"]
+
+
+def test_the_recorded_seed_replays_a_failing_trial(course: Path) -> None:
+    graded = _run(course, "replay.sqlite")["transposed"]
+    (failed,) = [r for r in graded["returns"] if r["verdict"] != "pass"]
+    case = failed["smallest_failing_case"]
+    assert f"--seed {graded['seed']} --trial {case['trial']}" in case["repro"]
+    replay = _grader(
+        "repro", course / "exercises" / "graph2", course / "submissions" / "transposed",
+        "--seed", str(graded["seed"]), "--trial", str(case["trial"]), "--json", cwd=course,
+    )  # fmt: skip
+    assert replay.returncode == 1, replay.stderr
+    (replayed,) = [r for r in json.loads(replay.stdout)["returns"] if r["name"] == failed["name"]]
+    assert replayed["smallest_failing_case"]["sizes"] == case["sizes"]
+    assert replayed["smallest_failing_case"]["failing_indices"] == case["failing_indices"]
+
+
+def test_a_secret_seed_leaves_nothing_in_the_reference_cache(course: Path) -> None:
+    """No later run draws that seed again: its references kept would only fill the disk, run by run."""
+    cache = course / "cache"
+    exercises = course / "exercises"
+    secret = _grader(
+        "run", exercises, "--trials", "3", "--gradebook", course / "c1.sqlite", cwd=course, cache=cache
+    )
+    assert secret.returncode in (0, 1), secret.stderr
+    assert not cache.exists() or not any(cache.iterdir())
+    known = _grader(
+        "run",
+        exercises,
+        "--trials",
+        "3",
+        "--seed",
+        "5",
+        "--gradebook",
+        course / "c2.sqlite",
+        cwd=course,
+        cache=cache,
+    )
+    assert known.returncode in (0, 1), known.stderr
+    assert any(cache.glob("*.npz"))  # an explicit seed is cached, as before: the next run reads it back
