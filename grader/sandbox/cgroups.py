@@ -52,6 +52,21 @@ class Memory:
                 return int(value)
         return 0
 
+    def reset_peak(self) -> None:
+        """Start the count of the most the group held afresh (v1 only: v2's memory.peak is reset per
+        open file, and then counts only for that file)."""
+        if not self.v2:
+            with contextlib.suppress(OSError):
+                (self.path / "memory.max_usage_in_bytes").write_text("0")
+
+    @property
+    def peak(self) -> int | None:
+        """The most the group held since the last reset (v1), or since it was made (v2); None if unknown."""
+        try:
+            return int((self.path / ("memory.peak" if self.v2 else "memory.max_usage_in_bytes")).read_text())
+        except (OSError, ValueError):
+            return None
+
     def limit(self, nbytes: int) -> None:
         if self.v2:
             (self.path / "memory.max").write_text(str(nbytes))
@@ -120,6 +135,7 @@ class PidsGroup:
         # taken from the hand-in's budget: it is counted as at least what a warm one holds.
         baseline = max(memory.usage, ZYGOTE_BYTES)
         memory.limit(baseline + (memory_mb << 20))
+        memory.reset_peak()
         return Budget(baseline, memory_mb << 20, memory.oom_kills)
 
     def exceeded(self, budget: Budget) -> bool:
@@ -130,6 +146,12 @@ class PidsGroup:
             return self.memory.oom_kills > budget.oom_kills
         except (OSError, ValueError):
             return False
+
+    def held(self, budget: Budget) -> int | None:
+        """The most the job's processes held together, as far as the group can tell (at its OOM kill: its
+        limit, less the zygote's part); None if unknown."""
+        peak = None if self.memory is None else self.memory.peak
+        return None if peak is None else max(peak - budget.baseline, 0)
 
     def remove(self) -> None:
         """Kill everything still in the group, then remove it."""
@@ -206,6 +228,7 @@ def _memory_parent() -> Path | None:
     return parent
 
 
+@cache
 def memory_available() -> bool:
     """Whether the groups made here bound memory too (said in the isolation line)."""
     group = create(1)

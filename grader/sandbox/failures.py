@@ -111,13 +111,16 @@ def printed_too_much(trial: int | None) -> Failure:
     return Failure(FailureKind.OUTPUT_LIMIT, message, trial=trial)
 
 
-def out_of_memory(memory_mb: int, trial: int | None) -> Failure:
-    """The hand-in's processes together passed the exercise's memory limit, and the kernel ended one."""
+def out_of_memory(memory_mb: int, held: int | None, trial: int | None) -> Failure:
+    """The hand-in's processes together passed the exercise's memory limit, and the kernel ended one;
+    `held`: the most they held together, in bytes, where the cgroup can tell."""
     where = f" in trial {trial}" if trial is not None else ""
+    measured = f"; they held {held >> 20} MB at the most" if held is not None else ""
     message = (
         f"needed more memory than the {memory_mb} MB allowed{where}, all its processes together (the "
-        "kernel ended one of them): arrays far larger than the inputs, kept across calls, or child "
-        "processes each holding their own copies? Compute on arrays of the inputs' sizes, in one process"
+        f"kernel ended one of them{measured}): arrays far larger than the inputs, kept across calls, or "
+        "child processes each holding their own copies? Compute on arrays of the inputs' sizes, in one "
+        "process"
     )
     return Failure(FailureKind.MEMORY, message, trial=trial)
 

@@ -389,7 +389,7 @@ class RunningWorker:
         if self._memory_told or not self._process.out_of_memory():
             return False
         self._memory_told = True
-        reading.stopped = failures.out_of_memory(self._limits.memory_mb, trial)
+        reading.stopped = failures.out_of_memory(self._limits.memory_mb, self._process.memory_held(), trial)
         self._process.kill()
         return True
 
@@ -444,7 +444,9 @@ class RunningWorker:
                     streams.remove(fd)
 
     def _receive_chunk(self, reading: _Reading, chunk: bytes) -> None:
-        if self._over_memory(reading, self._running(reading)):
+        # The kill came after the last piece's check, so in a trial whose results had not arrived then:
+        # the first one owed, or a later one (results travel a few trials at a time).
+        if self._over_memory(reading, reading.current()):
             return
         self._received += len(chunk)
         if self._received > RETURNS_BUDGET_BYTES:

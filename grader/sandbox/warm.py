@@ -232,6 +232,11 @@ class Job:
         group = self._zygote.group
         return self.budget is not None and group is not None and group.exceeded(self.budget)
 
+    def memory_held(self) -> int | None:
+        """The most the job's processes held together, in bytes, where the cgroup can tell."""
+        group = self._zygote.group
+        return None if self.budget is None or group is None else group.held(self.budget)
+
     def kill(self) -> None:
         """End the worker and every process it started."""
         if self._ended:
