@@ -54,16 +54,19 @@ class Memory:
 
     def reset_peak(self) -> None:
         """Start the count of the most the group held afresh (v1 only: v2's memory.peak is reset per
-        open file, and then counts only for that file)."""
+        open file, and then counts only through that file, which the grader does not keep open)."""
         if not self.v2:
             with contextlib.suppress(OSError):
                 (self.path / "memory.max_usage_in_bytes").write_text("0")
 
     @property
     def peak(self) -> int | None:
-        """The most the group held since the last reset (v1), or since it was made (v2); None if unknown."""
+        """The most the group held since the job began (v1); None where that is unknown (v2's memory.peak
+        counts from the group's making, earlier jobs included)."""
+        if self.v2:
+            return None
         try:
-            return int((self.path / ("memory.peak" if self.v2 else "memory.max_usage_in_bytes")).read_text())
+            return int((self.path / "memory.max_usage_in_bytes").read_text())
         except (OSError, ValueError):
             return None
 
