@@ -203,6 +203,19 @@ class LyingArray(np.ndarray):
         return 1
 
 
+class WrapperLiar(torch.Tensor):
+    # A tensor of 4 entries with no data of its own, which hands out a big one when detached or aliased.
+    @staticmethod
+    def __new__(cls, n):
+        return torch.Tensor._make_wrapper_subclass(cls, (n,), dtype=torch.float64)
+
+    @classmethod
+    def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
+        if "detach" in str(func) or "alias" in str(func):
+            return torch.zeros(BIG, dtype=torch.float64)
+        return func(*args, **(kwargs or {}))
+
+
 class LyingMode(TorchFunctionMode):
     def __torch_function__(self, func, types, args=(), kwargs=None):
         if getattr(func, "__name__", "") in ("numel", "element_size"):
@@ -224,6 +237,7 @@ LYING_RETURNS = {
         big.element_size = lambda: 1
         return f, auto_grad, big
     """,
+    "dispatch_wrapper": "return f, auto_grad, WrapperLiar(4)",
     "function_mode": f"""
         with LyingMode():
             return f, auto_grad, torch.zeros({_BIG}, dtype=torch.float64)
@@ -234,7 +248,7 @@ LYING_RETURNS = {
 @pytest.mark.parametrize("layer", _layers())
 def test_lying_subclasses_are_measured_through_the_base_class(layer: str, tmp_path: Path) -> None:
     attackers = {
-        name: _handin(body, prelude="import numpy as np\nimport torch\n" + _LIARS)
+        name: _handin(body, prelude=f"import numpy as np\nimport torch\nBIG = {_BIG}\n" + _LIARS)
         for name, body in LYING_RETURNS.items()
     }
     found = _run_class(layer, tmp_path, attackers, memory_mb=2048)
@@ -247,8 +261,13 @@ def test_lying_subclasses_are_measured_through_the_base_class(layer: str, tmp_pa
             name,
             message,
         )
-        if name.endswith("subclass"):
-            assert ("LyingTensor" if name.startswith("tensor") else "LyingArray") in message, message
+        named = {
+            "tensor_subclass": "LyingTensor",
+            "ndarray_subclass": "LyingArray",
+            "dispatch_wrapper": "WrapperLiar",
+        }
+        if name in named:
+            assert named[name] in message, message
 
 
 # --- one memory budget for all of a hand-in's processes -----------------------------------------------
