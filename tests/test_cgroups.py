@@ -118,3 +118,87 @@ def _free_pid() -> int:
     while Path(f"/proc/{pid}").exists():
         pid += 1
     return pid
+
+
+_memory = pytest.mark.skipif(
+    not cgroups.memory_available(), reason="no memory controller for the grader here"
+)
+
+# Joins the group (pids, and memory under v2) through the inherited descriptor, then writes to `argv[2]`
+# MiB of memory in each of `argv[3]` processes at once (itself and children).
+_EATER = textwrap.dedent(
+    """
+    import os, sys, time
+    os.write(int(sys.argv[1]), b"0")
+    megabytes, processes = int(sys.argv[2]), int(sys.argv[3])
+    children = [pid for pid in (os.fork() for _ in range(processes - 1)) if pid]
+    if len(children) == processes - 1:  # the parent, or the only process
+        held = b"x" * (megabytes << 20)
+        time.sleep(1)
+        statuses = [os.waitpid(pid, 0)[1] for pid in children]
+        print(statuses, flush=True)
+    else:
+        held = b"x" * (megabytes << 20)
+        time.sleep(1)
+        os._exit(0)
+    """
+)
+
+
+def _eat(group: cgroups.PidsGroup, megabytes: int, processes: int) -> subprocess.CompletedProcess[str]:
+    fd = group.open_join_fd()
+    try:
+        command = group.joining([sys.executable, "-c", _EATER, str(fd), str(megabytes), str(processes)])
+        return subprocess.run(command, pass_fds=[fd], capture_output=True, text=True, timeout=60, check=False)
+    finally:
+        os.close(fd)
+
+
+@_memory
+def test_a_budget_bounds_the_memory_of_all_the_groups_processes_together() -> None:
+    group = cgroups.create(20)
+    assert group is not None and group.memory is not None
+    try:
+        budget = group.budget(256)
+        assert budget is not None
+        assert budget.allowed == 256 << 20 and budget.baseline >= cgroups.ZYGOTE_BYTES
+        # 3 x 150 MiB, each under the budget alone, 450 MiB together, while the group's limit is the
+        # baseline (192 MiB: nothing is in it yet) + 256 MiB.
+        assert not group.exceeded(budget)
+        eaten = _eat(group, 150, 3)
+        assert group.exceeded(budget), (eaten.returncode, eaten.stdout, eaten.stderr[-2000:])
+    finally:
+        group.remove()
+    assert group.memory is not None and not group.memory.path.exists()
+
+
+@_memory
+def test_a_handin_within_its_budget_is_not_counted_as_over_it() -> None:
+    group = cgroups.create(20)
+    assert group is not None
+    try:
+        budget = group.budget(256)
+        assert budget is not None
+        eaten = _eat(group, 60, 3)  # 180 MiB together
+        assert eaten.returncode == 0 and eaten.stdout.strip() == "[0, 0]", eaten.stderr[-2000:]
+        assert not group.exceeded(budget)
+        again = group.budget(256)  # the next job's: the earlier job's OOM kills are not its own
+        assert again is not None and not group.exceeded(again)
+    finally:
+        group.remove()
+
+
+@_memory
+def test_memory_groups_of_a_grader_that_was_killed_are_tidied_up() -> None:
+    group = cgroups.create(20)
+    assert group is not None and group.memory is not None
+    try:
+        orphan = group.memory.path.parent / f"grader-{_free_pid()}-0"
+        if group.memory.v2:
+            pytest.skip("under cgroup v2 the memory group is the pids group, tidied as above")
+        orphan.mkdir()
+        cgroups._remove_stale(orphan.parent)
+        assert not orphan.exists()
+        assert group.memory.path.exists()  # this grader's own group is kept
+    finally:
+        group.remove()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import os
@@ -206,7 +207,106 @@ def test_malformed_frames_are_refused(head: bytes, payload: bytes, match: str) -
 
 
 def test_huge_declared_shape_does_not_allocate() -> None:
-    refused(frame(describe(run("float64", [1 << 20, 1 << 20])), b"\0" * 8), "short")
+    refused(frame(describe(run("float64", [1 << 20, 1 << 20])), b"\0" * 8), "more entries")
+
+
+@pytest.mark.parametrize(
+    ("head", "payload"),
+    [
+        # 2**84 entries, none of them there: numpy itself raised ValueError on the shape (issue 30)
+        (describe(run("float64", [0, 1 << 28, 1 << 28, 1 << 28])), b""),
+        (describe(run("float64", [1 << 28, 1 << 28, 1 << 28])), b"\0" * 8),
+        (describe(run("float64", [1 << 28] * 8)), b""),
+        (describe(run("uint8", [0] * 8, [1 << 28, 0, 1 << 28])), b""),
+        (describe(run("float64", [1 << 62])), b"\0" * 8),
+        (describe(run("float64", [-(1 << 63)])), b""),
+        (describe(run("float64", [1e300])), b""),
+        (b'{"arrays": [' + b"[" * 100_000 + b"]" * 100_000 + b"]}", b""),  # past the recursion limit
+        (b'{"arrays": [], "n": ' + b"9" * 100_000 + b"}", b""),  # past Python's digits limit for int()
+        (b'{"arrays": [{"dtype": "float64", "shapes": [[NaN]]}]}', b"\0" * 8),
+        (b'{"arrays": [{"dtype": "float64", "shapes": [[Infinity]]}]}', b"\0" * 8),
+        (b'{"arrays": [{"dtype": ["float64"], "shapes": [[1]]}]}', b"\0" * 8),
+        (b'{"arrays": [{"dtype": {"a": 1}, "shapes": [[1]]}]}', b"\0" * 8),
+        (b'{"arrays": [null]}', b""),
+        (b'{"arrays": {"dtype": "float64"}}', b""),
+        (b'{"arrays": [], "\\ud800": 1}', b""),  # a lone surrogate is valid JSON; kept as text
+        (b'\xef\xbb\xbf{"arrays": []}', b""),  # a UTF-8 byte order mark
+        (b'{"arrays": []}\x00', b""),
+        (b"\x00" * 64, b""),
+        (b"", b""),
+    ],
+)
+def test_malformed_shapes_and_headers_raise_only_protocol_errors(head: bytes, payload: bytes) -> None:
+    with contextlib.suppress(ProtocolError):
+        FrameDecoder().feed(frame(head, payload))
+
+
+valid_frames = st.lists(st.tuples(headers, st.lists(arrays, max_size=3)), min_size=1, max_size=3).map(
+    lambda frames: b"".join(encode(header, sent) for header, sent in frames)
+)
+
+
+def _decodes_or_refuses(data: bytes, cuts: list[int]) -> None:
+    """Feeding `data` in pieces gives frames or a ProtocolError: no other exception escapes."""
+    decoder = FrameDecoder()
+    try:
+        for piece in chunks(data, cuts):
+            decoder.feed(piece)
+    except ProtocolError:
+        pass
+
+
+@given(data=st.binary(max_size=2000), cuts=st.lists(st.integers(0, 4000), max_size=8))
+def test_arbitrary_bytes_give_frames_or_protocol_errors(data: bytes, cuts: list[int]) -> None:
+    _decodes_or_refuses(data, cuts)
+    _decodes_or_refuses(MAGIC + data, cuts)  # past the magic: the lengths and the body are arbitrary
+
+
+@given(
+    data=valid_frames,
+    edits=st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 255)), min_size=1, max_size=6),
+    cut=st.integers(0, 10**6),
+)
+def test_mutated_valid_frames_give_frames_or_protocol_errors(
+    data: bytes, edits: list[tuple[int, int]], cut: int
+) -> None:
+    mutated = bytearray(data)
+    for position, value in edits:
+        mutated[position % len(mutated)] = value
+    _decodes_or_refuses(bytes(mutated), [])
+    _decodes_or_refuses(bytes(mutated[: cut % (len(mutated) + 1)]), [])  # truncated anywhere
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=4), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@given(
+    runs=st.lists(
+        st.one_of(
+            st.fixed_dictionaries(
+                {
+                    "dtype": st.sampled_from([*sorted(NUMERIC_DTYPES), "object", "<f8", ">i4", "V8", ""]),
+                    "shapes": st.lists(
+                        st.lists(
+                            st.one_of(st.integers(-2, 1 << 40), st.sampled_from([0, 1 << 28, 1 << 62])),
+                            max_size=9,
+                        ),
+                        max_size=3,
+                    ),
+                }
+            ),
+            json_values,
+        ),
+        max_size=3,
+    ),
+    payload=st.binary(max_size=64),
+)
+def test_forged_array_descriptions_give_frames_or_protocol_errors(runs: list[object], payload: bytes) -> None:
+    _decodes_or_refuses(frame(json.dumps({"arrays": runs}).encode(), payload), [])
 
 
 def test_truncated_stream_is_an_error() -> None:

@@ -111,6 +111,31 @@ def printed_too_much(trial: int | None) -> Failure:
     return Failure(FailureKind.OUTPUT_LIMIT, message, trial=trial)
 
 
+def out_of_memory(memory_mb: int, held: int | None, trial: int | None) -> Failure:
+    """The hand-in's processes together passed the exercise's memory limit, and the kernel ended one;
+    `held`: the most they held together, in bytes, where the cgroup can tell."""
+    where = f" in trial {trial}" if trial is not None else ""
+    measured = f"; they held {held >> 20} MB at the most" if held is not None else ""
+    message = (
+        f"needed more memory than the {memory_mb} MB allowed{where}, all its processes together (the "
+        f"kernel ended one of them{measured}): arrays far larger than the inputs, kept across calls, or "
+        "child processes each holding their own copies? Compute on arrays of the inputs' sizes, in one "
+        "process"
+    )
+    return Failure(FailureKind.MEMORY, message, trial=trial)
+
+
+def returned_too_much(sent: int, budget: int, trials: int, trial: int | None) -> Failure:
+    """The hand-in's results, all trials together, passed what the grader keeps for one hand-in."""
+    where = f"by trial {trial}" if trial is not None else "in all"
+    message = (
+        f"the returns sent {sent >> 20} MiB {where} ({trials} trials answered), more than the "
+        f"{budget >> 20} MiB the grader keeps for one hand-in's returns over all its trials: the arrays "
+        "returned are far larger than the exercise's; return only the values asked for, of the shapes asked"
+    )
+    return Failure(FailureKind.MEMORY, message, trial=trial)
+
+
 def corrupted(why: str, trial: int | None = None) -> Failure:
     return Failure(FailureKind.PROTOCOL, why, trial=trial)
 

@@ -110,13 +110,17 @@ def current() -> Isolation:
     if not outcome.isdigit():
         return _base(cgroup, f"bubblewrap fails here: {outcome}")
     if cgroup:
-        return Isolation("bubblewrap", f"{BUBBLEWRAP}, processes bounded by a cgroup", ProcessLimit.CGROUP)
+        held = f"{BUBBLEWRAP}, processes bounded by a cgroup, {_memory_bound(cgroup)}"
+        return Isolation("bubblewrap", held, ProcessLimit.CGROUP)
     forked = int(outcome)
     if 0 < forked < 2 * _PROBE_LIMIT:
-        description = f"{BUBBLEWRAP}, processes bounded by RLIMIT_NPROC"
+        description = f"{BUBBLEWRAP}, processes bounded by RLIMIT_NPROC, {_memory_bound(cgroup)}"
         return Isolation("bubblewrap", description, ProcessLimit.RLIMIT)
     why = "as root the kernel exempts it" if forked else "the kernel counts processes outside the sandbox"
-    return Isolation("bubblewrap", f"reduced isolation: {BUBBLEWRAP}; no process limit: {why}, and no cgroup")
+    memory = _memory_bound(cgroup)
+    return Isolation(
+        "bubblewrap", f"reduced isolation: {BUBBLEWRAP}, {memory}; no process limit: {why}, and no cgroup"
+    )
 
 
 def _base(cgroup: bool, why: str) -> Isolation:
@@ -130,8 +134,21 @@ def _base(cgroup: bool, why: str) -> Isolation:
     # RLIMIT_NPROC outside a user namespace counts all of the user's processes: useless as a bound.
     limit = ProcessLimit.CGROUP if cgroup else ProcessLimit.NONE
     processes = "processes bounded by a cgroup" if cgroup else "no process limit"
+    processes += f", {_memory_bound(cgroup)}"
     description = f"reduced isolation: {BASE}, {', '.join(held)}, {processes}; {why}"
     return Isolation("base", description, limit, own_uid=uid, landlock=version)
+
+
+def _memory_bound(cgroup: bool) -> str:
+    """What bounds a hand-in's memory, said in the isolation line beside its processes' bound.
+
+    Without a memory cgroup each process is bounded alone, by RLIMIT_AS: a hand-in's children could each
+    take the exercise's memory_mb. It is not divided among them: address space is not memory (torch maps
+    620 MB of it at import, in every process, holding 220 MB), and a share small enough to bound the sum
+    of `processes` children would refuse honest hand-ins. The line says which bound held."""
+    if cgroup and cgroups.memory_available():
+        return "memory bounded per hand-in by a cgroup (all its processes together)"
+    return "memory bounded per process only (RLIMIT_AS; no memory cgroup)"
 
 
 def _own_uid() -> int | None:

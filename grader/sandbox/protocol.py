@@ -109,6 +109,22 @@ def encode_wire(header: dict[str, Any], arrays: Sequence[WireArray]) -> bytes:
 
 
 def _decode_body(head: bytes, payload: bytearray) -> Frame:
+    """The frame a header and payload describe; every way they can be malformed is a ProtocolError.
+
+    The bytes are the worker's, so the student's: nothing they declare is trusted before it is checked
+    against what arrived, and any error numpy or json raises on them (a shape too big for numpy's index
+    type, JSON nested past the interpreter's recursion limit, a number of a million digits) is caught here,
+    so that no frame can raise anything else into the grader.
+    """
+    try:
+        return _decode_checked(head, payload)
+    except ProtocolError:
+        raise
+    except (ValueError, TypeError, OverflowError, RecursionError, MemoryError, KeyError, IndexError) as exc:
+        raise ProtocolError(f"malformed frame ({type(exc).__name__}: {exc!s:.200})") from None
+
+
+def _decode_checked(head: bytes, payload: bytearray) -> Frame:
     try:
         header = json.loads(head)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -162,10 +178,16 @@ def _run_spec(run: Any) -> tuple[np.dtype, list[tuple[int, ...]], list[int]]:
         if type(shape) is not list or len(shape) > MAX_DIMS:
             raise ProtocolError(f"shape {shape!r:.80} is not a list of at most {MAX_DIMS} sizes")
         count = 1
+        spread = 1  # the product of the sizes but zeros: numpy refuses a shape whose product overflows
         for size in shape:
             if type(size) is not int or not 0 <= size <= MAX_PAYLOAD_BYTES:  # bool is no int here
                 raise ProtocolError(f"shape {shape!r:.80} is not a list of at most {MAX_DIMS} sizes")
             count *= size
+            spread *= size or 1
+        # No array of a frame holds more entries than its payload has bytes, even one with no entries:
+        # [0, 2**28, 2**28, 2**28] would make numpy raise ValueError, not a protocol error.
+        if spread > MAX_PAYLOAD_BYTES:
+            raise ProtocolError(f"shape {shape!r:.80} declares more entries than any payload may hold")
         checked.append(tuple(shape))
         counts.append(count)
     return dtype, checked, counts

@@ -80,6 +80,14 @@ CPU_SAMPLE_SECONDS = 0.25
 PACE_SECONDS = 0.005  # how long small results may gather in the pipe before the grader reads them
 PIPE_BYTES = 1 << 20  # Linux lets any user make a pipe this large (fs/pipe-max-size)
 _DRAIN_READS = 16  # reads of what is left in the output pipes once the worker is done (each up to 1 MiB)
+# The most bytes of results one hand-in may send over all its trials and reruns, counted as they arrive:
+# the grader keeps every trial's returns until the hand-in is judged (judging compares them as columns),
+# so this bounds what one hand-in makes the grader hold. The library's solutions send 0.61 MiB (graph2),
+# 0.31 (batchnorm_backward) and 0.25 (two_layer_net) at their 1000 trials, reruns included (2026-12-03):
+# 256 MiB is 400 times that, room for exercises of larger shapes. What one hand-in's results occupy in
+# the grader (the arrays kept and the bytes not yet decoded) is thus at most 256 MiB, and for a moment
+# twice that while a frame is decoded (its payload is copied out of the buffer once).
+RETURNS_BUDGET_BYTES = 256 << 20
 
 
 @dataclass
@@ -194,6 +202,13 @@ class RunningWorker:
         kept = self._limits.output_kb << 10
         self._captures = {self._stdout: _Capture(kept), self._stderr: _Capture(kept)}
         self._decoder = FrameDecoder()
+        # Bytes read from the result channel, all passes together (RETURNS_BUDGET_BYTES); after an earlier
+        # worker, what this one keeps of it counts too: the budget is the hand-in's, not a worker's.
+        earlier = self._kept.outputs.values()
+        self._received = sum(
+            r.array.nbytes for o in earlier for r in o.by_name.values() if isinstance(r, Returned)
+        )
+        self._memory_told = False  # the hand-in's memory error was found (once is enough)
         # Frames read with the end of one pass that belong to the next (the reruns follow one another
         # without a marker): the next pass reads them first.
         self._unread: list[Frame] = []
@@ -344,7 +359,7 @@ class RunningWorker:
         PROGRESS.pack_into(self._progress, 0, -1, 0.0)
         passed = [jobs_read, results_write, progress, stdout_write, stderr_write]
         try:
-            return self._zygote.start(passed, self._limits.processes)
+            return self._zygote.start(passed, self._limits.processes, memory_mb=self._limits.memory_mb)
         finally:
             for fd in passed:
                 os.close(fd)
@@ -380,7 +395,25 @@ class RunningWorker:
 
     def _read(self, reading: _Reading) -> None:
         """Read output streams and result frames until the pass is over, a deadline passes, or the worker
-        ends; what it learns goes into `reading`."""
+        ends; what it learns goes into `reading`. A process of the hand-in that the kernel ended for want
+        of memory (the budget of all its processes together, cgroups.py) makes the pass a memory error,
+        whatever the worker made of it (a worker whose child was killed may carry on)."""
+        self._read_pass(reading)
+        if reading.stopped is None or reading.stopped.kind is not FailureKind.MEMORY:
+            self._over_memory(reading, reading.stopped.trial if reading.stopped is not None else None)
+
+    def _over_memory(self, reading: _Reading, trial: int | None) -> bool:
+        """Whether the kernel ended a process of the hand-in for passing its memory budget: then the pass
+        stops there, at `trial` (the results that arrive with the news are not kept), and the worker is
+        killed. Asked as each piece of results arrives (a read of the group's OOM count: microseconds)."""
+        if self._memory_told or not self._process.out_of_memory():
+            return False
+        self._memory_told = True
+        reading.stopped = failures.out_of_memory(self._limits.memory_mb, self._process.memory_held(), trial)
+        self._process.kill()
+        return True
+
+    def _read_pass(self, reading: _Reading) -> None:
         if self._unread:
             frames, self._unread = self._unread, []
             self._receive_frames(reading, frames)
@@ -436,6 +469,18 @@ class RunningWorker:
                     streams.remove(fd)
 
     def _receive_chunk(self, reading: _Reading, chunk: bytes) -> None:
+        # The kill came after the last piece's check, so in a trial whose results had not arrived then:
+        # the first one owed, or a later one (results travel a few trials at a time).
+        if self._over_memory(reading, reading.current()):
+            return
+        self._received += len(chunk)
+        if self._received > RETURNS_BUDGET_BYTES:
+            # Counted before decoding: nothing past the budget is kept, and the worker sends no more.
+            self._process.kill()
+            reading.stopped = failures.returned_too_much(
+                self._received, RETURNS_BUDGET_BYTES, len(reading.outputs), self._running(reading)
+            )
+            return
         try:
             frames = self._decoder.feed(chunk)
         except ProtocolError as exc:
@@ -547,6 +592,9 @@ class RunningWorker:
             reading.stopped = failures.corrupted(
                 f"malformed message from the worker: {exc.errors()[0]['msg']}"
             )
+            return
+        except (RecursionError, ValueError, TypeError) as exc:  # whatever a forged header makes of pydantic
+            reading.stopped = failures.corrupted(f"malformed message from the worker ({type(exc).__name__})")
             return
         if isinstance(message, Ready):
             self._ready_at = self._last_frame

@@ -49,11 +49,28 @@ _ENVIRONMENT = {
 }
 
 
+# A slot folder is named after the grader process that owns it: one whose owner is dead (killed before it
+# could remove its slots, by SIGKILL or the OOM killer) is removed by the next grader that starts one.
+_SLOT_PREFIX = "grader-slot-"
+
+
+@cache
+def _remove_dead_slots() -> None:
+    """Remove the slot folders, with the hand-ins staged in them, of this user's graders that have died."""
+    for folder in Path(tempfile.gettempdir()).glob(f"{_SLOT_PREFIX}*-*"):
+        owner = folder.name[len(_SLOT_PREFIX) :].split("-", 1)[0]
+        with contextlib.suppress(OSError):
+            status = folder.lstat()
+            if owner.isdigit() and not Path(f"/proc/{owner}").exists() and status.st_uid == os.geteuid():
+                shutil.rmtree(folder, ignore_errors=True)
+
+
 class Zygote:
     """One started zygote and its slot folder (where the grader stages each job's files)."""
 
     def __init__(self) -> None:
-        self.slot = Path(tempfile.mkdtemp(prefix="grader-slot-"))
+        _remove_dead_slots()
+        self.slot = Path(tempfile.mkdtemp(prefix=f"{_SLOT_PREFIX}{os.getpid()}-"))
         self.jobs_served = 0
         self._control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self._log = tempfile.TemporaryFile(prefix="grader-zygote-")  # noqa: SIM115 - lives as long as the zygote
@@ -102,7 +119,7 @@ class Zygote:
             args = ["-I", "-B", "-c", _BOOT, json.dumps(config), isolation.package_parent()]
             start = isolation.launch(self.slot, args, env, SCRATCH_MB)
             self.process = subprocess.Popen(
-                start.command,
+                self.group.joining(start.command) if self.group is not None else start.command,
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=self._log,
@@ -125,18 +142,25 @@ class Zygote:
             if join_fd is not None:
                 os.close(join_fd)
 
-    def start(self, fds: list[int], processes: int, references: bool = False) -> Job:
+    def start(
+        self, fds: list[int], processes: int, references: bool = False, memory_mb: int | None = None
+    ) -> Job:
         """Hand the zygote a job: it forks the worker as soon as it is warm (the import may still run).
 
         The worker may have `processes` processes and threads at once, itself included, where a cgroup
-        can bound them. `references`: the fork computes an exercise's references, not a submission's
-        trials (zygote_references.py).
+        can bound them, and `memory_mb` MiB of memory, all its processes together, where the cgroup has
+        the memory controller. `references`: the fork computes an exercise's references, not a
+        submission's trials (zygote_references.py).
         """
+        budget = None
         if self.group is not None:
             with contextlib.suppress(OSError):  # a zygote that is gone: the job reads as ended
                 self.group.allow(processes)
+            if memory_mb is not None:
+                with contextlib.suppress(OSError, ValueError):
+                    budget = self.group.budget(memory_mb)
         self.jobs_served += 1
-        job = Job(self, self.jobs_served)
+        job = Job(self, self.jobs_served, budget)
         with contextlib.suppress(OSError):  # a zygote gone: the job reads as ended, the zygote is not reused
             message = {"type": "job", "id": job.id, "references": references}
             socket.send_fds(self._control, [json.dumps(message).encode()], fds)
@@ -183,9 +207,10 @@ class Zygote:
 class Job:
     """The forked worker of one submission, as the collection sees a process: wait for it, kill it."""
 
-    def __init__(self, zygote: Zygote, number: int) -> None:
+    def __init__(self, zygote: Zygote, number: int, budget: cgroups.Budget | None = None) -> None:
         self._zygote = zygote
         self.id = number
+        self.budget = budget  # the memory the job's processes may hold together, where a cgroup bounds it
         self.zygote_gone = False
         self.pid: int | None = None  # as the zygote sees it (inside the sandbox's PID namespace)
         self.returncode: int | None = None
@@ -201,6 +226,16 @@ class Job:
                 return None
             self._take(message)
         return self.returncode
+
+    def out_of_memory(self) -> bool:
+        """Whether the kernel ended a process of the job for passing its memory budget."""
+        group = self._zygote.group
+        return self.budget is not None and group is not None and group.exceeded(self.budget)
+
+    def memory_held(self) -> int | None:
+        """The most the job's processes held together, in bytes, where the cgroup can tell."""
+        group = self._zygote.group
+        return None if self.budget is None or group is None else group.held(self.budget)
 
     def kill(self) -> None:
         """End the worker and every process it started."""
