@@ -14,6 +14,7 @@ import dataclasses
 import hashlib
 import json
 import os
+import socket
 import sqlite3
 import stat
 import threading
@@ -76,8 +77,16 @@ CREATE TABLE IF NOT EXISTS in_flight (
 );
 """
 # Columns added to `runs` since 0.3 (a gradebook made before has them added when it is opened): the seed
-# the run drew or was given, and when it finished (NULL: still running, or killed).
-_RUN_COLUMNS = {"seed": "INTEGER", "finished": "TEXT"}
+# the run drew or was given, when it finished (NULL: still running, or killed), and which process ran it
+# (where it ran, its pid and its start in clock ticks since boot: a run whose process still lives on this
+# machine was not killed, however unfinished it looks).
+_RUN_COLUMNS = {
+    "seed": "INTEGER",
+    "finished": "TEXT",
+    "host": "TEXT",
+    "pid": "INTEGER",
+    "pid_start": "INTEGER",
+}
 
 
 @dataclass(frozen=True)
@@ -129,8 +138,9 @@ class Gradebook:
     def start_run(self, command: str, seed: int | None = None) -> int:
         with self._lock:
             cursor = self._db.execute(
-                "INSERT INTO runs (started, command, grader_version, seed) VALUES (?, ?, ?, ?)",
-                (_now(), command, grader.__version__, seed),
+                "INSERT INTO runs (started, command, grader_version, seed, host, pid, pid_start) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (_now(), command, grader.__version__, seed, _HOST, os.getpid(), _started(os.getpid())),
             )
             return int(cursor.lastrowid or 0)
 
@@ -162,14 +172,21 @@ class Gradebook:
             )
 
     def stopped(self, run_id: int) -> dict[tuple[str, str], Stopped]:
-        """The hand-ins in flight in runs (not `run_id`) that never finished, by (student, exercise)."""
+        """The hand-ins in flight in runs (not `run_id`) that never finished, by (student, exercise); not
+        those of a run whose process is still alive here (another `grader run` on this gradebook at
+        once: its hand-ins did not stop anything)."""
         with self._lock:
             rows = self._db.execute(
-                "SELECT f.student, f.exercise, f.submission_hash, f.stopped FROM in_flight f "
-                "LEFT JOIN runs r ON r.id = f.run_id WHERE f.run_id != ? AND r.finished IS NULL",
+                "SELECT f.student, f.exercise, f.submission_hash, f.stopped, r.host, r.pid, r.pid_start "
+                "FROM in_flight f LEFT JOIN runs r ON r.id = f.run_id "
+                "WHERE f.run_id != ? AND r.finished IS NULL",
                 (run_id,),
             ).fetchall()
-        return {(s, e): Stopped(s, e, h, int(n) + 1) for s, e, h, n in rows}
+        return {
+            (s, e): Stopped(s, e, h, int(n) + 1)
+            for s, e, h, n, host, pid, start in rows
+            if not (host == _HOST and pid is not None and start is not None and _started(pid) == start)
+        }
 
     def forget(self, stale: Sequence[tuple[str, str]]) -> None:
         """Hand-ins found in flight that are no longer to be graded as they were (changed since, say)."""
@@ -242,6 +259,20 @@ class Gradebook:
 
 def _identity(key: Key) -> tuple[str, str, str, str, str]:
     return key.student, key.exercise, key.submission_hash, key.exercise_hash, key.settings
+
+
+_HOST = socket.gethostname()
+
+
+def _started(pid: int) -> int | None:
+    """When process `pid` started, in clock ticks since boot (field 22 of /proc/PID/stat): with its pid,
+    what tells it from a later process given the same pid. None where there is no such process."""
+    try:
+        line = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return None
+    fields = line[line.rfind(b")") + 2 :].split()  # after the name, which may hold spaces and brackets
+    return int(fields[19]) if len(fields) > 19 else None
 
 
 def _now() -> str:

@@ -157,3 +157,23 @@ def test_a_hand_in_in_flight_once_is_graded_again_alone(
     assert code == 0, stderr
     assert set(results) == set(CLASS) and all(r["score"] == 10 for r in results.values())
     assert _in_flight(book) == {}
+
+
+def test_a_run_still_alive_beside_this_one_stopped_nothing(tmp_path: Path) -> None:
+    """Two `grader run`s on one gradebook at once: what the other has in flight is not a killed run's
+    (else a hand-in graded by both would end up blamed for stopping the grader twice); what a run whose
+    process is gone left in flight is."""
+    from grader.gradebook import Gradebook, Key
+
+    book = Gradebook(tmp_path / "book.sqlite")
+    alive = book.start_run("grader run (alive)")
+    key = Key("ana", "graph2", "h", "e", "{}")
+    book.grading(alive, key, stopped=0)
+    here = book.start_run("grader run (here)")
+    assert book.stopped(here) == {}
+    dead = book.start_run("grader run (killed)")
+    book.grading(dead, Key("ben", "graph2", "h", "e", "{}"), stopped=0)
+    with sqlite3.connect(tmp_path / "book.sqlite") as db:  # as a run whose process is gone has it
+        db.execute("UPDATE runs SET pid = ? WHERE id = ?", (2**22 + 12345, dead))
+    assert list(book.stopped(here)) == [("ben", "graph2")]
+    book.close()
