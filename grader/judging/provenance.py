@@ -1,84 +1,187 @@
 """Whether a return the exercise asks to be derived by hand came from torch's autograd.
 
-The values cannot tell: a gradient copied from `W.grad` is as right as autograd. What can: on a trial or
-two the worker runs the function again with every gradient autograd computes scaled (worker.py,
-`_autograd_scaled`). A return derived by hand comes back bit for bit the same (the student's randomness is
-seeded per trial); one taken from autograd (`.grad`, `autograd.grad`, `torch.func`, a backward pass run by
-`backward(dout)`) moves with it. Forward computations in torch are untouched: only autograd's outputs
-count.
+The values cannot tell: a gradient copied from `W.grad` is as right as autograd. What can: on a few trials
+the grader picks in secret (`pick_checks`, from the kernel's generator), the worker changes what autograd
+gives (worker.py, `_CheckedEngine`): every gradient torch's engine or forward mode hands out is multiplied by
+factors of its own, drawn in the worker from os.urandom in [1.25, 1.75] per call, per edge of the graph
+and per result. These are ordinary trials of the first pass: fresh inputs, seeded as any other, nothing
+asked later; a return derived by hand is right on them as on any trial, one taken from autograd (`.grad`,
+`autograd.grad`, `torch.func`, forward mode, a backward pass run by `backward(dout)`) is off by 25% or more.
+
+Only by-hand returns are judged on checked trials: the others (`auto_grad`, values like `f`) are left out
+of their comparisons and reruns, since autograd's values there are changed on purpose. A by-hand return
+is graded on the checks and fails closed: right on every ordinary trial but off on a checked one, it is
+`autograd`, no points; a checked trial that did not complete (it raised, exited, crashed or ran out of
+time, or the channel was lost) earns it no points either, since the check could not run.
 """
 
 from __future__ import annotations
 
-import itertools
+import secrets
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from grader.exercise.spec import Exercise
-from grader.outcomes import Verdict
+from grader.exercise.expected import References
+from grader.exercise.spec import Exercise, ReturnSpec
+from grader.exercise.trials import Trial
+from grader.outcomes import Failure, Verdict
 from grader.results import ReturnResult
-from grader.sandbox.protocol import AUTOGRAD_SCALE
+from grader.sandbox.payload import ReturnProblem
 from grader.sandbox.report import Pass, Returned
 
-PROVENANCE_TRIALS = 2  # the first trials that returned every by-hand return: one moved return suffices
-# A return moved by more than this share of its largest entry came from autograd: a copy moves by
-# AUTOGRAD_SCALE - 1 = 1/8 of it (a return half from autograd, half by hand, by 1/16), a hand derivation
-# by nothing.
-MOVED = 1 / 32
+if TYPE_CHECKING:
+    from grader.judging.compare import Compared
+
+# Checked trials per run: one copy off on a single checked trial suffices, three make a copy that is right
+# by chance on one (an entry whose factors' mixture lands near 1) still caught; fewer where the run has few
+# trials, so that at least half its trials judge every return (none in a run of one trial).
+CHECKS = 3
+# A checked trial beyond rounding counts as off where its largest change is more than this share of the
+# reference's largest entry: a copy is off by at least 1.25 - 1 = 25% (every factor is at least 1.25), a
+# hand derivation's rounding, even an unstable formula's on most trials, by far less.
+OFF = 1 / 8
 
 
-def trials_to_check(exercise: Exercise, first: Pass) -> tuple[int, ...]:
-    """The trials to run again with autograd scaled: none where no return is to be derived by hand."""
-    names = [r.name for r in exercise.spec.returns if r.by_hand]
-    if not names:
+def pick_checks(
+    exercise: Exercise, trials: Sequence[Trial], only_trial: int | None = None
+) -> tuple[int, ...]:
+    """The trials to check, secret from the hand-in: none where no return is to be derived by hand, nor in
+    a single trial's replay (`--trial`)."""
+    if only_trial is not None or not any(r.by_hand for r in exercise.spec.returns):
         return ()
-    outputs = first.outputs
-    usable = (i for i in sorted(outputs) if all(type(outputs[i].by_name[n]) is Returned for n in names))
-    return tuple(itertools.islice(usable, PROVENANCE_TRIALS))
+    indices = [t.index for t in trials]
+    count = min(CHECKS, len(indices) // 2)
+    return tuple(sorted(secrets.SystemRandom().sample(indices, count)))
 
 
 @dataclass(frozen=True)
-class Copied:
-    """A by-hand return that moved with autograd's results."""
+class Checks:
+    """The checked trials of a first pass: what they gave, and the references they are compared with."""
 
+    trials: tuple[int, ...]
+    first: Pass  # their outputs and failures
+    references: References  # theirs alone
+    stopped: Failure | None = None  # what ended the first pass early, if it did
+
+
+def split(references: References, first: Pass, checks: Sequence[int]) -> tuple[References, Pass, Checks]:
+    """The ordinary trials (their references and first pass, judged as any), and the checked ones."""
+    checked = frozenset(checks)
+    if not checked:
+        return references, first, Checks((), Pass(), References((), {}, {}), first.stopped)
+
+    def only(keep: bool) -> tuple[References, Pass]:
+        trials = tuple(t for t in references.trials if (t.index in checked) is keep)
+        indices = {t.index for t in trials}
+        kept = References(
+            trials,
+            {i: e for i, e in references.expected.items() if i in indices},
+            {i: s for i, s in references.spread.items() if i in indices},
+        )
+        outputs = {i: o for i, o in first.outputs.items() if i in indices}
+        failures = {i: f for i, f in first.failures.items() if i in indices}
+        return kept, replace(first, outputs=outputs, failures=failures, by_return={})
+
+    ordinary_references, ordinary = only(False)
+    checked_references, checked_pass = only(True)
+    return (
+        ordinary_references,
+        ordinary,
+        Checks(tuple(sorted(checked)), checked_pass, checked_references, first.stopped),
+    )
+
+
+@dataclass(frozen=True)
+class _Off:
     trial: int
-    moved: float  # its largest change, as a share of its largest entry
+    off: float  # its largest change from the reference, as a share of the reference's largest entry
 
 
-def copied_from_autograd(name: str, first: Pass, provenance: Pass) -> Copied | None:
-    for index, output in sorted(provenance.outputs.items()):
-        again, before = output.by_name[name], first.outputs[index].by_name[name]
-        if not (isinstance(again, Returned) and isinstance(before, Returned)):
+def _not_completed(name: str, checks: Checks, trial: int) -> str | None:
+    """Why a checked trial gave no array for `name`, or None where it gave one."""
+    output = checks.first.outputs.get(trial)
+    if output is not None:
+        item = output.by_name[name]
+        if isinstance(item, ReturnProblem):
+            return f"{name} {item.problem}"
+        return None if isinstance(item, Returned) else "no result"
+    failure = checks.first.failures.get(trial)
+    if failure is not None:
+        return f"{failure.kind}: {failure.message}"
+    if checks.stopped is not None:
+        return f"never ran: {checks.stopped.kind} ({checks.stopped.message})"
+    return "no result came back"
+
+
+def _off(spec: ReturnSpec, checks: Checks) -> list[_Off]:
+    """The checked trials on which `spec`'s return is off beyond rounding, by more than OFF."""
+    from grader.judging.reruns import compare_first_pass  # reruns imports this module
+
+    compared: Compared = compare_first_pass(spec, checks.references, checks.first)
+    found = []
+    for index, comparison in sorted(compared.others.items()):
+        if comparison.verdict in (Verdict.PASS, Verdict.PRECISION):
             continue
-        if again.array.shape != before.array.shape:
-            return Copied(index, np.inf)  # a hand derivation returns the same shape however autograd goes
-        a, b = (x.array.astype(np.float64) for x in (before, again))
-        finite = np.isfinite(a) & np.isfinite(b)
-        scale = float(np.abs(a[finite]).max(initial=0.0))
-        change = float(np.abs(b - a)[finite].max(initial=0.0))
-        if scale > 0 and change > MOVED * scale:
-            return Copied(index, change / scale)
-    return None
+        got = checks.first.outputs[index].by_name[spec.name]
+        expected = np.asarray(checks.references.expected[index][spec.name], dtype=np.float64)
+        assert isinstance(got, Returned)
+        array = got.array.astype(np.float64)
+        if array.shape != expected.shape:
+            found.append(_Off(index, np.inf))  # a hand derivation returns the shape it does on every trial
+            continue
+        scale = float(np.abs(expected[np.isfinite(expected)]).max(initial=0.0))
+        change = np.abs(array - expected)
+        largest = float(np.nan_to_num(change, nan=np.inf).max(initial=0.0))
+        off = largest / scale if scale > 0 else (np.inf if largest > 0 else 0.0)
+        if off > OFF:
+            found.append(_Off(index, off))
+    return found
 
 
-def checked(judged: ReturnResult, first: Pass, provenance: Pass) -> ReturnResult:
-    """`judged`, or verdict autograd with no points where it moved with autograd's results."""
-    copied = copied_from_autograd(judged.name, first, provenance)
-    if copied is None:
-        return judged
-    moved = f"by {copied.moved:.1%}" if np.isfinite(copied.moved) else "to another shape"
+_FEEDBACK = (
+    "derive {name} from the forward computation's values (the chain rule, in numpy or torch operations), "
+    "without .grad, backward(), torch.autograd, torch.func or forward-mode AD"
+)
+
+
+def checked(judged: ReturnResult, spec: ReturnSpec, checks: Checks) -> ReturnResult:
+    """`judged` (from the ordinary trials), graded on the checked trials too: no points where a check did
+    not complete, verdict autograd where the return was right on the ordinary trials but off on a check."""
+    if not checks.trials or judged.score == 0:
+        return judged  # nothing checked (a replay, a run of one trial), or wrong anyway: its own verdict
+    name = judged.name
+    for trial in checks.trials:
+        why = _not_completed(name, checks, trial)
+        if why is not None:
+            message = (
+                f"{name}: trial {trial} did not complete ({why}); it was one of the trials on which the "
+                f"grader checks that {name} is derived by hand, not taken from autograd, and a return whose "
+                "check could not run earns no points. Make the function run to its end on every input"
+            )
+            return _zero(judged, Verdict.ERROR, message, "")
+    off = _off(spec, checks)
+    if not off:
+        checked = len(checks.trials)
+        note = f"also right on the {checked} trial(s) where autograd's results were changed: derived by hand"
+        return replace(judged, trials=judged.trials + checked, message=f"{judged.message}; {note}")
+    first = off[0]
+    moved = f"off by {first.off:.0%}" if np.isfinite(first.off) else "of another shape or not finite"
+    others = f" and {len(off) - 1} other checked trial(s)" if len(off) > 1 else ""
     message = (
-        f"{judged.name} changed when autograd's results were scaled by {AUTOGRAD_SCALE:g} (trial "
-        f"{copied.trial}: it moved {moved}): it was computed by autograd, not derived by hand"
+        f"{name} was right on every other trial but {moved} of its largest entry on trial {first.trial}"
+        f"{others}, where autograd's results were changed on purpose (every gradient it gave, by factors "
+        "between 1.25 and 1.75 at each step): it was computed by autograd, not derived by hand"
     )
-    feedback = (
-        f"derive {judged.name} from the forward computation's values (the chain rule, in numpy or torch "
-        "operations), without .grad, backward(), torch.autograd or torch.func"
-    )
+    return _zero(judged, Verdict.AUTOGRAD, message, _FEEDBACK.format(name=name))
+
+
+def _zero(judged: ReturnResult, verdict: Verdict, message: str, feedback: str) -> ReturnResult:
     return replace(
         judged,
-        verdict=Verdict.AUTOGRAD,
+        verdict=verdict,
         score=0.0,
         message=message,
         misconception=None,
