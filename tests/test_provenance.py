@@ -9,8 +9,10 @@ from __future__ import annotations
 import dataclasses
 import json
 import subprocess
+import textwrap
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import GRAPH2, exercise_folder, grade_source, write_source
@@ -154,3 +156,22 @@ def test_an_exercise_without_returns_by_hand_checks_nothing(graph2: Exercise) ->
     returns = [r.model_copy(update={"by_hand": False}) for r in graph2.spec.returns]
     plain = dataclasses.replace(graph2, spec=graph2.spec.model_copy(update={"returns": returns}))
     assert pick_checks(plain, make_trials(plain, 0, 20)) == ()
+
+
+def test_the_in_notebook_check_catches_a_copy_and_leaves_torch_as_it_was(tmp_path: Path) -> None:
+    """`grader.check` runs the same trials in this process: the check's hooks are there only meanwhile."""
+    import torch
+    from torch.autograd.variable import Variable
+
+    import grader
+
+    engine, make_engine = Variable._execution_engine, torch._C._ImperativeEngine
+    namespace: dict[str, Any] = {}
+    hand = textwrap.dedent(source(HAND["numpy"], "float64")).replace("def graph2", "def hand_graph2")
+    exec(textwrap.dedent(source(COPIES["autograd_grad"], "float64")) + hand, namespace)
+    copied = grader.check(GRAPH2, namespace["graph2"], trials=12)
+    by_name = {r.name: r for r in copied.result.returns}
+    assert by_name["user_grad"].verdict is Verdict.AUTOGRAD and by_name["user_grad"].score == 0
+    right = grader.check(GRAPH2, graph2=namespace["hand_graph2"], trials=12)
+    assert right.result.score == right.result.max_score, [r.message for r in right.result.returns]
+    assert Variable._execution_engine is engine and torch._C._ImperativeEngine is make_engine
