@@ -102,14 +102,17 @@ def grade(
             worker = start(student, earlier)
             worker.send(references.trials, checks)  # the same checks: a trial is checked or not
             first = worker.first_pass()
-        ordinary, first, checked = provenance.split(references, first, checks)
+        ordinary, first, _ = provenance.split(references, first, checks)
         plan = plan_reruns(exercise, ordinary, first)
-        report = replace(worker.rerun(plan.request), first=first)
+        report = worker.rerun(plan.request).relocated(handin.relocated)
     finally:
         worker.close()
-    checked = replace(checked, first=checked.first.relocated(handin.relocated))
-    report = report.relocated(handin.relocated)
-    return judge(exercise, submission, seed, ordinary, report, plan, only_trial, checked)
+    # Split again from the report's first pass: a runner may have rewritten its failures' places (a
+    # notebook's cells).
+    _, first, checked = provenance.split(references, report.first, checks)
+    return judge(
+        exercise, submission, seed, ordinary, replace(report, first=first), plan, only_trial, checked
+    )
 
 
 def not_runnable(

@@ -135,7 +135,7 @@ def test_the_cli_reports_autograd_in_json(
     run_grader: Callable[..., subprocess.CompletedProcess[str]], tmp_path: Path
 ) -> None:
     path = write_source(tmp_path / "copy.py", source(COPIES["grad_numpy"], "float64"))
-    proc = run_grader("check", GRAPH2, path, "--trials", "5", "--json")
+    proc = run_grader("check", GRAPH2, path, "--trials", "12", "--json")
     assert proc.returncode == 1, proc.stderr
     result = json.loads(proc.stdout)
     verdicts = {r["name"]: r["verdict"] for r in result["returns"]}
@@ -146,7 +146,9 @@ def test_the_cli_reports_autograd_in_json(
 def test_the_checked_trials_are_few_secret_and_drawn_anew(graph2: Exercise) -> None:
     trials = make_trials(graph2, 0, 20)
     drawn = {pick_checks(graph2, trials) for _ in range(20)}
-    assert all(len(set(checks)) == CHECKS and set(checks) <= {t.index for t in trials} for checks in drawn)
+    assert all(
+        len(set(checks)) == CHECKS and set(checks) <= {t.index for t in trials[1:]} for checks in drawn
+    )
     assert len(drawn) > 1  # from the kernel's generator: not the seed, not the trials
     assert pick_checks(graph2, trials, only_trial=3) == ()  # a replay of one trial checks nothing
     assert [len(pick_checks(graph2, make_trials(graph2, 0, n))) for n in (1, 2, 4, 6)] == [0, 1, 2, 3]
