@@ -102,14 +102,16 @@ def grade(
             worker = start(student, earlier)
             worker.send(references.trials, checks)  # the same checks: a trial is checked or not
             first = worker.first_pass()
-        ordinary, first, _ = provenance.split(references, first, checks)
+        ordinary, first, checked = provenance.split(references, first, checks)
         plan = plan_reruns(exercise, ordinary, first)
-        report = worker.rerun(plan.request).relocated(handin.relocated)
+        report = worker.rerun(provenance.with_reruns(plan.request, exercise, checked))
+        report = report.relocated(handin.relocated)
     finally:
         worker.close()
     # Split again from the report's first pass: a runner may have rewritten its failures' places (a
     # notebook's cells).
     _, first, checked = provenance.split(references, report.first, checks)
+    checked = replace(checked, reruns=report.reruns, extended=report.extended)
     return judge(
         exercise, submission, seed, ordinary, replace(report, first=first), plan, only_trial, checked
     )

@@ -150,7 +150,8 @@ def test_a_check_shows_in_the_notebook_as_html_with_the_failing_entries_as_a_gri
     executed: dict[str, Any], name: str
 ) -> None:
     page = executed[name]["shown"]["text/html"]
-    returns = executed[name]["cli"]["returns"]
+    # the kernel's own result: a CLI grading checks other trials against autograd (judging/provenance.py)
+    returns = executed[name]["kernel"]["json"]["returns"]
     (case,) = [r["smallest_failing_case"] for r in returns if r["verdict"] == "logic"]
     # The grid as the terminal draws it: a vector's entries as a row.
     failing = {(i[0], i[1]) if len(i) == 2 else (0, i[0]) for i in case["failing_indices"]}

@@ -15,10 +15,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import GRAPH2, exercise_folder, grade_source, write_source
+from conftest import GRAPH2, copy_exercise, exercise_folder, grade_source, write_source
 
 from grader.exercise.spec import Exercise, load_exercise
 from grader.exercise.trials import make_trials
+from grader.grading import grade
+from grader.handin.discover import submission_from_path
 from grader.judging.provenance import CHECKS, pick_checks
 from grader.outcomes import Verdict
 from grader.results import SubmissionResult
@@ -177,3 +179,16 @@ def test_the_in_notebook_check_catches_a_copy_and_leaves_torch_as_it_was(tmp_pat
     right = grader.check(GRAPH2, graph2=namespace["hand_graph2"], trials=12)
     assert right.result.score == right.result.max_score, [r.message for r in right.result.returns]
     assert Variable._execution_engine is engine and torch._C._ImperativeEngine is make_engine
+
+
+def test_an_unstable_formula_off_on_a_checked_trial_is_no_copy(tmp_path: Path) -> None:
+    """softmax_large's naive float64 softmax overflows on every trial: on a checked trial its NaN is no proof
+    of autograd. The trial is run again above its precision, checked again, and its error shrinks there:
+    instability, with the credit the exercise gives it, not autograd."""
+    source = exercise_folder("softmax_large")
+    folder = copy_exercise(tmp_path / "softmax_large", source=source, append="\ninstability_credit: 0.5\n")
+    exercise = load_exercise(folder)
+    naive = exercise.path_of("wrong/naive.py")
+    result = grade(exercise, submission_from_path(naive, exercise.spec.entry), 0, 12)
+    assert {r.verdict for r in result.returns} == {Verdict.INSTABILITY}, [r.message for r in result.returns]
+    assert all(r.score > 0 for r in result.returns)

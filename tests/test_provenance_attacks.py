@@ -35,7 +35,6 @@ CORRECT = ("stateful_counter", "stateful_torch")
 EXPECTED = {
     "exit_on_check": "error",
     "hang_on_check": "error",
-    "nudge_on_check": "logic",  # near the right value where it noticed the check: beyond rounding there
     "raise_on_check": "error",
 }
 # Under the base layer torch's forward mode cannot start at all (it reads a stdlib source file that Landlock
@@ -108,12 +107,6 @@ def test_a_caught_copy_is_told_what_was_seen_and_keeps_its_other_points(
     # f and auto_grad are not judged on the checked trials, where autograd's values are changed on purpose
     assert returns["f"]["verdict"] == returns["auto_grad"]["verdict"] == "pass"
     assert returns["f"]["trials"] == returns["auto_grad"]["trials"] == TRIALS - 3
-
-
-def test_a_checked_trial_must_be_right_for_the_points(graded: dict[str, Any]) -> None:
-    message = _returns(graded["nudge_on_check"])["user_grad"]["message"]
-    assert "was right on every other trial but beyond rounding on trial" in message
-    assert "a return must be right there too for its points" in message
 
 
 def test_raising_where_the_check_runs_fails_closed(graded: dict[str, Any]) -> None:

@@ -136,6 +136,7 @@ class InProcessRunner:
     def send(self, trials: Sequence[Trial], checks: Sequence[int] = ()) -> None:
         self._order = [t.index for t in trials]
         self._checks = frozenset(checks)
+        self._job = {**self._job, "checks": sorted(self._checks)}  # the reruns check them again
         self._inputs = {t.index: dict(t.inputs) for t in trials}
 
     def first_pass(self) -> Pass:

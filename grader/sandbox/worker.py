@@ -282,16 +282,19 @@ def run_reruns(
     job: dict[str, Any],
     submission_dir: Path,
 ) -> None:
-    """The second pass, in the order the grader reads it."""
+    """The second pass, in the order the grader reads it. A checked trial is checked again (new factors):
+    a copy stays off above its precision, an unstable formula's error shrinks (judging/provenance.py)."""
+    checks = frozenset(job.get("checks", ()))
     runs = [
-        *((index, inputs_by_trial[index], Run.FLOAT64) for index in reruns.float64),
-        *((index, inputs, Run.FLOAT64) for index, inputs in reruns.probes.items()),
-        *((index, inputs_by_trial[index], Run.EXTENDED) for index in reruns.extended),
+        *((index, inputs_by_trial[index], Run.FLOAT64, index in checks) for index in reruns.float64),
+        *((index, inputs, Run.FLOAT64, False) for index, inputs in reruns.probes.items()),
+        *((index, inputs_by_trial[index], Run.EXTENDED, index in checks) for index in reruns.extended),
     ]
     with _float64_everywhere():
-        for index, inputs, run in runs:
+        for index, inputs, run, checked in runs:
             channel.starting(index)
-            _run_trial(channel, functions, index, inputs, job, submission_dir, run)
+            with autograd_checked(checked):
+                _run_trial(channel, functions, index, inputs, job, submission_dir, run)
 
 
 class _Lifted(np.ndarray):
