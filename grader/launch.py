@@ -83,7 +83,9 @@ def _changed_since_graded(folder: Path, gradebook: str | None) -> bool:
     try:
         resolved = folder.resolve()
         book = Path(gradebook) if gradebook else resolved.parent / f"{resolved.name}{GRADEBOOK_SUFFIX}"
-        graded = max(os.stat(path).st_mtime for path in (book, Path(f"{book}-wal")) if os.path.exists(path))
+        graded = max(
+            os.stat(path).st_mtime for path in (book, Path(f"{book}-wal")) if os.path.exists(path)
+        )
     except (OSError, ValueError):  # no gradebook yet (max of nothing)
         return True
     try:

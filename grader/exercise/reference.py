@@ -26,7 +26,6 @@ from grader.exercise.trials import Trial
 # The reference is many tiny operations: threads only add overhead, and the sandboxed worker runs beside.
 torch.set_num_threads(1)
 
-
 class ReferenceGraphError(GraderError):
     """The exercise's graph fails on some trial: an exercise author's problem (exit status 2)."""
 
