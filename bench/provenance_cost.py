@@ -1,18 +1,18 @@
-"""Benchmark: what the provenance check (returns derived by hand, run again with autograd scaled) and the
-reruns above float64 add to grading a submission.
+"""Benchmark: what the autograd check (returns derived by hand: a few secret trials of the first pass on
+which autograd's results are changed) and the reruns above float64 add to grading a submission.
 
 Usage: .venv/bin/python bench/provenance_cost.py [--repeats 7] [--trials 1000]
 
 Each pair grades the same hand-in on the same references, in this one process, through the shared warm
 pool (as `grader run` does), once on the exercise as bundled and once on a copy of its spec without
-`by_hand` marks (no provenance run). Pairs are interleaved so that machine noise hits both alike; the
+`by_hand` marks (no trial checked). Pairs are interleaved so that machine noise hits both alike; the
 difference of medians is the cost per submission, the ratio of medians its share:
 - graph2 solution (torch + numpy, user_grad by hand);
 - batchnorm_backward solution (numpy, every return by hand);
 - softmax_large's naive float64 softmax (every trial rerun at float64 and in extended precision) against
   its solution, to show what the reruns cost a class's unstable hand-ins.
-Whole gradings are noisy next to two calls of a function, so the provenance run is also timed alone: the
-same worker's second pass with and without it (`rerun(RerunRequest(provenance=...))`).
+Whole gradings are noisy next to a few calls of a function, so the checks are also timed alone: the same
+worker's first pass with CHECKS trials checked and with none (`send(trials, checks)`).
 """
 
 from __future__ import annotations
@@ -29,9 +29,8 @@ from grader.exercise.trials import make_trials
 from grader.grading import grade
 from grader.handin.discover import submission_from_path
 from grader.handin.prepare import prepare
-from grader.judging.provenance import PROVENANCE_TRIALS
+from grader.judging.provenance import CHECKS
 from grader.outcomes import Verdict
-from grader.sandbox.report import RerunRequest
 from grader.sandbox.runner import RunningWorker
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -64,31 +63,30 @@ def pair(label: str, a: tuple[Exercise, Path], b: tuple[Exercise, Path], trials:
     )
 
 
-def second_pass(exercise: Exercise, path: Path, references: References, provenance: bool) -> float:
-    """Seconds from the rerun request to its report, after a complete first pass."""
+def first_pass(exercise: Exercise, path: Path, references: References, checked: bool) -> float:
+    """Seconds of a worker's first pass, from the send, with CHECKS trials checked or none."""
     worker = RunningWorker(exercise, prepare(submission_from_path(path, exercise.spec.entry)))
     try:
-        worker.send(references.trials)
-        worker.first_pass()
-        request = RerunRequest(provenance=tuple(range(PROVENANCE_TRIALS)) if provenance else ())
         started = time.perf_counter()
-        report = worker.rerun(request)
+        worker.send(references.trials, tuple(range(CHECKS)) if checked else ())
+        first = worker.first_pass()
         taken = time.perf_counter() - started
     finally:
         worker.close()
-    assert len(report.provenance.outputs) == len(request.provenance)
+    assert len(first.outputs) == len(references.trials)
     return taken
 
 
-def provenance_alone(exercise: Exercise, path: Path, trials: int, repeats: int) -> None:
+def checks_alone(exercise: Exercise, path: Path, trials: int, repeats: int) -> None:
     references = compute_references(exercise, make_trials(exercise, 0, trials))
-    with_run, without = [], []
+    with_checks, without = [], []
     for _ in range(repeats):
-        with_run.append(second_pass(exercise, path, references, True))
-        without.append(second_pass(exercise, path, references, False))
-    a, b = statistics.median(with_run), statistics.median(without)
-    change = f"+{(a - b) * 1000:.2f} ms"
-    print(f"{exercise.id} provenance run alone: {a * 1000:.2f} ms against {b * 1000:.2f} ms ({change})")
+        with_checks.append(first_pass(exercise, path, references, True))
+        without.append(first_pass(exercise, path, references, False))
+    a, b = statistics.median(with_checks), statistics.median(without)
+    change = f"{(a - b) * 1000:+.2f} ms"
+    label = f"{exercise.id} first pass, {CHECKS} trials checked"
+    print(f"{label}: {a * 1000:.2f} ms against {b * 1000:.2f} ms ({change})")
 
 
 def main() -> None:
@@ -97,17 +95,17 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=1000)
     args = parser.parse_args()
     for exercise_id in ("graph2", "batchnorm_backward"):
-        exercise = load_exercise(ROOT / "exercises" / exercise_id)
+        exercise = load_exercise(next((ROOT / "exercises").glob(f"*/{exercise_id}")))
         solution = exercise.path_of(exercise.spec.solution or "solution.py")
         pair(
-            f"{exercise_id} solution, provenance checked vs not",
+            f"{exercise_id} solution, checked vs not",
             (exercise, solution),
             (without_by_hand(exercise), solution),
             args.trials,
             args.repeats,
         )
-        provenance_alone(exercise, solution, args.trials, args.repeats)
-    large = load_exercise(ROOT / "exercises" / "softmax_large")
+        checks_alone(exercise, solution, args.trials, args.repeats)
+    large = load_exercise(next((ROOT / "exercises").glob("*/softmax_large")))
     pair(
         "softmax_large, naive float64 (every trial rerun twice) vs solution",
         (large, large.path_of("wrong/naive.py")),

@@ -1,7 +1,8 @@
 """Grade one submission on one exercise, step by step, each step a value for the next:
 
-    hand-in → prepared files → worker started → trials and references → first pass (carried on by a
-    fresh worker where a trial's deadline stopped it) → rerun plan → reruns → judged result
+    hand-in → prepared files → worker started → trials and references, and the trials of the autograd
+    check → first pass (carried on by a fresh worker where a trial's deadline stopped it) → the checked
+    trials split off → rerun plan → reruns → judged result
 
 Nothing here decides a verdict: that is the judging modules' (grader/judging/).
 """
@@ -9,6 +10,7 @@ Nothing here decides a verdict: that is the judging modules' (grader/judging/).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -17,6 +19,7 @@ from grader.exercise.shared import SharedReferences
 from grader.exercise.spec import Exercise
 from grader.exercise.trials import Trial, make_trials, student_seed
 from grader.handin.prepare import Submission, prepare
+from grader.judging import provenance
 from grader.judging.judge import judge, not_run
 from grader.judging.reruns import plan_reruns
 from grader.outcomes import Failure, FailureKind
@@ -34,7 +37,7 @@ class Runner(Protocol):
     """What runs the student's code: a sandboxed worker (RunningWorker), or the student's own Python
     process for the functions a notebook hands in (in_process.InProcessRunner)."""
 
-    def send(self, trials: Sequence[Trial]) -> None: ...
+    def send(self, trials: Sequence[Trial], checks: Sequence[int] = ()) -> None: ...
 
     def first_pass(self) -> Pass: ...
 
@@ -84,7 +87,10 @@ def grade(
             references = stored_references(exercise, seed, count, only_trial) or SharedReferences(
                 exercise, seed, make_trials(exercise, seed, count, only_trial)
             )
-        worker.send(references.trials)
+        # Picked here, in secret, for this grading alone: the worker learns them with the job, the hand-in
+        # cannot tell them from the others (judging/provenance.py).
+        checks = provenance.pick_checks(exercise, references.trials, only_trial)
+        worker.send(references.trials, checks)
         if isinstance(references, SharedReferences):
             references = references.get()  # after the send: computing them imports torch
         first = worker.first_pass()
@@ -94,13 +100,21 @@ def grade(
             earlier = worker.report()
             worker.close()
             worker = start(student, earlier)
-            worker.send(references.trials)
+            worker.send(references.trials, checks)  # the same checks: a trial is checked or not
             first = worker.first_pass()
-        plan = plan_reruns(exercise, references, first)
-        report = worker.rerun(plan.request)
+        ordinary, first, checked = provenance.split(references, first, checks)
+        plan = plan_reruns(exercise, ordinary, first)
+        report = worker.rerun(provenance.with_reruns(plan.request, exercise, checked))
+        report = report.relocated(handin.relocated)
     finally:
         worker.close()
-    return judge(exercise, submission, seed, references, report.relocated(handin.relocated), plan, only_trial)
+    # Split again from the report's first pass: a runner may have rewritten its failures' places (a
+    # notebook's cells).
+    _, first, checked = provenance.split(references, report.first, checks)
+    checked = replace(checked, reruns=report.reruns, extended=report.extended)
+    return judge(
+        exercise, submission, seed, ordinary, replace(report, first=first), plan, only_trial, checked
+    )
 
 
 def not_runnable(

@@ -40,9 +40,7 @@ SOURCE = """
         return f.item(), W.grad, (W_np * noise).astype(np.float32).tolist()
 """
 TRIALS = 8
-REQUEST = RerunRequest(
-    trials=(1, 2, 3), probes=(make_trial(load_exercise(GRAPH2), 7, 40),), extended=(1,), provenance=(1, 2)
-)
+REQUEST = RerunRequest(trials=(1, 2, 3), probes=(make_trial(load_exercise(GRAPH2), 7, 40),), extended=(1,))
 
 
 def _ran(runner: Any) -> WorkerReport:
@@ -84,7 +82,7 @@ def _described(passed: Pass) -> dict[int, Any]:
     return found
 
 
-@pytest.mark.parametrize("run", ["first", "reruns", "extended", "provenance"])
+@pytest.mark.parametrize("run", ["first", "reruns", "extended"])
 def test_each_pass_is_the_sandboxed_workers(reports: tuple[WorkerReport, WorkerReport], run: str) -> None:
     sandboxed, in_process = (getattr(report, run) for report in reports)
     assert _described(in_process) == _described(sandboxed)
@@ -113,8 +111,7 @@ def test_what_the_code_prints_is_kept_as_the_sandbox_keeps_it(tmp_path: Path) ->
     namespace: dict[str, Any] = {}
     exec("def graph2(W_np, x_np, b_np):\n    print('x' * 50000)\n    return 0.0, W_np, W_np\n", namespace)
     report = _ran(InProcessRunner(exercise, [namespace["graph2"]], 0, tmp_path))
-    reruns = (REQUEST.trials, REQUEST.probes, REQUEST.extended, REQUEST.provenance)
+    reruns = (REQUEST.trials, REQUEST.probes, REQUEST.extended)
     calls = TRIALS + sum(len(run) for run in reruns)
     assert report.output_bytes == 50001 * calls
     assert len(report.stdout) < 70_000 and report.stdout.endswith("more bytes not shown]")
-

@@ -84,7 +84,12 @@ def test_correct_submission_passes(correct: tuple[SubmissionResult, float]) -> N
     assert result.passed
     assert result.score == result.max_score == 10
     assert result.trials == 20
-    assert all(r.trials == 20 and r.failed_trials == 0 for r in result.returns)
+    # 3 trials check user_grad against autograd: only it, derived by hand, is judged there
+    assert {r.name: (r.trials, r.failed_trials) for r in result.returns} == {
+        "f": (17, 0),
+        "auto_grad": (17, 0),
+        "user_grad": (20, 0),
+    }
     assert result.isolation  # every result says how it was isolated
     assert result.stdout == "" and result.stderr == ""
 
@@ -298,7 +303,8 @@ def test_printing_fake_results_is_graded_on_what_it_returns(forger: SubmissionRe
     assert forger.error is None
     assert verdicts(forger) == {"f": Verdict.LOGIC, "auto_grad": Verdict.LOGIC, "user_grad": Verdict.LOGIC}
     assert forger.score == 0
-    assert all(r.failed_trials == 4 for r in forger.returns)
+    # wrong on every trial it was judged on: f and auto_grad on the 2 of 4 not checked against autograd
+    assert forger.trials == 4 and all(r.failed_trials == r.trials == 2 for r in forger.returns)
 
 
 def test_student_output_is_captured_with_a_cap(forger: SubmissionResult, fast: Exercise) -> None:

@@ -39,7 +39,10 @@ def judge(
     report: WorkerReport,
     plan: RerunPlan,
     only_trial: int | None = None,
+    checks: provenance.Checks | None = None,
 ) -> SubmissionResult:
+    """`references` and `report.first`: the ordinary trials; `checks`: the trials of the autograd check,
+    on which only the returns to be derived by hand are judged (provenance.py)."""
     trials, expected = references.trials, references.expected
     by_index = {t.index: t for t in trials}
     error = report.fatal
@@ -53,8 +56,8 @@ def judge(
         judged = _accepted(spec, judged, references, report)
         if judged.verdict is Verdict.LOGIC:
             judged = _diagnosed(exercise, references, spec, report, judged, comparisons)
-        if spec.by_hand:
-            judged = provenance.checked(judged, report.first, report.provenance)
+        if spec.by_hand and checks is not None:
+            judged = provenance.checked(judged, spec, checks)
         returns.append(judged)
     for probe in plan.probes:
         returns = _checked_for_consistency(returns, probe, report)
@@ -68,7 +71,7 @@ def judge(
         submission=display_path(submission.path),
         student=submission.name,
         seed=seed,
-        trials=len(trials),
+        trials=len(trials) + (len(checks.trials) if checks is not None else 0),
         returns=tuple(returns),
         error=error,
         isolation=report.isolation,

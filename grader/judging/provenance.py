@@ -1,84 +1,267 @@
 """Whether a return the exercise asks to be derived by hand came from torch's autograd.
 
-The values cannot tell: a gradient copied from `W.grad` is as right as autograd. What can: on a trial or
-two the worker runs the function again with every gradient autograd computes scaled (worker.py,
-`_autograd_scaled`). A return derived by hand comes back bit for bit the same (the student's randomness is
-seeded per trial); one taken from autograd (`.grad`, `autograd.grad`, `torch.func`, a backward pass run by
-`backward(dout)`) moves with it. Forward computations in torch are untouched: only autograd's outputs
-count.
+The values cannot tell: a gradient copied from `W.grad` is as right as autograd. What can: on a few trials
+the grader picks in secret (`pick_checks`, from the kernel's generator), the worker changes what autograd
+gives (worker.py, `_CheckedEngine`): every gradient torch's engine or forward mode hands out is multiplied by
+factors of its own, drawn in the worker from os.urandom in [1.25, 1.75] per call, per edge of the graph
+and per result. These are ordinary trials of the first pass: fresh inputs, seeded as any other, nothing
+asked later; a return derived by hand is right on them as on any trial, one taken from autograd (`.grad`,
+`autograd.grad`, `torch.func`, forward mode, a backward pass run by `backward(dout)`) is off by 25% or more.
+
+Only by-hand returns are judged on checked trials: the others (`auto_grad`, values like `f`) are left out
+of their comparisons and reruns, since autograd's values there are changed on purpose. A by-hand return
+is graded on the checks and fails closed: right on every ordinary trial but off on a checked one, it is
+`autograd`, no points; a checked trial that did not complete (it raised, exited, crashed or ran out of
+time, or the channel was lost) earns it no points either, since the check could not run.
 """
 
 from __future__ import annotations
 
-import itertools
-from dataclasses import dataclass, replace
+import secrets
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from grader.exercise.spec import Exercise
-from grader.outcomes import Verdict
+from grader.exercise.expected import References
+from grader.exercise.spec import Exercise, ReturnSpec
+from grader.exercise.trials import Trial
+from grader.outcomes import Failure, Verdict
 from grader.results import ReturnResult
-from grader.sandbox.protocol import AUTOGRAD_SCALE
-from grader.sandbox.report import Pass, Returned
+from grader.sandbox.payload import ReturnProblem
+from grader.sandbox.report import Pass, RerunRequest, Returned
 
-PROVENANCE_TRIALS = 2  # the first trials that returned every by-hand return: one moved return suffices
-# A return moved by more than this share of its largest entry came from autograd: a copy moves by
-# AUTOGRAD_SCALE - 1 = 1/8 of it (a return half from autograd, half by hand, by 1/16), a hand derivation
-# by nothing.
-MOVED = 1 / 32
+if TYPE_CHECKING:
+    from grader.judging.compare import Compared, Comparison
+
+# Checked trials per run: one copy off on a single checked trial suffices, three make a copy that is right
+# by chance on one (an entry whose factors' mixture lands near 1) still caught; fewer where the run has few
+# trials, so that at least half its trials judge every return (none in a run of one trial).
+CHECKS = 3
+# A checked trial beyond rounding counts against a by-hand return where its largest change is more than
+# this share of the reference's largest entry: a copy is off by at least 1.25 - 1 = 25% (every factor is
+# at least 1.25), a hand derivation's rounding by far less, even an unstable formula's on a trial where its
+# cancellation shows (softplus_tails' cancelling sigmoid, in tests/corpus/, is beyond rounding on some
+# trials and must keep its points there: its ordinary trials may all be fine). Less than that is left to
+# the ordinary trials to judge.
+OFF = 1 / 8
+# Right on at least this many ordinary trials before a checked trial off by more than OFF is called a copy:
+# a mistake that shows on some inputs only (cs231n's db as a mean where a sum is due, right where N = 1)
+# can hide on one or two ordinary trials and show on a checked one (seen on affine with 3 trials). Below
+# it the return still earns nothing there, as `logic`: wrong where it was checked, cause not named.
+ACCUSE_AFTER = 8
 
 
-def trials_to_check(exercise: Exercise, first: Pass) -> tuple[int, ...]:
-    """The trials to run again with autograd scaled: none where no return is to be derived by hand."""
-    names = [r.name for r in exercise.spec.returns if r.by_hand]
-    if not names:
+def pick_checks(
+    exercise: Exercise, trials: Sequence[Trial], only_trial: int | None = None
+) -> tuple[int, ...]:
+    """The trials to check, secret from the hand-in: none where no return is to be derived by hand, nor in
+    a single trial's replay (`--trial`). Never trial 0, whose sizes are all at their smallest: where every
+    return is judged, the smallest failing case is the same from one grading to the next."""
+    if only_trial is not None or not any(r.by_hand for r in exercise.spec.returns):
         return ()
-    outputs = first.outputs
-    usable = (i for i in sorted(outputs) if all(type(outputs[i].by_name[n]) is Returned for n in names))
-    return tuple(itertools.islice(usable, PROVENANCE_TRIALS))
+    count = min(CHECKS, len(trials) // 2)
+    indices = [t.index for t in trials if t.index != 0]
+    return tuple(sorted(secrets.SystemRandom().sample(indices, min(count, len(indices)))))
 
 
 @dataclass(frozen=True)
-class Copied:
-    """A by-hand return that moved with autograd's results."""
+class Checks:
+    """The checked trials of a first pass: what they gave, and the references they are compared with."""
 
+    trials: tuple[int, ...]
+    first: Pass  # their outputs and failures
+    references: References  # theirs alone
+    stopped: Failure | None = None  # what ended the first pass early, if it did
+    reruns: Pass = field(default_factory=Pass)  # the worker's reruns at float64 (checked again), when read
+    extended: Pass = field(default_factory=Pass)  # and in extended precision
+
+
+def with_reruns(request: RerunRequest, exercise: Exercise, checks: Checks) -> RerunRequest:
+    """`request`, and the checked trials on which a by-hand return is off: run again, checked again,
+    above their precision (at float64; in extended precision for float64 work). A copy is off again by new
+    factors; an unstable formula's error shrinks, as on any trial (reruns.py), and it is no copy."""
+    from grader.judging.reruns import HAS_EXTENDED  # reruns imports this module
+
+    again: set[int] = set()
+    extended: set[int] = set()
+    for spec in exercise.spec.returns:
+        if spec.by_hand and checks.trials:
+            for found in _off(spec, checks):
+                if found.off > OFF:
+                    again.add(found.trial)
+                    if found.dtype == "float64" and HAS_EXTENDED:
+                        extended.add(found.trial)
+    if not again:
+        return request
+    return replace(
+        request,
+        trials=tuple(sorted({*request.trials, *again})),
+        extended=tuple(sorted({*request.extended, *extended})),
+    )
+
+
+def split(references: References, first: Pass, checks: Sequence[int]) -> tuple[References, Pass, Checks]:
+    """The ordinary trials (their references and first pass, judged as any), and the checked ones.
+
+    A checked trial that gave nothing (it raised, the process ended, it never ran) is an error of every
+    return as on any trial, so it stays among the ordinary ones too: only the values of a checked trial
+    are left out of the other returns' judging."""
+    checked = frozenset(checks)
+    if not checked:
+        return references, first, Checks((), Pass(), References((), {}, {}), first.stopped)
+    valued = checked & first.outputs.keys()
+
+    def only(keep: bool) -> tuple[References, Pass]:
+        wanted = checked if keep else valued
+        trials = tuple(t for t in references.trials if (t.index in wanted) is keep)
+        indices = {t.index for t in trials}
+        kept = References(
+            trials,
+            {i: e for i, e in references.expected.items() if i in indices},
+            {i: s for i, s in references.spread.items() if i in indices},
+        )
+        outputs = {i: o for i, o in first.outputs.items() if i in indices}
+        failures = {i: f for i, f in first.failures.items() if i in indices}
+        return kept, replace(first, outputs=outputs, failures=failures, by_return={})
+
+    ordinary_references, ordinary = only(False)
+    checked_references, checked_pass = only(True)
+    return (
+        ordinary_references,
+        ordinary,
+        Checks(tuple(sorted(checked)), checked_pass, checked_references, first.stopped),
+    )
+
+
+@dataclass(frozen=True)
+class _Off:
     trial: int
-    moved: float  # its largest change, as a share of its largest entry
+    off: float  # its largest change from the reference, as a share of the reference's largest entry
+    comparison: Comparison  # the trial's, beyond rounding
+    got: np.ndarray
+    dtype: str  # as returned
 
 
-def copied_from_autograd(name: str, first: Pass, provenance: Pass) -> Copied | None:
-    for index, output in sorted(provenance.outputs.items()):
-        again, before = output.by_name[name], first.outputs[index].by_name[name]
-        if not (isinstance(again, Returned) and isinstance(before, Returned)):
+def _not_completed(name: str, checks: Checks, trial: int) -> str | None:
+    """Why a checked trial gave no array for `name`, or None where it gave one."""
+    output = checks.first.outputs.get(trial)
+    if output is not None:
+        item = output.by_name[name]
+        if isinstance(item, ReturnProblem):
+            return f"{name} {item.problem}"
+        return None if isinstance(item, Returned) else "no result"
+    failure = checks.first.failures.get(trial)
+    if failure is not None:
+        return f"{failure.kind}: {failure.message}"
+    if checks.stopped is not None:
+        return f"never ran: {checks.stopped.kind} ({checks.stopped.message})"
+    return "no result came back"
+
+
+def _off(spec: ReturnSpec, checks: Checks) -> list[_Off]:
+    """The checked trials on which `spec`'s return is beyond rounding, and by how much."""
+    from grader.judging.reruns import compare_first_pass  # reruns imports this module
+
+    compared: Compared = compare_first_pass(spec, checks.references, checks.first)
+    found = []
+    for index, comparison in sorted(compared.others.items()):
+        if comparison.verdict in (Verdict.PASS, Verdict.PRECISION):
             continue
-        if again.array.shape != before.array.shape:
-            return Copied(index, np.inf)  # a hand derivation returns the same shape however autograd goes
-        a, b = (x.array.astype(np.float64) for x in (before, again))
-        finite = np.isfinite(a) & np.isfinite(b)
-        scale = float(np.abs(a[finite]).max(initial=0.0))
-        change = float(np.abs(b - a)[finite].max(initial=0.0))
-        if scale > 0 and change > MOVED * scale:
-            return Copied(index, change / scale)
-    return None
+        got = checks.first.outputs[index].by_name[spec.name]
+        expected = np.asarray(checks.references.expected[index][spec.name], dtype=np.float64)
+        assert isinstance(got, Returned)
+        array = got.array.astype(np.float64)
+        if array.shape != expected.shape:  # a hand derivation returns the shape it does on every trial
+            found.append(_Off(index, np.inf, comparison, got.array, got.dtype))
+            continue
+        scale = float(np.abs(expected[np.isfinite(expected)]).max(initial=0.0))
+        change = np.abs(array - expected)
+        largest = float(np.nan_to_num(change, nan=np.inf).max(initial=0.0))
+        off = largest / scale if scale > 0 else np.inf
+        found.append(_Off(index, off, comparison, got.array, got.dtype))
+    return found
 
 
-def checked(judged: ReturnResult, first: Pass, provenance: Pass) -> ReturnResult:
-    """`judged`, or verdict autograd with no points where it moved with autograd's results."""
-    copied = copied_from_autograd(judged.name, first, provenance)
-    if copied is None:
-        return judged
-    moved = f"by {copied.moved:.1%}" if np.isfinite(copied.moved) else "to another shape"
+def _unstable(spec: ReturnSpec, checks: Checks, found: _Off) -> bool:
+    """Whether a checked trial off beyond rounding is an unstable formula's: its error shrinks when the
+    trial runs again above its precision, checked again (a copy's does not: it is off by new factors)."""
+    from grader.judging.reruns import _rerun_of, resolve_with_rerun  # reruns imports this module
+
+    name, index = spec.name, found.trial
+    resolved = resolve_with_rerun(
+        found.comparison,
+        spec,
+        checks.references.expected[index][name],
+        checks.references.spread[index][name],
+        found.got,
+        _rerun_of(checks.reruns, index, name),
+        _rerun_of(checks.extended, index, name),
+    )
+    return resolved.verdict is Verdict.INSTABILITY
+
+
+_FEEDBACK = (
+    "derive {name} from the forward computation's values (the chain rule, in numpy or torch operations), "
+    "without .grad, backward(), torch.autograd, torch.func or forward-mode AD"
+)
+
+
+def checked(judged: ReturnResult, spec: ReturnSpec, checks: Checks) -> ReturnResult:
+    """`judged` (from the ordinary trials), graded on the checked trials too: no points where a check did
+    not complete, verdict autograd where the return was right on the ordinary trials but off on a check."""
+    if not checks.trials:
+        return judged  # nothing checked: a replay, a run of one trial
+    name = judged.name
+    for trial in checks.trials:
+        why = _not_completed(name, checks, trial)
+        if why is None:
+            continue
+        note = (
+            f"trial {trial} was one of the trials on which the grader checks that {name} is derived by "
+            "hand, not taken from autograd, and a return whose check could not run earns no points"
+        )
+        if judged.verdict is Verdict.ERROR:  # the trial's failure is among its own already
+            stopped = checks.stopped is not None and trial not in checks.first.failures
+            return judged if stopped else replace(judged, message=f"{judged.message}; {note}")
+        message = f"{name}: trial {trial} did not complete ({why}); {note}. Make the function run to its end"
+        return _zero(judged, Verdict.ERROR, message, "")
+    if judged.score == 0:
+        return judged  # wrong anyway: its own verdict
+    # Unstable on its ordinary trials, it may be unstable on a checked one too: there its rerun decides.
+    # Not otherwise: a hand-in that tells a rerun from a first run (the seed is the same) could make its
+    # rerun right.
+    unstable = judged.verdict is Verdict.INSTABILITY
+    off = [o for o in _off(spec, checks) if o.off > OFF and not (unstable and _unstable(spec, checks, o))]
+    if not off:
+        checked = len(checks.trials)
+        note = f"also right on the {checked} trial(s) where autograd's results were changed: derived by hand"
+        return replace(judged, trials=judged.trials + checked, message=f"{judged.message}; {note}")
+    first = off[0]
+    moved = f"off by {first.off:.0%}" if np.isfinite(first.off) else "of another shape or not finite"
+    others = f" and {len(off) - 1} other checked trial(s)" if len(off) > 1 else ""
+    if judged.trials - judged.failed_trials < ACCUSE_AFTER:
+        message = (
+            f"{name} was right on the {judged.trials - judged.failed_trials} other trial(s) but {moved} of "
+            f"its largest entry on trial {first.trial}{others}, one of the trials on which the grader checks "
+            f"that {name} is derived by hand (autograd's results were changed there): computed by autograd, "
+            "or wrong on some inputs; too few trials to tell, and a return must be right there too for its "
+            "points"
+        )
+        return _zero(judged, Verdict.LOGIC, message, "")
     message = (
-        f"{judged.name} changed when autograd's results were scaled by {AUTOGRAD_SCALE:g} (trial "
-        f"{copied.trial}: it moved {moved}): it was computed by autograd, not derived by hand"
+        f"{name} was right on every other trial but {moved} of its largest entry on trial {first.trial}"
+        f"{others}, where autograd's results were changed on purpose (every gradient it gave, by factors "
+        "between 1.25 and 1.75 at each step): it was computed by autograd, not derived by hand"
     )
-    feedback = (
-        f"derive {judged.name} from the forward computation's values (the chain rule, in numpy or torch "
-        "operations), without .grad, backward(), torch.autograd or torch.func"
-    )
+    return _zero(judged, Verdict.AUTOGRAD, message, _FEEDBACK.format(name=name))
+
+
+def _zero(judged: ReturnResult, verdict: Verdict, message: str, feedback: str) -> ReturnResult:
     return replace(
         judged,
-        verdict=Verdict.AUTOGRAD,
+        verdict=verdict,
         score=0.0,
         message=message,
         misconception=None,

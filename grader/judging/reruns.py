@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from grader.exercise.spec import Exercise, ReturnSpec
-from grader.judging import consistency, provenance
+from grader.judging import consistency
 from grader.judging.compare import (
     PRECISIONS,
     Compared,
@@ -98,8 +98,8 @@ class RerunPlan:
 
 def plan_reruns(exercise: Exercise, references: References, first: Pass) -> RerunPlan:
     """Compare the first pass, and pick the trials to rerun: every trial beyond rounding, at float64, and
-    those of them computed in float64 again in extended precision; where returns are to be derived by
-    hand, a trial or two again with autograd's results scaled (provenance.py).
+    those of them computed in float64 again in extended precision. (The trials of the autograd check are
+    not in `first`: grading.py splits them off, judging/provenance.py.)
 
     Code that already returns float64 is rerun at float64 too: what it returned may have been computed in
     float32 and overflowed (an infinity says nothing about its precision), and the rerun costs little.
@@ -132,7 +132,6 @@ def plan_reruns(exercise: Exercise, references: References, first: Pass) -> Reru
         tuple(sorted(beyond)),
         tuple(moved for p in probes for moved in (p.plus, p.minus)),
         tuple(sorted(in_float64)) if HAS_EXTENDED else (),
-        provenance.trials_to_check(exercise, first),
     )
     return RerunPlan(comparisons, tuple(probes), request)
 

@@ -2,16 +2,17 @@
 `grader.check(...)` grades the functions the student just defined, on their own machine.
 
 The same trials, calls and reruns as the sandboxed worker, by the worker's own code (worker.py's
-`_run_trial` and `run_reruns`: the inputs handed out, the float64 and extended reruns, autograd scaled,
-the student's randomness seeded per trial); what they give is collected here straight into the values the
-grader judges (report.py's `Pass` and `WorkerReport`), through the same message models (payload.py) the
-worker's pipe is read with. The interface is RunningWorker's, so that grading.grade judges it unchanged.
+`_run_trial` and `run_reruns`: the inputs handed out, the float64 and extended reruns, the autograd check
+on the trials the grader picked, the student's randomness seeded per trial); what they give is collected
+here straight into the values the grader judges (report.py's `Pass` and `WorkerReport`), through the same
+message models (payload.py) the worker's pipe is read with. The interface is RunningWorker's, so that
+grading.grade judges it unchanged.
 
 No sandbox, no limits, and no deadlines: the code is the student's own, in their own process. A call
 that never returns is stopped by Ctrl-C (in Jupyter: interrupt the kernel), which ends the grading. The
 grading leaves the process as it found it: the global generators (random, numpy's, torch's) and torch's
-thread count are put back, the patches of the reruns are undone (the worker's context managers), a
-SIGINT handler is installed only while the functions run, and nothing exits the process.
+thread count are put back, the patches of the reruns and of the autograd check are undone, a SIGINT
+handler is installed only while the functions run, and nothing exits the process.
 """
 
 from __future__ import annotations
@@ -128,11 +129,14 @@ class InProcessRunner:
         self._collector = _Collector(self._interrupted)
         self._inputs: dict[int, dict[str, np.ndarray]] = {}
         self._order: list[int] = []
+        self._checks: frozenset[int] = frozenset()
         self._first: Pass | None = None
         self._seconds = 0.0
 
-    def send(self, trials: Sequence[Trial]) -> None:
+    def send(self, trials: Sequence[Trial], checks: Sequence[int] = ()) -> None:
         self._order = [t.index for t in trials]
+        self._checks = frozenset(checks)
+        self._job = {**self._job, "checks": sorted(self._checks)}  # the reruns check them again
         self._inputs = {t.index: dict(t.inputs) for t in trials}
 
     def first_pass(self) -> Pass:
@@ -140,22 +144,23 @@ class InProcessRunner:
             with self._running():
                 for index in self._order:
                     self._collector.starting(index)
-                    worker._run_trial(
-                        self._collector,
-                        self._functions,
-                        index,
-                        self._inputs[index],
-                        self._job,
-                        self._where,
-                        Run.FIRST,
-                    )
+                    with worker.autograd_checked(index in self._checks):
+                        worker._run_trial(
+                            self._collector,
+                            self._functions,
+                            index,
+                            self._inputs[index],
+                            self._job,
+                            self._where,
+                            Run.FIRST,
+                        )
             self._first = self._collector.pass_of(Run.FIRST)
         return self._first
 
     def rerun(self, request: RerunRequest) -> WorkerReport:
         first = self.first_pass()
         probes = {p.index: dict(p.inputs) for p in request.probes}
-        reruns = worker.Reruns(request.trials, probes, request.extended, request.provenance)
+        reruns = worker.Reruns(request.trials, probes, request.extended)
         with self._running():
             worker.run_reruns(self._collector, self._functions, self._inputs, reruns, self._job, self._where)
         return self._report(first)
@@ -171,7 +176,6 @@ class InProcessRunner:
             first=first,
             reruns=self._collector.pass_of(Run.FLOAT64),
             extended=self._collector.pass_of(Run.EXTENDED),
-            provenance=self._collector.pass_of(Run.PROVENANCE),
             stdout=self._stdout.text(),
             stderr=self._stderr.text(),
             output_bytes=self._stdout.total + self._stderr.total,
@@ -191,9 +195,14 @@ class InProcessRunner:
             contextlib.redirect_stdout(_Output(self._stdout)),
             contextlib.redirect_stderr(_Output(self._stderr)),
         ):
+            # The check's hooks only while the functions run, and only where torch is already imported
+            # (functions that use autograd imported it): the process is left with torch's own.
+            installed = "torch" in sys.modules and worker.install_autograd_check()
             try:
                 yield
             finally:
+                if installed:
+                    worker.remove_autograd_check()
                 self._seconds += time.perf_counter() - started
         self._collector.starting(-1)  # a Ctrl-C during the last trial ends the grading too
 

@@ -55,18 +55,12 @@ MAX_DIMS = 8
 EXTENDED = "longdouble"
 
 
-# The provenance run scales autograd's results by this, exact in binary: what comes from autograd moves
-# by 12.5%, far beyond any rounding; what was derived by hand does not move at all.
-AUTOGRAD_SCALE = 1.125
-
-
 class Run(Enum):
     """Which run of a trial a result belongs to."""
 
     FIRST = "first"  # as the student's code runs it
     FLOAT64 = "float64"  # again, with every float lifted to at least float64
     EXTENDED = "extended"  # again, numpy's floats in extended precision: above float64
-    PROVENANCE = "provenance"  # again as first run, with every gradient torch's autograd gives scaled
 
 
 class ProtocolError(Exception):

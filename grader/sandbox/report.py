@@ -1,10 +1,10 @@
 """What a sandboxed run hands back to the grader: immutable values, one per pass of the worker.
 
 The worker runs in passes on the grader's word: first every trial, then (after the grader has looked at
-the first pass) the reruns and probes it asks for, at float64, in extended precision and with autograd
-scaled. Each pass comes back as its own value; nothing is filled in while another is read. A first pass
-stopped by a trial's deadline (`Pass.overrun`) is carried on by a fresh worker from that trial, whose
-report then holds both (`WorkerReport.after`).
+the first pass) the reruns and probes it asks for, at float64 and in extended precision. Each pass comes
+back as its own value; nothing is filled in while another is read. A first pass stopped by a trial's
+deadline (`Pass.overrun`) is carried on by a fresh worker from that trial, whose report then holds both
+(`WorkerReport.after`).
 """
 
 from __future__ import annotations
@@ -113,13 +113,11 @@ class Pass:
 @dataclass(frozen=True)
 class RerunRequest:
     """What the worker runs after its first pass: trials again at float64, probes (new inputs) at float64,
-    trials again in numpy's extended precision (for code that computed in float64 already), and trials
-    again as first run with autograd's results scaled (where returns are to be derived by hand)."""
+    and trials again in numpy's extended precision (for code that computed in float64 already)."""
 
     trials: tuple[int, ...] = ()
     probes: tuple[Trial, ...] = ()
     extended: tuple[int, ...] = ()
-    provenance: tuple[int, ...] = ()  # trials again as first run, with autograd's results scaled
 
 
 @dataclass(frozen=True)
@@ -129,7 +127,6 @@ class WorkerReport:
     first: Pass
     reruns: Pass  # at float64, probes included
     extended: Pass = field(default_factory=Pass)  # in extended precision
-    provenance: Pass = field(default_factory=Pass)  # with autograd's results scaled
     stdout: str = ""
     stderr: str = ""
     output_bytes: int = 0
@@ -150,7 +147,6 @@ class WorkerReport:
             first=self.first.relocated(where),
             reruns=self.reruns.relocated(where),
             extended=self.extended.relocated(where),
-            provenance=self.provenance.relocated(where),
         )
 
     def after(self, earlier: WorkerReport) -> WorkerReport:

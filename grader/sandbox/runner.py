@@ -221,8 +221,9 @@ class RunningWorker:
         self._cpu_from = 0.0
         self._cpu_over = False
 
-    def send(self, trials: Sequence[Trial]) -> None:
+    def send(self, trials: Sequence[Trial], checks: Sequence[int] = ()) -> None:
         """Hand the trials to the worker; a thread writes them, since the worker reads only once it is up.
+        `checks`: the trials on which it changes what autograd gives (judging/provenance.py).
 
         After an earlier worker (`after`), the same trials: this one runs those it did not answer, after
         the first it did: the first call pays the lazy imports again, and the call that overran is judged
@@ -230,7 +231,7 @@ class RunningWorker:
         order = [t.index for t in trials]
         skipped = self._skipped
         self._order = [order[0], *order[skipped:]] if skipped else order
-        data = self._job_bytes(trials)
+        data = self._job_bytes(trials, checks)
 
         def write() -> None:
             try:
@@ -264,8 +265,8 @@ class RunningWorker:
         return self._first
 
     def rerun(self, request: RerunRequest) -> WorkerReport:
-        """Run `request` (trials again at float64, probes, trials again in extended precision, trials
-        again with autograd scaled) after a complete first pass; the report of every pass. After a first
+        """Run `request` (trials again at float64, probes, trials again in extended precision) after a
+        complete first pass; the report of every pass. After a first
         pass that stopped early, nothing more runs; after a rerun that did, nothing more of it."""
         first = self._first if self._first is not None else self.first_pass()
         passes: dict[Run, Pass] = {}
@@ -274,7 +275,6 @@ class RunningWorker:
             owed = {
                 Run.FLOAT64: [*request.trials, *(p.index for p in request.probes)],
                 Run.EXTENDED: list(request.extended),
-                Run.PROVENANCE: list(request.provenance),
             }
             for run, pending in owed.items():  # in the worker's order; after one stops, nothing more
                 reading = _Reading(run, pending)
@@ -296,7 +296,6 @@ class RunningWorker:
             first=first,
             reruns=passes.get(Run.FLOAT64, Pass()),
             extended=passes.get(Run.EXTENDED, Pass()),
-            provenance=passes.get(Run.PROVENANCE, Pass()),
             stdout=stdout.text(),
             stderr=stderr.text(),
             output_bytes=stdout.total + stderr.total,
@@ -322,7 +321,7 @@ class RunningWorker:
 
     # --- starting -------------------------------------------------------------------------------------
 
-    def _job_bytes(self, trials: Sequence[Trial]) -> bytes:
+    def _job_bytes(self, trials: Sequence[Trial], checks: Sequence[int]) -> bytes:
         limits = self._limits
         job = {
             "type": "job",
@@ -330,6 +329,7 @@ class RunningWorker:
             **calls_job(self._exercise, self._inputs_as, self._seed),
             "trial_count": len(trials),
             "first_pass": None if self._earlier is None else self._order,  # None: every trial, in order
+            "checks": list(checks),
             "deadlines": {
                 "trial_seconds": limits.trial_seconds,
                 "first_call_seconds": limits.first_call_cpu_seconds,
@@ -371,7 +371,6 @@ class RunningWorker:
             "type": "rerun",
             "trials": list(request.trials),
             "extended": list(request.extended),
-            "provenance": list(request.provenance),
             "probes": [[p.index, list(p.inputs)] for p in request.probes],
         }
         arrays = [array for p in request.probes for array in p.inputs.values()]

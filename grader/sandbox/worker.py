@@ -31,7 +31,6 @@ from grader.handin.notebooks import SKIPPED_IMPORTS
 from grader.outcomes import FailureKind
 from grader.sandbox import seeding
 from grader.sandbox.protocol import (
-    AUTOGRAD_SCALE,
     EXTENDED,
     NUMERIC_DTYPES,
     PROGRESS,
@@ -231,6 +230,8 @@ def main(job_dir: Path, jobs_fd: int, results_fd: int, progress_fd: int) -> None
     sys.path.insert(0, str(job_dir / "support"))  # first: the course's util.py, not a student's copy
 
     seeding.seed_randomness(job["seed"], None)
+    # Before the submission is imported: whatever it takes from torch at import is already checked.
+    install_autograd_check()
     _python2_names()
     imported = time.perf_counter()
     loaded = _load_functions(channel, submission_dir, job["files"], [c["entry"] for c in job["calls"]])
@@ -243,9 +244,11 @@ def main(job_dir: Path, jobs_fd: int, results_fd: int, progress_fd: int) -> None
     # A worker that confirms an earlier one's timeout runs only some trials; it holds every trial's
     # inputs all the same, since the grader may ask it to rerun any of them.
     first_pass = job["first_pass"] if job["first_pass"] is not None else list(inputs_by_trial)
+    checks = frozenset(job["checks"])  # the trials the grader picked for the autograd check
     for index in first_pass:
         channel.starting(index)
-        _run_trial(channel, functions, index, inputs_by_trial[index], job, submission_dir, Run.FIRST)
+        with autograd_checked(index in checks):
+            _run_trial(channel, functions, index, inputs_by_trial[index], job, submission_dir, Run.FIRST)
     # Second pass, on the grader's request: the trials it found wrong beyond rounding, run again above
     # the precision they were computed in, to tell an unstable formula (its error shrinks with the
     # precision) from a mistake (wrong at any): at float64, then the probes (new inputs: an input moved a
@@ -256,7 +259,7 @@ def main(job_dir: Path, jobs_fd: int, results_fd: int, progress_fd: int) -> None
         arrays = iter(request.arrays)
         probes = {index: {n: next(arrays) for n in names} for index, names in request.header["probes"]}
         header = request.header
-        reruns = Reruns(header["trials"], probes, header["extended"], header["provenance"])
+        reruns = Reruns(header["trials"], probes, header["extended"])
         run_reruns(channel, functions, inputs_by_trial, reruns, job, submission_dir)
     channel.send({"type": "done"})
 
@@ -268,7 +271,6 @@ class Reruns:
     float64: Sequence[int]  # trials again at float64
     probes: Mapping[int, dict[str, np.ndarray]]  # new inputs, at float64
     extended: Sequence[int]  # trials again in numpy's extended precision
-    provenance: Sequence[int]  # trials again as first run, with autograd's results scaled
 
 
 def run_reruns(
@@ -279,22 +281,19 @@ def run_reruns(
     job: dict[str, Any],
     submission_dir: Path,
 ) -> None:
-    """The second pass, in the order the grader reads it."""
+    """The second pass, in the order the grader reads it. A checked trial is checked again (new factors):
+    a copy stays off above its precision, an unstable formula's error shrinks (judging/provenance.py)."""
+    checks = frozenset(job.get("checks", ()))
     runs = [
-        *((index, inputs_by_trial[index], Run.FLOAT64) for index in reruns.float64),
-        *((index, inputs, Run.FLOAT64) for index, inputs in reruns.probes.items()),
-        *((index, inputs_by_trial[index], Run.EXTENDED) for index in reruns.extended),
+        *((index, inputs_by_trial[index], Run.FLOAT64, index in checks) for index in reruns.float64),
+        *((index, inputs, Run.FLOAT64, False) for index, inputs in reruns.probes.items()),
+        *((index, inputs_by_trial[index], Run.EXTENDED, index in checks) for index in reruns.extended),
     ]
     with _float64_everywhere():
-        for index, inputs, run in runs:
+        for index, inputs, run, checked in runs:
             channel.starting(index)
-            _run_trial(channel, functions, index, inputs, job, submission_dir, run)
-    # Last, where the exercise asks for returns derived by hand: trials again as the first pass ran
-    # them, but with autograd's results scaled. A return derived by hand does not move.
-    with _autograd_scaled():
-        for index in reruns.provenance:
-            channel.starting(index)
-            _run_trial(channel, functions, index, inputs_by_trial[index], job, submission_dir, Run.PROVENANCE)
+            with autograd_checked(checked):
+                _run_trial(channel, functions, index, inputs, job, submission_dir, run)
 
 
 class _Lifted(np.ndarray):
@@ -438,34 +437,144 @@ def _torch_lifted() -> Iterator[None]:
         torch.set_default_dtype(previous)
 
 
+# The autograd check (judging/provenance.py). On the few trials the grader picked in secret, every gradient
+# torch's autograd or forward-mode AD gives is multiplied by factors drawn here from os.urandom, uniform in
+# [1.25, 1.75]: one for each backward call's seeds, one for each edge of the graph it runs backward through
+# (every gradient a node passes on, so each leaf's `.grad`, each retained `z.grad` and each hook sees its
+# own product of them), one for each result of `autograd.grad`, and one for each tangent made or unpacked
+# in forward mode. A probe (another call, another leaf or output in the same call) meets factors of its
+# own, so nothing it shows can be divided out of the real gradient; a gradient derived by hand meets none.
+# Each factor is at least 1.25: a copy is off by 25% at least on the checked trial. The generators the
+# student's code draws from (random, numpy, torch) are not touched: a checked trial is seeded as any.
+_CHECK_LOW, _CHECK_HIGH = 1.25, 1.75
+
+
+class _AutogradCheck:
+    """Whether the trial running is checked, and what `install_autograd_check` replaced, to put back."""
+
+    def __init__(self) -> None:
+        self.on = False
+        self.replaced: list[tuple[Any, str, Any]] = []  # (owner, attribute, original)
+
+
+_check = _AutogradCheck()
+
+
+def _factor() -> float:
+    """A factor from the kernel's generator: nothing the student's code seeds or reads decides it."""
+    return _CHECK_LOW + (_CHECK_HIGH - _CHECK_LOW) * int.from_bytes(os.urandom(7), "little") / (1 << 56)
+
+
+def _times_factor(value: Any) -> Any:
+    return None if value is None else value * _factor()
+
+
+def _graph_nodes(outputs: Any) -> list[Any]:
+    """Every node of the graph behind `outputs` (tensors, or GradientEdges), each once."""
+    stack = [o.grad_fn if hasattr(o, "grad_fn") else getattr(o, "node", None) for o in outputs]
+    seen: set[Any] = set()
+    nodes = []
+    while stack:
+        node = stack.pop()
+        if node is None or node in seen:
+            continue
+        seen.add(node)
+        nodes.append(node)
+        stack.extend(next_node for next_node, _ in node.next_functions)
+    return nodes
+
+
+def _scramble_edge(grad_inputs: tuple[Any, ...], grad_outputs: tuple[Any, ...]) -> tuple[Any, ...]:
+    """A node's post-hook: each gradient it passes on, times a factor of its own."""
+    return tuple(map(_times_factor, grad_inputs))
+
+
+class _CheckedEngine:
+    """torch's autograd engine (Variable._execution_engine), through which backward(), autograd.grad,
+    autograd.functional and torch.func's grad, vjp, jacrev and hessian all run: on a checked trial, its
+    seeds, every edge of the graph and every result each times its own factor; on any other, the engine
+    itself. The same object on every trial: the submission captures it at import, and its type says
+    nothing of the trial."""
+
+    def __init__(self, engine: Any) -> None:
+        self._engine = engine
+
+    def run_backward(self, outputs: Any, seeds: Any, *args: Any, **kwargs: Any) -> Any:
+        if not _check.on:
+            return self._engine.run_backward(outputs, seeds, *args, **kwargs)
+        handles = []
+        for node in _graph_nodes(outputs):
+            with contextlib.suppress(Exception):  # a node that takes no hook passes its gradient on as is
+                handles.append(node.register_hook(_scramble_edge))
+        try:
+            results = self._engine.run_backward(outputs, tuple(map(_times_factor, seeds)), *args, **kwargs)
+        finally:
+            for handle in handles:
+                handle.remove()
+        # backward() accumulates into the leaves and returns nothing; autograd.grad, the gradients
+        return results if results is None else tuple(map(_times_factor, results))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._engine, name)
+
+
+def install_autograd_check() -> bool:
+    """Put the check's hooks in torch, once, for the life of the process (the sandboxed worker) or until
+    `remove_autograd_check` (the grader's own process): the engine, a new engine made from torch._C, and
+    forward mode's make_dual and unpack_dual (torch.func.jvp and jacfwd use them). False without torch."""
+    if _check.replaced:
+        return True
+    try:
+        import torch
+        import torch._functorch.predispatch as predispatch
+        import torch.autograd.variable
+    except ImportError:
+        return False
+    variable = sys.modules["torch.autograd.variable"]  # the module: torch.autograd.variable is a function
+    engine_type = torch._C._ImperativeEngine
+
+    def new_engine() -> _CheckedEngine:
+        return _CheckedEngine(engine_type())
+
+    make_dual, unpack_dual = predispatch._make_dual, predispatch._unpack_dual
+
+    @functools.wraps(make_dual)
+    def checked_make_dual(tensor: Any, tangent: Any, *args: Any, **kwargs: Any) -> Any:
+        return make_dual(tensor, _times_factor(tangent) if _check.on else tangent, *args, **kwargs)
+
+    @functools.wraps(unpack_dual)
+    def checked_unpack_dual(tensor: Any, *args: Any, **kwargs: Any) -> Any:
+        primal, tangent = unpack_dual(tensor, *args, **kwargs)
+        return primal, _times_factor(tangent) if _check.on else tangent
+
+    replacements = [
+        (variable.Variable, "_execution_engine", _CheckedEngine(variable.Variable._execution_engine)),
+        (torch._C, "_ImperativeEngine", new_engine),
+        (variable, "ImperativeEngine", new_engine),
+        (predispatch, "_make_dual", checked_make_dual),
+        (predispatch, "_unpack_dual", checked_unpack_dual),
+    ]
+    for owner, name, replacement in replacements:
+        _check.replaced.append((owner, name, getattr(owner, name)))
+        setattr(owner, name, replacement)
+    return True
+
+
+def remove_autograd_check() -> None:
+    """Put back what `install_autograd_check` replaced."""
+    while _check.replaced:
+        owner, name, original = _check.replaced.pop()
+        setattr(owner, name, original)
+
+
 @contextlib.contextmanager
-def _autograd_scaled() -> Iterator[None]:
-    """Every gradient torch's autograd computes, scaled by AUTOGRAD_SCALE.
-
-    backward(), autograd.grad, torch.func (grad, vjp, jacrev), autograd.functional: each seeds the engine
-    with the gradients of its outputs (ones for a scalar loss, `dout` for backward(dout)), and the engine
-    is linear in them. Scaling the seeds scales every result, and nothing computed without autograd.
-    """
-    if "torch" not in sys.modules:  # code that never imported torch uses no autograd
-        yield
-        return
-    from torch.autograd.variable import Variable
-
-    engine = Variable._execution_engine
-
-    class Scaled:
-        def run_backward(self, outputs: Any, seeds: Any, *args: Any, **kwargs: Any) -> Any:
-            scaled = tuple(None if s is None else s * AUTOGRAD_SCALE for s in seeds)
-            return engine.run_backward(outputs, scaled, *args, **kwargs)
-
-        def __getattr__(self, name: str) -> Any:
-            return getattr(engine, name)
-
-    Variable._execution_engine = Scaled()  # type: ignore[assignment]
+def autograd_checked(on: bool) -> Iterator[None]:
+    """A trial, checked (`on`) or not: the check's factors apply only inside."""
+    _check.on = on
     try:
         yield
     finally:
-        Variable._execution_engine = engine
+        _check.on = False
 
 
 def _failure_kind(exc: BaseException) -> FailureKind:
@@ -771,9 +880,9 @@ def _fresh(name: str, job: dict[str, Any], run: Run, bound: frozenset[str]) -> B
     kind = how["type"]
     if how["dtype"] == "bool":  # a 0/1 mask as booleans: no precision to narrow or lift
         return lambda inputs, values: _handed(inputs[name] != 0, kind)
-    # A rerun checks the same code, lifted; the provenance run, the same code as it first ran.
+    # A rerun checks the same code, lifted.
     lifted = _LIFTED.get(run)
-    as_first = run in (Run.FIRST, Run.PROVENANCE)
+    as_first = run is Run.FIRST
     narrow = job["inputs_as"] or (how["dtype"] if how["dtype"] != "float64" else None)
 
     def copied(array: np.ndarray) -> np.ndarray:

@@ -1,0 +1,107 @@
+"""Count: does the autograd check ever accuse a correct hand derivation, and does it catch every copy?
+
+Usage: .venv/bin/python bench/provenance_accusations.py [--trials 12] [--repeats 1]
+
+Grades, in the real sandbox, with `--trials` trials (3 of them checked; each grading draws its own):
+- every bundled exercise with a return to be derived by hand: its solution with float64 inputs and with
+  float32 inputs (the float32 variant `grader validate` grades);
+- every `correct` and `unstable` variant of tests/corpus/ (right mathematics in float64, float32, float16,
+  bfloat16), and tests/provenance_attacks/stateful_*.py (correct, with state);
+- every `autograd` variant of tests/corpus/ and every attack of tests/provenance_attacks/.
+Prints, per group, how many gradings had a return judged `autograd` or denied its points by a checked
+trial (accused) or, for the copies, how many lost the points of every return they copied (caught).
+Exit status 1 on any accusation or escape.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import yaml
+
+from grader.exercise.spec import Exercise, discover_exercises, load_exercise
+from grader.grading import grade
+from grader.handin.discover import submission_from_path
+from grader.outcomes import Verdict
+
+ROOT = Path(__file__).resolve().parent.parent
+CORPUS = ROOT / "tests" / "corpus"
+ATTACKS = ROOT / "tests" / "provenance_attacks"
+CHECKED = "one of the trials on which the grader checks"
+
+
+def by_hand_exercises() -> Iterator[Exercise]:
+    for folder in discover_exercises(ROOT / "exercises"):
+        exercise = load_exercise(folder)
+        if any(r.by_hand for r in exercise.spec.returns):
+            yield exercise
+
+
+def corpus(kinds: set[str]) -> Iterator[tuple[Exercise, Path, frozenset[str]]]:
+    """(exercise, variant file, the returns it copies from autograd) of the corpus variants of `kinds`."""
+    for manifest in sorted(CORPUS.glob("*/manifest.yaml")):
+        exercise = load_exercise(next((ROOT / "exercises").glob(f"*/{manifest.parent.name}")))
+        for variant in yaml.safe_load(manifest.read_text())["variants"]:
+            if variant["kind"] in kinds:
+                copied = frozenset(variant.get("returns", ()))
+                yield exercise, manifest.parent / variant["file"], copied
+
+
+def accused(exercise: Exercise, path: Path, trials: int, inputs_as: str | None = None) -> list[str]:
+    handin = submission_from_path(path, exercise.spec.entry)
+    result = grade(exercise, handin, 0, trials, inputs_as=inputs_as)
+    # `autograd`, or no points for a checked trial beyond rounding (judging/provenance.py)
+    return [r.name for r in result.returns if r.verdict is Verdict.AUTOGRAD or CHECKED in r.message]
+
+
+def escaped(exercise: Exercise, path: Path, trials: int, copied: frozenset[str]) -> list[str]:
+    """The returns copied from autograd that kept points."""
+    result = grade(exercise, submission_from_path(path, exercise.spec.entry), 0, trials)
+    by_hand = {r.name for r in exercise.spec.returns if r.by_hand}
+    return [r.name for r in result.returns if r.name in (copied or by_hand) and r.score > 0]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--trials", type=int, default=12)
+    parser.add_argument("--repeats", type=int, default=1)
+    args = parser.parse_args()
+    graph2 = load_exercise(ROOT / "exercises" / "mac0460" / "graph2")
+    bad = 0
+
+    def tally(label: str, findings: list[tuple[str, list[str]]]) -> None:
+        nonlocal bad
+        wrong = [(what, names) for what, names in findings if names]
+        bad += len(wrong)
+        print(f"{label}: {len(findings) - len(wrong)} of {len(findings)} as they should be")
+        for what, names in wrong:
+            print(f"  ! {what}: {', '.join(names)}")
+
+    for _ in range(args.repeats):
+        solutions = []
+        for exercise in by_hand_exercises():
+            solution = exercise.path_of(exercise.spec.solution or "solution.py")
+            for inputs_as in (None, "float32"):
+                what = f"{exercise.id} solution ({inputs_as or 'float64'} inputs)"
+                solutions.append((what, accused(exercise, solution, args.trials, inputs_as)))
+        tally("bundled solutions never accused", solutions)
+        variants = [
+            (f"{e.id}/{p.name}", accused(e, p, args.trials)) for e, p, _ in corpus({"correct", "unstable"})
+        ]
+        stateful = [(p.name, accused(graph2, p, args.trials)) for p in sorted(ATTACKS.glob("stateful_*.py"))]
+        tally("correct corpus variants and stateful hand-ins never accused", variants + stateful)
+        copies = [(f"{e.id}/{p.name}", escaped(e, p, args.trials, c)) for e, p, c in corpus({"autograd"})]
+        attacks = [
+            (p.name, escaped(graph2, p, args.trials, frozenset({"user_grad"})))
+            for p in sorted(ATTACKS.glob("*.py"))
+            if not p.name.startswith("stateful_")
+        ]
+        tally("autograd copies (corpus) and attacks that lose every copied return's points", copies + attacks)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,151 @@
+"""Hostile hand-ins against the autograd check, graded from outside by the real CLI, in both isolation layers.
+
+Each file in tests/provenance_attacks/ is a graph2 hand-in whose user_grad (to be derived by hand) comes from
+autograd, dressed to get past the check: answers memoized per input (1), the check's factor probed on a
+graph of its own or beside the loss and divided out (2), torch's engine captured at import and restored or
+called directly, or a fresh one made from torch._C (3), forward mode (4), leaving or raising where it
+notices the check (5), recognizing the check from the seed, the engine's type or a public constant (6),
+the job channel closed at import (7); plain and partial copies besides. None may keep user_grad's points.
+The stateful_* files are correct hand derivations with state (a call counter, a running mean, a cache,
+a list of earlier answers: case 8), which must keep every point. Before this check was rebuilt, all of the
+attacks but the plain copies got full marks (README, "Derived by hand, or copied from autograd").
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import GRAPH2, copy_exercise, write_source
+
+from grader.sandbox import isolation
+
+ATTACKS = Path(__file__).resolve().parent / "provenance_attacks"
+TRIALS = 20  # 3 of them checked
+LIMITS = "\nlimits: {trial_seconds: 2, submission_seconds: 60, import_seconds: 20, memory_mb: 2048}\n"
+CORRECT = ("stateful_counter", "stateful_torch")
+# What each attack gets: no points for user_grad, and the verdict that says why. An attack that leaves or
+# stalls when it notices the check ends its whole run (every return errs); one that raises there loses
+# user_grad, whose check could not run.
+EXPECTED = {
+    "exit_on_check": "error",
+    "hang_on_check": "error",
+    "raise_on_check": "error",
+}
+# Under the base layer torch's forward mode cannot start at all (it reads a stdlib source file that Landlock
+# hides: "OSError: Failed to get source for Enum._generate_next_value_"), with or without the check: the
+# attack errs on every trial there, which earns it nothing either.
+FAILS_UNDER_BASE = {"forward_ad", "forward_jacfwd", "forward_jvp"}
+
+
+def _grader(layer: str, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """The real command, in a subprocess, under `layer` ("bubblewrap" or "base")."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GRADER_")}
+    if layer == "base":
+        env["GRADER_ISOLATION"] = "base"
+    command = [sys.executable, "-m", "grader", *args]
+    return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=900, check=False)
+
+
+def _layers() -> list[str]:
+    return ["bubblewrap", "base"] if isolation.current().level == "bubblewrap" else ["base"]
+
+
+def _attacks() -> list[str]:
+    return sorted(p.stem for p in ATTACKS.glob("*.py") if p.stem not in CORRECT)
+
+
+@pytest.fixture(scope="module", params=_layers())
+def graded(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """Every hand-in of the folder as a student of one `grader run` class, with the bundled solution."""
+    root = tmp_path_factory.mktemp(f"provenance-{request.param}")
+    exercises = root / "exercises"
+    exercise = copy_exercise(exercises / "graph2", append=LIMITS)
+    submissions = root / "submissions"
+    for path in sorted(ATTACKS.glob("*.py")):
+        write_source(submissions / path.stem / "hw.py", path.read_text())
+    write_source(submissions / "solution" / "hw.py", (exercise / "solution.py").read_text())
+    done = _grader(
+        request.param, "run", str(exercises), "-j", "1", "--trials", str(TRIALS), "--json", cwd=root
+    )
+    records = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    by_student = {r["student"]: r for r in records}
+    assert len(by_student) == len(list(ATTACKS.glob("*.py"))) + 1, done.stderr[-3000:]
+    return {"layer": request.param, **by_student}
+
+
+def _returns(record: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {r["name"]: r for r in record["returns"]}
+
+
+@pytest.mark.parametrize("attack", _attacks())
+def test_no_attack_keeps_user_grads_points(graded: dict[str, Any], attack: str) -> None:
+    user_grad = _returns(graded[attack])["user_grad"]
+    assert user_grad["score"] == 0, user_grad["message"]
+    expected = "error" if graded["layer"] == "base" and attack in FAILS_UNDER_BASE else EXPECTED.get(attack)
+    assert user_grad["verdict"] == (expected or "autograd"), user_grad["message"]
+
+
+@pytest.mark.parametrize("attack", sorted(set(_attacks()) - set(EXPECTED)))
+def test_a_caught_copy_is_told_what_was_seen_and_keeps_its_other_points(
+    graded: dict[str, Any], attack: str
+) -> None:
+    if graded["layer"] == "base" and attack in FAILS_UNDER_BASE:
+        pytest.skip("torch's forward mode does not start under the base layer")
+    returns = _returns(graded[attack])
+    message = returns["user_grad"]["message"]
+    assert (
+        "was right on every other trial but off by" in message
+        and "where autograd's results were changed" in message
+    )
+    assert "computed by autograd, not derived by hand" in message
+    # f and auto_grad are not judged on the checked trials, where autograd's values are changed on purpose
+    assert returns["f"]["verdict"] == returns["auto_grad"]["verdict"] == "pass"
+    assert returns["f"]["trials"] == returns["auto_grad"]["trials"] == TRIALS - 3
+
+
+def test_raising_where_the_check_runs_fails_closed(graded: dict[str, Any]) -> None:
+    returns = _returns(graded["raise_on_check"])
+    # the call raised: an error of every return, on the checked trials as on any
+    assert {r["verdict"] for r in returns.values()} == {"error"}
+    message = returns["user_grad"]["message"]
+    assert (
+        "RuntimeError: not today" in message and "was one of the trials on which the grader checks" in message
+    )
+    assert "a return whose check could not run earns no points" in message
+
+
+@pytest.mark.parametrize("student", [*CORRECT, "solution"])
+def test_a_correct_hand_derivation_keeps_every_point(graded: dict[str, Any], student: str) -> None:
+    returns = _returns(graded[student])
+    assert {r["verdict"] for r in returns.values()} == {"pass"}, [r["message"] for r in returns.values()]
+    # user_grad is judged on every trial, the checked ones too: the count says so
+    assert returns["user_grad"]["trials"] == TRIALS and returns["f"]["trials"] == TRIALS - 3
+    assert (
+        "also right on the 3 trial(s) where autograd's results were changed"
+        in returns["user_grad"]["message"]
+    )
+
+
+def test_check_grades_a_copy_and_a_derivation_alike(tmp_path: Path) -> None:
+    """`grader check` (one hand-in, the student's own command) runs the same check."""
+    for layer in _layers():
+        copy = _grader(
+            layer,
+            "check",
+            str(GRAPH2),
+            str(ATTACKS / "probe_same_call.py"),
+            "--trials",
+            "12",
+            "--json",
+            cwd=tmp_path,
+        )
+        assert _returns(json.loads(copy.stdout))["user_grad"]["verdict"] == "autograd", copy.stderr[-2000:]
+        right = write_source(tmp_path / "right.py", (ATTACKS / "stateful_torch.py").read_text())
+        done = _grader(layer, "check", str(GRAPH2), str(right), "--trials", "12", "--json", cwd=tmp_path)
+        assert json.loads(done.stdout)["score"] == 10, done.stdout[-2000:]
