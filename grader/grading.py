@@ -87,9 +87,9 @@ def grade(
             references = stored_references(exercise, seed, count, only_trial) or SharedReferences(
                 exercise, seed, make_trials(exercise, seed, count, only_trial)
             )
-        # Picked here, in secret, for this grading alone: the worker learns them with the job, the hand-in
-        # cannot tell them from the others (judging/provenance.py).
-        checks = provenance.pick_checks(exercise, references.trials, only_trial)
+        # Drawn from the seed (secret in every grading that counts): the worker learns them with the job,
+        # the hand-in cannot tell them from the others (judging/provenance.py).
+        checks = provenance.pick_checks(exercise, references.trials, seed, only_trial)
         worker.send(references.trials, checks)
         if isinstance(references, SharedReferences):
             references = references.get()  # after the send: computing them imports torch

@@ -145,21 +145,24 @@ def test_the_cli_reports_autograd_in_json(
     assert result["score"] == 6  # f and auto_grad keep their points
 
 
-def test_the_checked_trials_are_few_secret_and_drawn_anew(graph2: Exercise) -> None:
+def test_the_checked_trials_are_few_and_follow_the_seed(graph2: Exercise) -> None:
+    """Drawn from the seed: another seed (every grading that counts draws a secret one), other trials; the
+    same seed, the same trials (a run replayed with its seed gives its result again)."""
     trials = make_trials(graph2, 0, 20)
-    drawn = {pick_checks(graph2, trials) for _ in range(20)}
+    drawn = {pick_checks(graph2, trials, seed) for seed in range(20)}
     assert all(
         len(set(checks)) == CHECKS and set(checks) <= {t.index for t in trials[1:]} for checks in drawn
     )
-    assert len(drawn) > 1  # from the kernel's generator: not the seed, not the trials
-    assert pick_checks(graph2, trials, only_trial=3) == ()  # a replay of one trial checks nothing
-    assert [len(pick_checks(graph2, make_trials(graph2, 0, n))) for n in (1, 2, 4, 6)] == [0, 1, 2, 3]
+    assert len(drawn) > 10
+    assert pick_checks(graph2, trials, 7) == pick_checks(graph2, trials, 7)
+    assert pick_checks(graph2, trials, 0, only_trial=3) == ()  # a replay of one trial checks nothing
+    assert [len(pick_checks(graph2, make_trials(graph2, 0, n), 0)) for n in (1, 2, 4, 6)] == [0, 1, 2, 3]
 
 
 def test_an_exercise_without_returns_by_hand_checks_nothing(graph2: Exercise) -> None:
     returns = [r.model_copy(update={"by_hand": False}) for r in graph2.spec.returns]
     plain = dataclasses.replace(graph2, spec=graph2.spec.model_copy(update={"returns": returns}))
-    assert pick_checks(plain, make_trials(plain, 0, 20)) == ()
+    assert pick_checks(plain, make_trials(plain, 0, 20), 0) == ()
 
 
 def test_the_in_notebook_check_catches_a_copy_and_leaves_torch_as_it_was(tmp_path: Path) -> None:

@@ -33,16 +33,11 @@ CORRECT = ("stateful_counter", "stateful_torch")
 # stalls when it notices the check ends its whole run (every return errs); one that raises there loses
 # user_grad, whose check could not run.
 EXPECTED = {
+    "honest_asserts_equal": "error",
     "exit_on_check": "error",
     "hang_on_check": "error",
     "raise_on_check": "error",
 }
-# Under the base layer torch's forward mode cannot start at all (it reads a stdlib source file that Landlock
-# hides: "OSError: Failed to get source for Enum._generate_next_value_"), with or without the check: the
-# attack errs on every trial there, which earns it nothing either.
-FAILS_UNDER_BASE = {"forward_ad", "forward_jacfwd", "forward_jvp"}
-
-
 def _grader(layer: str, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     """The real command, in a subprocess, under `layer` ("bubblewrap" or "base")."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("GRADER_")}
@@ -87,16 +82,13 @@ def _returns(record: dict[str, Any]) -> dict[str, dict[str, Any]]:
 def test_no_attack_keeps_user_grads_points(graded: dict[str, Any], attack: str) -> None:
     user_grad = _returns(graded[attack])["user_grad"]
     assert user_grad["score"] == 0, user_grad["message"]
-    expected = "error" if graded["layer"] == "base" and attack in FAILS_UNDER_BASE else EXPECTED.get(attack)
-    assert user_grad["verdict"] == (expected or "autograd"), user_grad["message"]
+    assert user_grad["verdict"] == EXPECTED.get(attack, "autograd"), user_grad["message"]
 
 
 @pytest.mark.parametrize("attack", sorted(set(_attacks()) - set(EXPECTED)))
 def test_a_caught_copy_is_told_what_was_seen_and_keeps_its_other_points(
     graded: dict[str, Any], attack: str
 ) -> None:
-    if graded["layer"] == "base" and attack in FAILS_UNDER_BASE:
-        pytest.skip("torch's forward mode does not start under the base layer")
     returns = _returns(graded[attack])
     message = returns["user_grad"]["message"]
     assert (
@@ -111,13 +103,26 @@ def test_a_caught_copy_is_told_what_was_seen_and_keeps_its_other_points(
 
 def test_raising_where_the_check_runs_fails_closed(graded: dict[str, Any]) -> None:
     returns = _returns(graded["raise_on_check"])
-    # the call raised: an error of every return, on the checked trials as on any
-    assert {r["verdict"] for r in returns.values()} == {"error"}
+    # the call raised where it was checked: the return to be derived by hand earns nothing; f and auto_grad
+    # are not judged on checked trials (autograd's values are changed there on purpose)
+    assert returns["user_grad"]["verdict"] == "error" and returns["user_grad"]["score"] == 0
+    assert returns["f"]["verdict"] == returns["auto_grad"]["verdict"] == "pass"
     message = returns["user_grad"]["message"]
     assert (
         "RuntimeError: not today" in message and "was one of the trials on which the grader checks" in message
     )
     assert "a return whose check could not run earns no points" in message
+
+
+def test_an_assertion_that_autograd_agrees_fails_where_autograd_was_changed(graded: dict[str, Any]) -> None:
+    """Honest code comparing autograd with its own derivation inside the function: the comparison fails on
+    the checked trials, which costs the by-hand return its points (its check could not run) and nothing
+    else, and the message says why."""
+    returns = _returns(graded["honest_asserts_equal"])
+    assert returns["f"]["score"] == 2 and returns["auto_grad"]["score"] == 4
+    message = returns["user_grad"]["message"]
+    assert "autograd and my derivation disagree" in message
+    assert "was one of the trials on which the grader checks that user_grad is derived by hand" in message
 
 
 @pytest.mark.parametrize("student", [*CORRECT, "solution"])

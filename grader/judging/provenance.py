@@ -1,7 +1,9 @@
 """Whether a return the exercise asks to be derived by hand came from torch's autograd.
 
 The values cannot tell: a gradient copied from `W.grad` is as right as autograd. What can: on a few trials
-the grader picks in secret (`pick_checks`, from the kernel's generator), the worker changes what autograd
+the grader picks from the seed (`pick_checks`: secret wherever the seed is, as in every grading that
+counts, and the same for the same seed, so that `--seed S` replays a grading exactly), the worker changes
+what autograd
 gives (worker.py, `_CheckedEngine`): every gradient torch's engine or forward mode hands out is multiplied by
 factors of its own, drawn in the worker from os.urandom in [1.25, 1.75] per call, per edge of the graph
 and per result. These are ordinary trials of the first pass: fresh inputs, seeded as any other, nothing
@@ -17,7 +19,8 @@ time, or the channel was lost) earns it no points either, since the check could 
 
 from __future__ import annotations
 
-import secrets
+import hashlib
+import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
@@ -54,16 +57,20 @@ ACCUSE_AFTER = 8
 
 
 def pick_checks(
-    exercise: Exercise, trials: Sequence[Trial], only_trial: int | None = None
+    exercise: Exercise, trials: Sequence[Trial], seed: int, only_trial: int | None = None
 ) -> tuple[int, ...]:
-    """The trials to check, secret from the hand-in: none where no return is to be derived by hand, nor in
-    a single trial's replay (`--trial`). Never trial 0, whose sizes are all at their smallest: where every
-    return is judged, the smallest failing case is the same from one grading to the next."""
+    """The trials to check, drawn from the seed (which `grader run` and `grader gradescope` draw in secret
+    for each grading, so that no hand-in can know them) and the exercise: the same trials for the same
+    seed, so a run replayed with its seed gives the same result, and every hand-in of one run is checked on
+    the same trials. None where no return is to be derived by hand, nor in a single trial's replay
+    (`--trial`). Never trial 0, whose sizes are all at their smallest: where every return is judged, the
+    smallest failing case is the same from one grading to the next."""
     if only_trial is not None or not any(r.by_hand for r in exercise.spec.returns):
         return ()
     count = min(CHECKS, len(trials) // 2)
     indices = [t.index for t in trials if t.index != 0]
-    return tuple(sorted(secrets.SystemRandom().sample(indices, min(count, len(indices)))))
+    drawn = hashlib.sha256(f"grader checks\0{seed}\0{exercise.id}\0{len(trials)}".encode()).digest()
+    return tuple(sorted(random.Random(drawn).sample(indices, min(count, len(indices)))))
 
 
 @dataclass(frozen=True)
@@ -105,17 +112,16 @@ def with_reruns(request: RerunRequest, exercise: Exercise, checks: Checks) -> Re
 def split(references: References, first: Pass, checks: Sequence[int]) -> tuple[References, Pass, Checks]:
     """The ordinary trials (their references and first pass, judged as any), and the checked ones.
 
-    A checked trial that gave nothing (it raised, the process ended, it never ran) is an error of every
-    return as on any trial, so it stays among the ordinary ones too: only the values of a checked trial
-    are left out of the other returns' judging."""
+    A checked trial counts for the returns to be derived by hand alone, whatever it gave: autograd's values
+    are changed there on purpose, so honest code may fail on it (a function that asserts that autograd's
+    gradient equals its own raises there), and only the by-hand returns lose their points for it (a check
+    that could not run, `checked`). A pass that ended early still ends it for every return."""
     checked = frozenset(checks)
     if not checked:
         return references, first, Checks((), Pass(), References((), {}, {}), first.stopped)
-    valued = checked & first.outputs.keys()
 
     def only(keep: bool) -> tuple[References, Pass]:
-        wanted = checked if keep else valued
-        trials = tuple(t for t in references.trials if (t.index in wanted) is keep)
+        trials = tuple(t for t in references.trials if (t.index in checked) is keep)
         indices = {t.index for t in trials}
         kept = References(
             trials,
