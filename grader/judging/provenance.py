@@ -112,16 +112,19 @@ def with_reruns(request: RerunRequest, exercise: Exercise, checks: Checks) -> Re
 def split(references: References, first: Pass, checks: Sequence[int]) -> tuple[References, Pass, Checks]:
     """The ordinary trials (their references and first pass, judged as any), and the checked ones.
 
-    A checked trial counts for the returns to be derived by hand alone, whatever it gave: autograd's values
-    are changed there on purpose, so honest code may fail on it (a function that asserts that autograd's
-    gradient equals its own raises there), and only the by-hand returns lose their points for it (a check
-    that could not run, `checked`). A pass that ended early still ends it for every return."""
+    What a checked trial gave, values or a failure of its call, counts for the returns to be derived by
+    hand alone: autograd's values are changed there on purpose, so honest code may fail on it (a function
+    that asserts that autograd's gradient equals its own raises there), and only the by-hand returns lose
+    their points for it (a check that could not run, `checked`). A checked trial that never ran, the pass
+    having ended before it, stays among the ordinary ones: the end of a pass is every return's."""
     checked = frozenset(checks)
     if not checked:
         return references, first, Checks((), Pass(), References((), {}, {}), first.stopped)
+    ran = checked & (first.outputs.keys() | first.failures.keys())
 
     def only(keep: bool) -> tuple[References, Pass]:
-        trials = tuple(t for t in references.trials if (t.index in checked) is keep)
+        wanted = checked if keep else ran
+        trials = tuple(t for t in references.trials if (t.index in wanted) is keep)
         indices = {t.index for t in trials}
         kept = References(
             trials,
@@ -220,36 +223,42 @@ def checked(judged: ReturnResult, spec: ReturnSpec, checks: Checks) -> ReturnRes
     if not checks.trials:
         return judged  # nothing checked: a replay, a run of one trial
     name = judged.name
-    for trial in checks.trials:
-        why = _not_completed(name, checks, trial)
-        if why is None:
-            continue
+    # The checked trials that ran count among the return's own (one that never ran, the pass having ended
+    # before it, is among its ordinary trials already: split).
+    ran = [t for t in checks.trials if t in checks.first.outputs or t in checks.first.failures]
+    incomplete = [(t, why) for t in ran if (why := _not_completed(name, checks, t)) is not None]
+    right = judged.trials - judged.failed_trials  # on the ordinary trials
+    ordinary = judged
+    judged = replace(
+        judged, trials=judged.trials + len(ran), failed_trials=judged.failed_trials + len(incomplete)
+    )
+    if incomplete:
+        trial, why = incomplete[0]
         note = (
             f"trial {trial} was one of the trials on which the grader checks that {name} is derived by "
             "hand, not taken from autograd, and a return whose check could not run earns no points"
         )
-        if judged.verdict is Verdict.ERROR:  # the trial's failure is among its own already
-            stopped = checks.stopped is not None and trial not in checks.first.failures
-            return judged if stopped else replace(judged, message=f"{judged.message}; {note}")
+        if judged.verdict is Verdict.ERROR:  # the trial's failure is told among its own already
+            return replace(judged, message=f"{judged.message}; {note}")
         message = f"{name}: trial {trial} did not complete ({why}); {note}. Make the function run to its end"
         return _zero(judged, Verdict.ERROR, message, "")
     if judged.score == 0:
-        return judged  # wrong anyway: its own verdict
+        return ordinary  # wrong anyway: its own verdict, on the trials it was judged on
     # Unstable on its ordinary trials, it may be unstable on a checked one too: there its rerun decides.
     # Not otherwise: a hand-in that tells a rerun from a first run (the seed is the same) could make its
     # rerun right.
     unstable = judged.verdict is Verdict.INSTABILITY
     off = [o for o in _off(spec, checks) if o.off > OFF and not (unstable and _unstable(spec, checks, o))]
     if not off:
-        checked = len(checks.trials)
-        note = f"also right on the {checked} trial(s) where autograd's results were changed: derived by hand"
-        return replace(judged, trials=judged.trials + checked, message=f"{judged.message}; {note}")
+        note = f"also right on the {len(ran)} trial(s) where autograd's results were changed: derived by hand"
+        return replace(judged, message=f"{judged.message}; {note}")
     first = off[0]
     moved = f"off by {first.off:.0%}" if np.isfinite(first.off) else "of another shape or not finite"
     others = f" and {len(off) - 1} other checked trial(s)" if len(off) > 1 else ""
-    if judged.trials - judged.failed_trials < ACCUSE_AFTER:
+    judged = replace(judged, failed_trials=judged.failed_trials + len(off))
+    if right < ACCUSE_AFTER:
         message = (
-            f"{name} was right on the {judged.trials - judged.failed_trials} other trial(s) but {moved} of "
+            f"{name} was right on the {right} other trial(s) but {moved} of "
             f"its largest entry on trial {first.trial}{others}, one of the trials on which the grader checks "
             f"that {name} is derived by hand (autograd's results were changed there): computed by autograd, "
             "or wrong on some inputs; too few trials to tell, and a return must be right there too for its "
