@@ -340,7 +340,9 @@ def test_a_cluster_run_gives_forgers_nothing(course: Path, tmp_path: Path) -> No
 
 def test_gradescope_gives_forgers_nothing(course: Path, tmp_path: Path) -> None:
     results = {}
-    for folder in sorted((course / "submissions").iterdir()):
+    # one of each family (a submission a grading: each pays its own references, its own seed's)
+    chosen = ("table_by_input", "table_by_call", "copy_probe_in_the_same_call", "copy_forward_mode")
+    for folder in [course / "submissions" / name for name in (*chosen, "honest_stateful")]:
         out = tmp_path / folder.name / "results.json"
         done = _grader(
             "bubblewrap",
