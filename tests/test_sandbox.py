@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import tempfile
 import time
 from pathlib import Path
@@ -15,13 +16,13 @@ from pathlib import Path
 import pytest
 from conftest import CORRECT_GRAPH2, copy_exercise, grade_source, write_exercise
 
-from grader.exercise.spec import WALL_CAP_FACTOR, Exercise, load_exercise
+from grader.exercise.spec import Exercise, load_exercise
 from grader.outcomes import Verdict
 from grader.results import SubmissionResult
 from grader.sandbox import isolation
 from grader.sandbox.payload import ReturnedArray, ReturnProblem
 from grader.sandbox.protocol import ProtocolError
-from grader.sandbox.runner import KILL_GRACE_SECONDS, _layout
+from grader.sandbox.runner import _layout
 
 TRIAL_SECONDS = 1
 
@@ -118,13 +119,14 @@ def test_infinite_loop_is_a_timeout_error(loop: tuple[SubmissionResult, float]) 
     assert "deadline" in result.returns[0].message
 
 
-def test_infinite_loop_ends_within_its_deadline(
-    loop: tuple[SubmissionResult, float], correct: tuple[SubmissionResult, float]
-) -> None:
-    _, elapsed = loop
-    _, baseline = correct  # start-up (importing torch) and grading, measured on this machine
-    # The trial's CPU deadline, then again in the fresh worker that confirms it.
-    assert elapsed <= baseline + 2 * (TRIAL_SECONDS + KILL_GRACE_SECONDS) + 3
+def test_infinite_loop_ends_at_its_cpu_deadline(loop: tuple[SubmissionResult, float]) -> None:
+    """Stopped at its deadline, counted in CPU (what the loop used, in the worker and again in the fresh
+    worker that confirms it), not at some later cap: what happened, not how long the machine took."""
+    result, _ = loop
+    assert result.error is not None
+    used = [float(x) for x in re.findall(r"(\d+\.\d+) s (?:of CPU|in a fresh run)", result.error.message)]
+    assert len(used) == 2, result.error.message
+    assert all(TRIAL_SECONDS <= cpu <= TRIAL_SECONDS + 1.0 for cpu in used), result.error.message
 
 
 @pytest.fixture(scope="module")
@@ -143,18 +145,13 @@ def stubborn(fast: Exercise, workdir: Path) -> tuple[SubmissionResult, float]:
     return timed(fast, workdir / "stubborn", "stubborn.py", source, trials=3)
 
 
-def test_loop_that_swallows_the_deadline_is_killed(
-    stubborn: tuple[SubmissionResult, float], correct: tuple[SubmissionResult, float]
-) -> None:
-    result, elapsed = stubborn
+def test_loop_that_swallows_the_deadline_is_killed(stubborn: tuple[SubmissionResult, float]) -> None:
+    result, _ = stubborn
     assert result.error is not None
     assert result.error.kind == "timeout"
     assert result.error.trial == 0
     assert "wall-clock cap" in result.error.message and "did not stop when asked" in result.error.message
     assert set(verdicts(result).values()) == {Verdict.ERROR}
-    _, baseline = correct
-    # Killed at the wall-clock cap and its grace, then again in the fresh worker that confirms it.
-    assert elapsed <= baseline + 2 * (WALL_CAP_FACTOR * TRIAL_SECONDS + 2 * KILL_GRACE_SECONDS) + 3
 
 
 # --- exceptions and exits -------------------------------------------------------------------------------
@@ -282,6 +279,7 @@ def test_os_exit_mid_trial_is_reported_at_its_trial(os_exit: SubmissionResult) -
 def forger(fast: Exercise, workdir: Path) -> SubmissionResult:
     source = """
         import json
+import re
         import struct
         import sys
 
