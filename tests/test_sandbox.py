@@ -279,7 +279,6 @@ def test_os_exit_mid_trial_is_reported_at_its_trial(os_exit: SubmissionResult) -
 def forger(fast: Exercise, workdir: Path) -> SubmissionResult:
     source = """
         import json
-import re
         import struct
         import sys
 
