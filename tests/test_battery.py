@@ -197,7 +197,7 @@ def test_correct_submission_in_the_same_batch_passes(
 def test_no_process_of_the_battery_survives(batch: dict[str, SubmissionResult | BaseException]) -> None:
     markers = _markers()
     assert markers, "the manifest names no spawning item"
-    deadline = time.monotonic() + 3.0  # killed process groups may take a moment to be reaped
+    deadline = time.monotonic() + 30  # killed process groups may take a moment to be reaped (more under load)
     survivors = _survivors(markers)
     while survivors and time.monotonic() < deadline:
         time.sleep(0.2)

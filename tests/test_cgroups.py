@@ -80,7 +80,7 @@ def test_a_group_bounds_processes_and_its_removal_ends_them_all() -> None:
         assert len(_sleepers("7411")) == 19  # detached, outliving the forker, still in the group
     finally:
         group.remove()
-    deadline = time.monotonic() + 3
+    deadline = time.monotonic() + 30  # ends when they are gone; the margin is for a loaded machine
     while _sleepers("7411") and time.monotonic() < deadline:
         time.sleep(0.05)
     assert _sleepers("7411") == []
@@ -101,7 +101,7 @@ def test_groups_of_a_grader_that_was_killed_are_tidied_up() -> None:
             # what it held or removing it before the forker joined: the same outcome, reached by someone else.
             assert killed.returncode in (-signal.SIGKILL, 3), killed
         cgroups._remove_stale(group.path.parent)
-        deadline = time.monotonic() + 5
+        deadline = time.monotonic() + 30
         while orphan.exists() and time.monotonic() < deadline:
             time.sleep(0.05)
         assert not orphan.exists()
