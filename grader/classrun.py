@@ -35,8 +35,8 @@ from grader.errors import GraderError
 from grader.exercise.settings import Settings
 from grader.exercise.shared import SharedReferences
 from grader.exercise.sources import ClassReferences
-from grader.exercise.spec import Exercise
-from grader.gradebook import Gradebook, Key, Stopped, exercise_hash, settings_key, submission_hash
+from grader.exercise.spec import Exercise, exercise_hash
+from grader.gradebook import Gradebook, Key, Stopped, settings_key, submission_hash
 from grader.grading import not_runnable, not_started
 from grader.handin.discover import may_define, read_handin, submission_of, untagged_hint
 from grader.handin.prepare import Submission

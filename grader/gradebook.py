@@ -30,7 +30,8 @@ import numpy as np
 import grader
 from grader.errors import UsageError
 from grader.exercise.settings import Settings
-from grader.exercise.spec import SPEC_FILE, Exercise
+from grader.exercise.spec import Exercise
+from grader.exercise.spec import exercise_hash as exercise_hash  # where reference_cache imports it from
 from grader.handin.prepare import Submission
 from grader.judging.compare import EntryError
 from grader.outcomes import Failure, FailureKind, Verdict
@@ -312,21 +313,6 @@ def _entries(path: Path) -> list[str]:
                     entry = os.lstat(os.path.join(folder, name))
                     found.append(f"{folder}/{name} {entry.st_mode} {entry.st_size} {entry.st_mtime_ns}")
     return found
-
-
-def exercise_hash(exercise: Exercise) -> str:
-    """sha256 over what grading reads: the spec and the support files."""
-    digest = hashlib.sha256()
-    paths = [exercise.root / SPEC_FILE]
-    if exercise.spec.reference_file is not None:
-        paths.append(exercise.path_of(exercise.spec.reference_file))
-    for relative in exercise.spec.support:
-        source = exercise.path_of(relative)
-        paths += sorted(p for p in source.rglob("*") if p.is_file()) if source.is_dir() else [source]
-    for path in paths:
-        # relpath, not relative_to: a support folder shared by an assignment lies beside the exercise
-        digest.update(os.path.relpath(path, exercise.root).encode() + b"\0" + path.read_bytes() + b"\0")
-    return digest.hexdigest()
 
 
 SECRET = "secret"  # a key's seed where the run drew a secret one: any secret seed grades alike
