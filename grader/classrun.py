@@ -109,18 +109,20 @@ Progress = Callable[[SubmissionResult], None]  # told of each result, graded or 
 def plan(
     exercises: Sequence[Exercise], students: Sequence[tuple[str, Path]], settings: Settings
 ) -> list[Task]:
-    """The run's tasks, by exercise then student; with `settings.secret` the gradebook keys leave the seed
-    out, so that unchanged hand-ins keep their results and seeds."""
-    handins = {name: _usable(path, partial(read_handin, path)) for name, path in students}
+    """The run's tasks, by student then exercise (a student's job takes them in this order); with
+    `settings.secret` the gradebook keys leave the seed out, so that unchanged hand-ins keep their results
+    and seeds."""
+    keys = {e.id: (exercise_hash(e), settings_key(settings, e)) for e in exercises}
     tasks = []
-    for exercise in exercises:
-        exercise_key, kept_under = exercise_hash(exercise), settings_key(settings, exercise)
-        entry, selection = exercise.spec.entry, exercise.spec.notebook.selection
-        for name, path in students:
-            handin, problem = handins[name]
+    for name, path in students:
+        handin, unreadable = _usable(path, partial(read_handin, path))
+        for exercise in exercises:
+            entry, selection = exercise.spec.entry, exercise.spec.notebook.selection
             submission: Submission | None = None
+            problem = unreadable
             if handin is not None:
                 submission, problem = _usable(path, partial(submission_of, handin, entry, name, selection))
+            exercise_key, kept_under = keys[exercise.id]
             key = Key(name, exercise.id, submission_hash(submission, path), exercise_key, kept_under)
             tasks.append(Task(exercise, name, path, submission, problem, key))
     return tasks
@@ -173,10 +175,12 @@ class ClassRun:
     ) -> RunOutcome:
         """Grade the tasks the gradebook does not hold, `workers` at once here, or on `backend` (which it
         closes); the run is then finished in the gradebook (what it left in flight did not stop it)."""
-        grading = _Grading(
-            self._book, self._run_id, self.settings, backend or LocalBackend(workers), progress
-        )
-        grading.run(tasks)
+        backend = backend or LocalBackend(workers)
+        grading = _Grading(self._book, self._run_id, self.settings, backend, progress)
+        try:
+            grading.run(tasks)
+        finally:
+            backend.close()
         self._book.finish_run(self._run_id)
         return grading.outcome(tasks)
 
@@ -263,11 +267,8 @@ class _Grading:
         queue = deque(jobs_of(triage.to_grade))
         # A suspect alone is one task: it alone is in flight, it alone is blamed if the grader dies again.
         suspects = deque(Job(task.student, task.path, (task,)) for task in triage.suspects)
-        try:
-            with collecting_seldom():
-                self._loop(queue, suspects)
-        finally:
-            self._backend.close()
+        with collecting_seldom():
+            self._loop(queue, suspects)
 
     def _loop(self, queue: deque[Job], suspects: deque[Job]) -> None:
         if queue:  # their torch imports overlap the references' computation
@@ -308,10 +309,10 @@ class _Grading:
         for task in job.tasks:  # before it starts: see _triage
             self._book.grading(self._run_id, task.key, self._stops.get(task.key, 0))
         recorded: Future[tuple[TaskResult, ...]] = Future()
-        self._running[recorded] = job
         self._backend.submit(job, self._settings.seed, held).add_done_callback(
             partial(self._record, job, recorded)
         )
+        self._running[recorded] = job  # once it is sure to resolve: a Ctrl-C waits for what is here
 
     def _record(
         self, job: Job, recorded: Future[tuple[TaskResult, ...]], graded: Future[tuple[TaskResult, ...]]

@@ -1,6 +1,7 @@
 """A grading's settings, resolved once for a run: the seed, whether it is secret, how many trials.
 
-`trials or exercise.spec.trials` is decided here and nowhere else.
+`trials or exercise.spec.trials` is decided here (grading.grade's own copy of the rule goes once it takes
+its references from sources.find_references).
 """
 
 from __future__ import annotations
