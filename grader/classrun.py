@@ -12,7 +12,7 @@ this process never imports torch. Ctrl-C cancels what has not started and lets w
 everything finished is kept. The results come back by student, then exercise, whatever order they were
 graded in.
 
-Where the jobs run is a Backend's: this machine's threads and warm workers (LocalBackend), or a Dask
+Where the jobs run is a Backend's: this machine's threads and warm workers (local.py), or a Dask
 cluster's workers (grader/cluster/); all the rest is the same for both.
 """
 
@@ -20,10 +20,9 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import threading
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -33,18 +32,16 @@ from typing import TypeVar
 from grader.collector import collecting_seldom
 from grader.errors import GraderError
 from grader.exercise.settings import Settings
-from grader.exercise.shared import SharedReferences
 from grader.exercise.sources import ClassReferences
 from grader.exercise.spec import Exercise, exercise_hash
 from grader.gradebook import Gradebook, Key, Stopped, settings_key, submission_hash
 from grader.grading import not_runnable, not_started
 from grader.handin.discover import may_define, read_handin, submission_of, untagged_hint
 from grader.handin.prepare import Submission
-from grader.jobs import Backend, Job, JobLost, Task, TaskResult, Unfinished, grade_job, jobs_of
+from grader.jobs import Backend, Job, JobLost, Task, TaskResult, Unfinished, jobs_of
+from grader.local import LocalBackend
 from grader.outcomes import FailureKind
 from grader.results import SubmissionResult
-from grader.sandbox.warm import WorkerPool, started_shared_pool
-from grader.sandbox.zygote_references import computable, computed_in_zygote
 
 
 @dataclass(frozen=True)
@@ -56,51 +53,6 @@ class RunOutcome:
     graded: int  # graded now, or written at once (nothing to grade)
     interrupted: bool  # by Ctrl-C: what was in flight finished, the rest is left for the next run
     broken: tuple[GraderError, ...]  # exercises whose references fail: their graph, on its own inputs
-
-
-class LocalBackend:
-    """This machine: `workers` threads, each grading one job at a time in warm workers."""
-
-    def __init__(self, workers: int) -> None:
-        self.slots = workers
-        self._workers = WorkerPool(limit=workers)
-        started = started_shared_pool()
-        if started is not None:  # zygotes the `grader run` command started before its own imports
-            self._workers.adopt(started)
-        self._threads = ThreadPoolExecutor(max_workers=workers)
-
-    def prestart(self, count: int) -> None:
-        self._workers.prestart(count)
-
-    def share(self, references: SharedReferences) -> None:
-        """Computed at once, in a fork of a warm zygote (zygote_references.py: this process never imports
-        torch), whose slot is taken now, before any job of the exercise takes one: a grading that waits
-        for them holds a slot of its own, never the one that computes them."""
-        if not computable(references.exercise):  # computed here, by the first grading that asks
-            return
-        try:
-            zygote = self._workers.acquire()
-        except Exception:  # a sandbox that cannot start: computed here; each grading reports the sandbox
-            return
-        references.try_first(partial(computed_in_zygote, self._workers, zygote))
-
-        def compute() -> None:
-            with contextlib.suppress(GraderError):  # told by every grading that asks for them
-                references.get()
-
-        threading.Thread(target=compute, name=f"references of {references.exercise.id}", daemon=True).start()
-
-    def submit(
-        self, job: Job, seed: int, references: Mapping[str, SharedReferences]
-    ) -> Future[tuple[TaskResult, ...]]:
-        return self._threads.submit(grade_job, job, seed, references, self._workers)
-
-    def drain(self) -> None:
-        self._threads.shutdown(wait=True, cancel_futures=True)
-
-    def close(self) -> None:
-        self._threads.shutdown(wait=False, cancel_futures=True)
-        self._workers.close()
 
 
 Progress = Callable[[SubmissionResult], None]  # told of each result, graded or from the gradebook

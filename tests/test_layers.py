@@ -32,7 +32,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("grader.report", "grader.gradebook"),  # results shown, exported, kept
     ("grader.grading", "grader.validation"),  # one hand-in on one exercise, step by step
     ("grader.jobs",),  # what a class run hands a backend: shared by classrun and cluster
-    ("grader.classrun", "grader.cluster"),
+    ("grader.classrun", "grader.cluster", "grader.local"),  # a class run, and its two backends
     ("grader.cli", "grader.api", "grader.launch", "grader.__main__", "grader.scaffold"),
 )
 
