@@ -8,6 +8,7 @@ import os
 import sys
 import traceback
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -15,6 +16,7 @@ from rich.console import Console
 
 from grader import __version__
 from grader.errors import ExitCode, GraderError, SpecError, UsageError
+from grader.exercise.settings import Settings
 from grader.exercise.spec import SPEC_FILE, Exercise, discover_exercises, exercise_argument, load_exercise
 from grader.exercise.trials import DEFAULT_SEED, secret_seed
 from grader.report.terminal import safe
@@ -313,8 +315,7 @@ def _id_line(exercise: Exercise) -> int | None:
 
 
 def _run(args: argparse.Namespace, console: Console, errors: Console) -> int:
-    from grader.classrun import plan, run_class
-    from grader.gradebook import Gradebook
+    from grader.classrun import ClassRun, plan
     from grader.handin.discover import discover_students
     from grader.report.json_report import to_json_line
 
@@ -323,22 +324,18 @@ def _run(args: argparse.Namespace, console: Console, errors: Console) -> int:
     _warn_if_reduced(errors)
     folder = _submissions_folder(args)
     students = discover_students(folder)
-    secret = args.seed is None  # one seed for the run: the exercise's references are computed once
-    seed = secret_seed() if secret else int(args.seed)
-    jobs = plan(exercises, students, seed, args.trials, secret)
+    settings = _settings(args)  # one seed for the run: each exercise's references are computed once
+    tasks = plan(exercises, students, settings)
     backend = None
     if args.cluster is not None:
         from grader.cluster import connect
 
-        backend = connect(args.cluster)  # run_class closes it
-    gradebook = Gradebook(_gradebook_path(args, folder, errors))
-    run_id = gradebook.start_run(" ".join(sys.argv), seed)
-    with _progress(errors, len(jobs), enabled=not args.json) as advance, _cache_unless(secret):
-        outcome = run_class(
-            jobs, gradebook, run_id, seed, args.trials, args.jobs, lambda _: advance(), backend
-        )
-    graded_at = gradebook.graded_at()
-    gradebook.close()
+        backend = connect(args.cluster)  # the class run closes it
+    path = _gradebook_path(args, folder, errors)
+    with ClassRun(path, " ".join(sys.argv), settings) as run:
+        with _progress(errors, len(tasks), enabled=not args.json) as advance, _cache_unless(settings.secret):
+            outcome = run.grade(tasks, args.jobs, lambda _: advance(), backend)
+        graded_at = run.graded_at()
     if args.json:  # by student, then exercise, as the table: the same lines whatever finished first
         for result in outcome.results:
             print(to_json_line(result), flush=True)
@@ -347,13 +344,15 @@ def _run(args: argparse.Namespace, console: Console, errors: Console) -> int:
     broken += outcome.broken
     graded = {r.exercise for r in outcome.results}  # not those whose graph failed on its own inputs
     shown = [e.id for e in exercises if e.id in graded]
-    _finish(args, console, errors, outcome.results, shown, [name for name, _ in students], roster, graded_at)
+    _finish(
+        args, console, errors, list(outcome.results), shown, [name for name, _ in students], roster, graded_at
+    )
     errors.print(
         f"[dim]{outcome.graded} graded, {outcome.reused} unchanged since the last run (from the gradebook "
-        f"{safe(str(gradebook.path))}); {_seed_note(seed, secret)}; submissions from {safe(str(folder))}[/]"
+        f"{safe(str(path))}); {_seed_note(settings)}; submissions from {safe(str(folder))}[/]"
     )
     if outcome.interrupted:
-        left = len(jobs) - outcome.graded - outcome.reused
+        left = len(tasks) - outcome.graded - outcome.reused
         errors.print(f"[yellow]interrupted: {left} left to grade; run the same command again to finish[/]")
         return int(ExitCode.INTERRUPTED)
     if broken:
@@ -381,8 +380,15 @@ def _cache_unless(secret: bool) -> Iterator[None]:
             os.environ[CACHE_ENV] = before
 
 
-def _seed_note(seed: int, secret: bool) -> str:
-    if not secret:
+def _settings(args: argparse.Namespace, trials: int | None = None) -> Settings:
+    """The run's settings, resolved once: with no --seed, a secret seed drawn now for the whole run."""
+    secret = args.seed is None
+    return Settings(secret_seed() if secret else int(args.seed), trials or args.trials, secret=secret)
+
+
+def _seed_note(settings: Settings) -> str:
+    seed = settings.seed
+    if not settings.secret:
         return f"seed {seed}"
     return (
         f"seed {seed} (secret, drawn for this run: the hand-ins graded now were graded with it, unchanged "
@@ -496,27 +502,28 @@ def _gradescope(args: argparse.Namespace, console: Console, errors: Console) -> 
     import tempfile
 
     import grader
-    from grader.classrun import Job, plan, run_class
-    from grader.gradebook import Gradebook
+    from grader.classrun import ClassRun, plan
+    from grader.jobs import Task
     from grader.report.gradescope import gradescope_results, handout
 
-    def graded(jobs: list[Job], trials: int | None) -> tuple[list[SubmissionResult], list[GraderError]]:
+    def graded(tasks: list[Task], settings: Settings) -> tuple[list[SubmissionResult], list[GraderError]]:
         # One submission: nothing to keep between runs.
-        with tempfile.TemporaryDirectory() as scratch, _cache_unless(secret):
-            gradebook = Gradebook(Path(scratch) / "gradebook.sqlite")
-            outcome = run_class(jobs, gradebook, gradebook.start_run("gradescope", seed), seed, trials, 1)
-            gradebook.close()
+        with (
+            tempfile.TemporaryDirectory() as scratch,
+            _cache_unless(settings.secret),
+            ClassRun(Path(scratch) / "gradebook.sqlite", "gradescope", settings) as run,
+        ):
+            outcome = run.grade(tasks)
         for exc in outcome.broken:
             errors.print(f"[bold red]spec error:[/] {safe(str(exc))} — this exercise is skipped")
-        return outcome.results, outcome.broken
+        return list(outcome.results), list(outcome.broken)
 
     args.results.parent.mkdir(parents=True, exist_ok=True)
     hand_in = [("submission", args.submission)]
     # One secret seed per submission (the preview's trials are its first N): answers recorded from one
     # submission's report are of no use in the next. The student sees it with the results, to replay.
-    secret = args.seed is None
-    seed = secret_seed() if secret else int(args.seed)
-    errors.print(f"[dim]{_seed_note(seed, secret).replace('this run', 'this submission')}[/]")
+    settings = _settings(args)
+    errors.print(f"[dim]{_seed_note(settings).replace('this run', 'this submission')}[/]")
     places = (
         args.submission,
         args.exercises,
@@ -526,19 +533,20 @@ def _gradescope(args: argparse.Namespace, console: Console, errors: Console) -> 
     private = {str(p) for place in places for p in (place, place.resolve()) if p.is_absolute()} | {sys.prefix}
     try:
         exercises, broken = _load_all(args.exercises, errors)
-        jobs = plan(exercises, hand_in, seed, args.trials, secret)
-        results, failed = graded(jobs, args.trials)
+        tasks = plan(exercises, hand_in, settings)
+        results, failed = graded(tasks, settings)
         broken += failed
         previews: dict[str, SubmissionResult] = {}
         counts = {e.id: e.spec.gradescope.visible_trials for e in exercises}
         for count in sorted({c for c in counts.values() if c is not None}):
-            ahead = [e for e in exercises if counts[e.id] == count and count < (args.trials or e.spec.trials)]
-            previews |= {r.exercise: r for r in graded(plan(ahead, hand_in, seed, count, secret), count)[0]}
+            ahead = [e for e in exercises if counts[e.id] == count and count < settings.trial_count(e)]
+            preview = replace(settings, trials=count)
+            previews |= {r.exercise: r for r in graded(plan(ahead, hand_in, preview), preview)[0]}
             # The first N trials are the whole grading where it has no more: it is its own preview.
             previews |= {
                 r.exercise: r for r in results if counts[r.exercise] == count and r.exercise not in previews
             }
-        by_id = {job.exercise.id: job for job in jobs}
+        by_id = {task.exercise.id: task for task in tasks}
         handouts = {
             r.exercise: handout(
                 by_id[r.exercise].exercise, by_id[r.exercise].submission, previews.get(r.exercise)

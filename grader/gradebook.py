@@ -29,7 +29,9 @@ import numpy as np
 
 import grader
 from grader.errors import UsageError
-from grader.exercise.spec import SPEC_FILE, Exercise
+from grader.exercise.settings import Settings
+from grader.exercise.spec import Exercise
+from grader.exercise.spec import exercise_hash as exercise_hash  # where reference_cache imports it from
 from grader.handin.prepare import Submission
 from grader.judging.compare import EntryError
 from grader.outcomes import Failure, FailureKind, Verdict
@@ -163,12 +165,13 @@ class Gradebook:
                 (key.student, key.exercise, key.submission_hash, run_id, stopped, _now()),
             )
 
-    def landed(self, key: Key) -> None:
-        """The hand-in's grading ended without a result to write (the grader's failure on it): no longer
-        in flight."""
+    def landed(self, keys: Sequence[Key]) -> None:
+        """These hand-ins' gradings ended without a result to write (the grader's failure on them): no
+        longer in flight."""
         with self._lock:
-            self._db.execute(
-                "DELETE FROM in_flight WHERE student = ? AND exercise = ?", (key.student, key.exercise)
+            self._db.executemany(
+                "DELETE FROM in_flight WHERE student = ? AND exercise = ?",
+                [(k.student, k.exercise) for k in keys],
             )
 
     def stopped(self, run_id: int) -> dict[tuple[str, str], Stopped]:
@@ -312,29 +315,15 @@ def _entries(path: Path) -> list[str]:
     return found
 
 
-def exercise_hash(exercise: Exercise) -> str:
-    """sha256 over what grading reads: the spec and the support files."""
-    digest = hashlib.sha256()
-    paths = [exercise.root / SPEC_FILE]
-    if exercise.spec.reference_file is not None:
-        paths.append(exercise.path_of(exercise.spec.reference_file))
-    for relative in exercise.spec.support:
-        source = exercise.path_of(relative)
-        paths += sorted(p for p in source.rglob("*") if p.is_file()) if source.is_dir() else [source]
-    for path in paths:
-        # relpath, not relative_to: a support folder shared by an assignment lies beside the exercise
-        digest.update(os.path.relpath(path, exercise.root).encode() + b"\0" + path.read_bytes() + b"\0")
-    return digest.hexdigest()
-
-
 SECRET = "secret"  # a key's seed where the run drew a secret one: any secret seed grades alike
 
 
-def settings(seed: int | None, trials: int) -> str:
-    """The grading settings a result is kept under; `seed` None: a secret seed drawn by the run, which the
-    key leaves out, so that an unchanged hand-in keeps its result (and the seed it was graded with, in the
-    result) from one run to the next, while a run with an explicit --seed S keys on S."""
-    return json.dumps({"seed": SECRET if seed is None else seed, "trials": trials}, sort_keys=True)
+def settings_key(settings: Settings, exercise: Exercise) -> str:
+    """The grading settings a result of `exercise` is kept under; a secret seed drawn by the run is left
+    out, so that an unchanged hand-in keeps its result (and the seed it was graded with, in the result)
+    from one run to the next, while a run with an explicit --seed S keys on S."""
+    seed = SECRET if settings.secret else settings.seed
+    return json.dumps({"seed": seed, "trials": settings.trial_count(exercise)}, sort_keys=True)
 
 
 # --- a lossless JSON form of SubmissionResult ------------------------------------------------------------

@@ -8,21 +8,16 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import gc
 import os
 import sys
 from pathlib import Path
 from typing import NoReturn
 
-# New objects between garbage collections. The grader makes few reference cycles and many objects that
-# live until a submission is judged (parsed frames, per-trial results): at Python's default of 700 the
-# collector walked them again and again, 137 collections and a quarter of a `grader check`'s CPU time
-# (graph2, 1000 trials: 205-228 ms of the grader's CPU instead of 270-331).
-COLLECT_EVERY = 100_000
+from grader.collector import collect_seldom
 
 
 def entry() -> None:
-    gc.set_threshold(COLLECT_EVERY, *gc.get_threshold()[1:])
+    collect_seldom()
     count = zygotes_to_start(sys.argv[1:])
     if count:
         from grader.sandbox.warm import shared_pool
@@ -83,9 +78,7 @@ def _changed_since_graded(folder: Path, gradebook: str | None) -> bool:
     try:
         resolved = folder.resolve()
         book = Path(gradebook) if gradebook else resolved.parent / f"{resolved.name}{GRADEBOOK_SUFFIX}"
-        graded = max(
-            os.stat(path).st_mtime for path in (book, Path(f"{book}-wal")) if os.path.exists(path)
-        )
+        graded = max(os.stat(path).st_mtime for path in (book, Path(f"{book}-wal")) if os.path.exists(path))
     except (OSError, ValueError):  # no gradebook yet (max of nothing)
         return True
     try:

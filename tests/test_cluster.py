@@ -28,11 +28,12 @@ from conftest import (
     write_source,
 )
 
-from grader.classrun import Job, JobLost, plan, run_class
+from grader.classrun import ClassRun, plan
+from grader.exercise.settings import Settings
 from grader.exercise.spec import load_exercise
 from grader.gradebook import Gradebook, default_path
+from grader.jobs import Job, JobLost, TaskResult
 from grader.outcomes import FailureKind
-from grader.results import SubmissionResult
 
 distributed = pytest.importorskip("distributed")
 
@@ -270,8 +271,10 @@ class _Lost:
     def share(self, references: object) -> None:
         pass
 
-    def submit(self, job: Job, seed: int, references: object) -> concurrent.futures.Future[SubmissionResult]:
-        future: concurrent.futures.Future[SubmissionResult] = concurrent.futures.Future()
+    def submit(
+        self, job: Job, seed: int, references: object
+    ) -> concurrent.futures.Future[tuple[TaskResult, ...]]:
+        future: concurrent.futures.Future[tuple[TaskResult, ...]] = concurrent.futures.Future()
         future.set_exception(JobLost(f"{job.path}: 4 Dask workers died while grading this hand-in"))
         return future
 
@@ -287,15 +290,18 @@ def test_a_hand_in_whose_workers_all_died_is_that_students_error_and_is_graded_a
 ) -> None:
     exercise = load_exercise(_class(tmp_path) / "graph2")
     students = [(f"s{i}", tmp_path / "submissions" / f"s{i}") for i in range(2)]
-    jobs = plan([exercise], students, 0, 5)
-    book = Gradebook(tmp_path / "book.sqlite")
-    outcome = run_class(jobs, book, book.start_run("test"), 0, 5, 2, backend=_Lost())
+    settings = Settings(0, 5)
+    tasks = plan([exercise], students, settings)
+    with ClassRun(tmp_path / "book.sqlite", "test", settings) as run:
+        outcome = run.grade(tasks, backend=_Lost())
     assert [r.student for r in outcome.results] == ["s0", "s1"]
     for result in outcome.results:
         failure = result.error
         assert failure is not None and failure.kind is FailureKind.INTERNAL
         assert "4 Dask workers died while grading this hand-in" in failure.message
-    assert all(book.stored(job.key) is None for job in jobs)  # not the student's grade: regraded next run
+    book = Gradebook(tmp_path / "book.sqlite")
+    assert all(book.stored(task.key) is None for task in tasks)  # not the student's grade: regraded next run
+    assert book.stopped(book.start_run("next")) == {}  # nor in flight: nothing to blame
     book.close()
 
 

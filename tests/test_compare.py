@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 import grader.judging.compare as compare_module
 from grader.exercise.spec import ReturnSpec
-from grader.judging.compare import compare, infer_precision, shape_problem
+from grader.judging.compare import PrecisionBasis, compare, infer_precision, shape_problem
 from grader.outcomes import Verdict
 
 DEFAULT = ReturnSpec(name="g", value="g")
@@ -88,7 +88,7 @@ def test_float32_inferred_from_a_float64_array_holding_float32_values() -> None:
     hidden = expected.astype(np.float32).astype(np.float64)
     precision, reason = infer_precision(hidden, "float64")
     assert precision.name == "float32"
-    assert "float32" in reason
+    assert reason.basis is PrecisionBasis.VALUES and "float32" in reason.text
     result = compare(0, DEFAULT, expected, hidden, "float64")
     assert result.precision == "float32"
     assert result.verdict is Verdict.PASS  # rounding to float32 is within the float32 envelope

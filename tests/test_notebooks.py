@@ -13,6 +13,7 @@ import pytest
 from conftest import CORRECT_GRAPH2, GRAPH2, TRANSPOSED_GRAPH2, copy_exercise, line_of, write_source
 
 from grader.classrun import plan
+from grader.exercise.settings import Settings
 from grader.exercise.spec import Exercise, load_exercise
 from grader.gradebook import decode, encode
 from grader.grading import grade
@@ -344,12 +345,13 @@ def test_a_class_run_prepares_each_hand_in_for_its_exercise(tmp_path: Path) -> N
     folder = copy_exercise(tmp_path / "graph2", append="notebook:\n  cells: tagged\n  tag: otter\n")
     exercise = load_exercise(folder)
     path = write_notebook(tmp_path / "class" / "ana.ipynb", colab_homework(CORRECT_GRAPH2))
-    (job,) = plan([exercise], [("ana", path)], seed=0, trials=5)
-    assert job.submission is not None
-    assert job.submission.notebook == notebooks.Selection("tagged", "otter")
-    assert job.submission.left_out == 6
+    (task,) = plan([exercise], [("ana", path)], Settings(seed=0, trials=5))
+    assert task.submission is not None
+    assert task.submission.notebook == notebooks.Selection("tagged", "otter")
+    assert task.submission.left_out == 6
     # the gradebook keys a result by the hand-in's bytes and the spec's: another mode grades again
-    assert job.key.exercise_hash != plan([load_exercise(GRAPH2)], [("ana", path)], 0, 5)[0].key.exercise_hash
+    other = plan([load_exercise(GRAPH2)], [("ana", path)], Settings(0, 5))[0]
+    assert task.key.exercise_hash != other.key.exercise_hash
 
 
 def test_the_mode_and_what_it_left_out_reach_the_report_and_the_gradebook(

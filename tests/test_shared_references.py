@@ -13,11 +13,12 @@ import numpy as np
 import pytest
 from conftest import CORRECT_GRAPH2, copy_exercise, exercise_folder, write_source
 
-from grader.classrun import plan, run_class
+from grader.classrun import ClassRun, plan
 from grader.errors import GraderError
 from grader.exercise import reference_cache, shared
 from grader.exercise.expected import References
 from grader.exercise.reference import compute_references
+from grader.exercise.settings import Settings
 from grader.exercise.shared import SharedReferences
 from grader.exercise.spec import Exercise, load_exercise
 from grader.exercise.trials import Trial, make_trials
@@ -85,10 +86,10 @@ def test_a_class_run_computes_the_references_in_a_zygote_and_keeps_them(
 
     monkeypatch.setattr(shared, "computed_references", in_this_process)
     monkeypatch.setenv(reference_cache.CACHE_ENV, str(tmp_path / "cache"))  # as on a class's first run
-    jobs = plan([graph2], _class(tmp_path / "submissions", 3), 0, TRIALS)
-    book = Gradebook(tmp_path / "book.sqlite")
-    outcome = run_class(jobs, book, book.start_run("test"), 0, TRIALS, 2)
-    book.close()
+    settings = Settings(0, TRIALS)
+    tasks = plan([graph2], _class(tmp_path / "submissions", 3), settings)
+    with ClassRun(tmp_path / "book.sqlite", "test", settings) as run:
+        outcome = run.grade(tasks, 2)
     assert here == []
     assert [r.student for r in outcome.results] == ["s0", "s1", "s2"]
     assert all(r.verdict is Verdict.PASS for result in outcome.results for r in result.returns)
@@ -110,10 +111,13 @@ def test_a_class_run_reports_an_exercise_whose_references_fail_once_and_grades_t
     students = _class(tmp_path / "submissions", 3)
     for name, folder in students:
         write_source(folder / "more.py", f"def broken(a_np):\n    return 1  # {name}\n")
-    jobs = plan([broken, graph2], students, 0, TRIALS)
-    book = Gradebook(tmp_path / "book.sqlite")
-    outcome = run_class(jobs, book, book.start_run("test"), 0, TRIALS, 2)
+    settings = Settings(0, TRIALS)
+    tasks = plan([broken, graph2], students, settings)
+    with ClassRun(tmp_path / "book.sqlite", "test", settings) as run:
+        outcome = run.grade(tasks, 2)
     assert [(r.student, r.exercise) for r in outcome.results] == [(s, "graph2") for s, _ in students]
     assert len(outcome.broken) == 1 and "broken" in str(outcome.broken[0])
-    assert all(book.stored(job.key) is None for job in jobs if job.exercise is broken)
+    book = Gradebook(tmp_path / "book.sqlite")
+    assert all(book.stored(task.key) is None for task in tasks if task.exercise is broken)
+    assert [task.exercise.id for task in tasks if book.stored(task.key) is not None] == ["graph2"] * 3
     book.close()

@@ -397,3 +397,19 @@ def test_unknown_notebook_field_lists_the_notebook_fields(tmp_path: Path) -> Non
     assert error.message == "unknown field 'labels'; known fields: cells, tag"
     _, _, error = _notebook_spec_error(tmp_path / "close", "notebook: {cells: tagged, tags: [grade]}\n")
     assert (error.field, error.message) == ("notebook.tags", "'tags' is not a field: did you mean 'tag'?")
+
+
+def test_the_spec_package_keeps_every_name_the_one_module_had() -> None:
+    """spec.py became a package (models, locations, checks, exercise, loading): every name imported from
+    `grader.exercise.spec` before is still imported from there."""
+    import grader.exercise.spec as spec
+
+    before = (
+        "SPEC_FILE MISCONCEPTION SizeExpr FIRST_CALL_SECONDS WALL_CAP_FACTOR SizeRange InputSpec GradSpec "
+        "VjpSpec Visibility ReturnSpec Limits NotebookSpec GradescopeSpec WrongSolution Misconception Scalar "
+        "LiteralValue LiteralArg DictArg Vocabulary TokensArg IndexOfArg MethodSpec SamplerObject "
+        "OBJECT_KINDS ObjectArg Arg CallSpec ExerciseSpec Exercise load_exercise discover_exercises "
+        "EXERCISES_ENV exercise_argument"
+    ).split()
+    assert [name for name in before if not hasattr(spec, name)] == []
+    assert set(before) <= set(spec.__all__)

@@ -18,34 +18,34 @@ import math
 import signal
 import time
 import uuid
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 import distributed
 from distributed.scheduler import KilledWorker
 
-from grader.classrun import Job, JobLost
 from grader.cluster.worker import PLUGIN, WarmWorkers, describe, grade_on_worker, grader_identity
 from grader.errors import GraderError, UsageError
-from grader.results import SubmissionResult
+from grader.jobs import Job, JobLost, TaskResult, Unfinished
 
 if TYPE_CHECKING:
     from grader.exercise.reference import References
     from grader.exercise.shared import SharedReferences
 
-Pending = concurrent.futures.Future[SubmissionResult]
+Pending = concurrent.futures.Future[tuple[TaskResult, ...]]
 LOCAL = "local:"
 CONNECT_SECONDS = 30
 COUNT_EVERY = 1.0  # seconds between counts of the cluster's worker threads
 
 
 class DaskBackend:
-    """classrun's Backend on a Dask cluster, one job per worker thread at a time."""
+    """A class run's Backend (jobs.Backend) on a Dask cluster, one job per worker thread at a time."""
 
     def __init__(self, client: distributed.Client, cluster: distributed.LocalCluster | None) -> None:
         self._client = client
         self._cluster = cluster  # started for this run: stopped with it
         self._shared: dict[int, tuple[SharedReferences, distributed.Future[References]]] = {}
-        self._tasks: dict[Pending, distributed.Future[SubmissionResult]] = {}
+        self._tasks: dict[Pending, distributed.Future[tuple[TaskResult, ...]]] = {}
         self._slots, self._counted = 1, -math.inf
         self._identity = grader_identity()
         try:
@@ -105,23 +105,36 @@ class DaskBackend:
     def share(self, references: SharedReferences) -> None:
         """Nothing to do: the first job's submit computes them, here."""
 
-    def submit(self, job: Job, seed: int, references: SharedReferences) -> Pending:
+    def submit(self, job: Job, seed: int, references: Mapping[str, SharedReferences]) -> Pending:
         result: Pending = concurrent.futures.Future()
+        held = {
+            exercise: task
+            for exercise, task in ((e, self._sent(shared)) for e, shared in references.items())
+            if task is not None
+        }
+        sent = job.only(held)
+        if not sent.tasks:
+            result.set_result(tuple(_BROKEN for _ in job.tasks))
+            return result
+        task = self._client.submit(grade_on_worker, sent, seed, held, self._identity, pure=False)
+        self._tasks[result] = task
+        task.add_done_callback(lambda done: _settle(result, done, job, sent))
+        return result
+
+    def _sent(self, references: SharedReferences) -> distributed.Future[References] | None:
+        """The cluster's task that holds an exercise's references, made by its first job (they are computed
+        here, once); None where they fail (its graph, on its own inputs: the class run reports it)."""
         shared = self._shared.get(id(references))
-        if shared is None:  # the first job of its exercise: its references computed here, once
+        if shared is None:
             try:
                 computed = references.get()
-            except GraderError as exc:  # its graph fails on its own inputs: classrun reports the exercise
-                result.set_exception(exc)
-                return result
+            except GraderError:
+                return None
             shared = self._shared[id(references)] = (
                 references,
                 self._client.submit(_given, computed, pure=False, key=f"references-{uuid.uuid4().hex}"),
             )
-        task = self._client.submit(grade_on_worker, job, seed, shared[1], self._identity, pure=False)
-        self._tasks[result] = task
-        task.add_done_callback(lambda done: _settle(result, done, job))
-        return result
+        return shared[1]
 
     def drain(self) -> None:
         """Nothing to cancel: the scheduler holds no more jobs than the workers run."""
@@ -161,22 +174,29 @@ def _given(references: References) -> References:
     return references
 
 
-def _settle(result: Pending, done: distributed.Future[SubmissionResult], job: Job) -> None:
-    """Hand the Dask task's end to classrun's future (on the client's callback thread)."""
+# A task whose exercise's references fail: the class run finds out from them, and reports the exercise.
+_BROKEN = Unfinished("the exercise's references could not be computed")
+
+
+def _settle(result: Pending, done: distributed.Future[tuple[TaskResult, ...]], job: Job, sent: Job) -> None:
+    """Hand the Dask task's end to the class run's future (on the client's callback thread): one outcome per
+    task of `job`, of which those `sent` to the cluster."""
     if done.cancelled():  # by the scheduler (this client cancels only once nobody waits any more)
         result.set_exception(JobLost(_dropped(job)))
         return
     try:
-        result.set_result(done.result())
+        graded = {t.exercise.id: end for t, end in zip(sent.tasks, done.result(), strict=True)}
     except KilledWorker as exc:
         result.set_exception(JobLost(_killed(job, exc)))
     except Exception as exc:
         result.set_exception(exc)
+    else:
+        result.set_result(tuple(graded.get(task.exercise.id, _BROKEN) for task in job.tasks))
 
 
 def _dropped(job: Job) -> str:
     return (
-        f"{job.path}: the Dask cluster cancelled grading this hand-in on {job.exercise.id} before it "
+        f"{job.path}: the Dask cluster cancelled grading this hand-in on {_exercises(job)} before it "
         "finished (its scheduler restarted, or what the job needed was lost with a worker); nothing is "
         "wrong with the hand-in: run the same command again to grade it"
     )
@@ -190,8 +210,12 @@ def _killed(job: Job, exc: KilledWorker) -> str:
         else ("the Dask worker that tried it" if tries == 0 else f"{tries + 1} Dask workers")
     )
     return (
-        f"{job.path}: {count} died while grading this hand-in on {job.exercise.id}, so the cluster "
+        f"{job.path}: {count} died while grading this hand-in on {_exercises(job)}, so the cluster "
         "stopped trying (distributed.scheduler.allowed-failures). Likely cause: the hand-in exhausts the "
         "worker's memory or kills its process, or the workers were stopped meanwhile. Grade it alone "
-        f"here to see what it does: grader check {job.exercise.root} {job.path}"
+        f"here to see what it does: grader check {job.tasks[0].exercise.root} {job.path}"
     )
+
+
+def _exercises(job: Job) -> str:
+    return ", ".join(task.exercise.id for task in job.tasks)

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import functools
 import hashlib
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from distributed import WorkerPlugin, get_worker
 
 import grader
-from grader.classrun import Job, JobLost, grade_job
-from grader.results import SubmissionResult
+from grader.jobs import Job, JobLost, TaskResult, grade_job
 from grader.sandbox.warm import WorkerPool
 
 if TYPE_CHECKING:
@@ -81,9 +81,11 @@ def describe(identity: dict[str, str]) -> str:
     return f"grader {identity['version']} (code {identity['code']}, in {identity['where']})"
 
 
-def grade_on_worker(job: Job, seed: int, references: References, client: dict[str, str]) -> SubmissionResult:
-    """The job graded here, in one of this worker process's warm zygotes, by the same grader as the
-    client's (`client`: its grader_identity)."""
+def grade_on_worker(
+    job: Job, seed: int, references: Mapping[str, References], client: dict[str, str]
+) -> tuple[TaskResult, ...]:
+    """The job graded here, in this worker process's warm zygotes, by the same grader as the client's
+    (`client`: its grader_identity). `references`: by exercise id, each fetched from the cluster once."""
     worker = get_worker()
     if grader_identity()["code"] != client["code"]:
         # A worker that joined after the client checked them all (backend._check_workers).
@@ -99,10 +101,11 @@ def grade_on_worker(job: Job, seed: int, references: References, client: dict[st
             "sandboxed workers to grade in; run the same command again (the client installs it on every "
             "worker it connects to)"
         )
-    if not job.exercise.root.is_dir():
+    missing = next((t.exercise.root for t in job.tasks if not t.exercise.root.is_dir()), None)
+    if missing is not None:
         # Submissions travel with the job; the exercise's support files are read where it runs.
         raise JobLost(
-            f"Dask worker {worker.address}: the exercise folder {job.exercise.root} is not there; every "
+            f"Dask worker {worker.address}: the exercise folder {missing} is not there; every "
             "worker needs the exercises at the same path as the machine running `grader run` (README, "
             "'On a Dask cluster')"
         )

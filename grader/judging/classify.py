@@ -9,7 +9,7 @@ import numpy as np
 
 from grader.exercise.spec import Exercise
 from grader.exercise.trials import Trial
-from grader.judging.compare import Compared, Comparison, EntryError, RerunOutcome
+from grader.judging.compare import Compared, Comparison, EntryError, PrecisionReason, RerunOutcome
 from grader.outcomes import Verdict
 from grader.results import FailingCase, ReturnResult
 
@@ -44,7 +44,7 @@ def classify_return(
         [max(p.ratios) for p in comparisons.passing] + [c.max_ratio for c in compared], default=0.0
     )
     precisions: Counter[str] = Counter()
-    reasons: Counter[str] = Counter()
+    reasons: Counter[PrecisionReason] = Counter()
     for passing in comparisons.passing:
         precisions[passing.precision] += len(passing.trials)
         reasons[passing.reason] += len(passing.trials)
@@ -100,10 +100,10 @@ def _trial_size(trial: Trial) -> int:
     return sum(int(a.size) for a in trial.inputs.values())
 
 
-def _inferred(reasons: Counter[str]) -> str:
+def _inferred(reasons: Counter[PrecisionReason]) -> str:
     """Why the precision is not the returned dtype ('float64 array holding float16 values'), or ''."""
-    reason = reasons.most_common(1)[0][0] if reasons else ""
-    return "" if reason.startswith(("returned as", "judged at")) else f"; {reason}"
+    reason = reasons.most_common(1)[0][0] if reasons else None
+    return f"; {reason.text}" if reason is not None and reason.basis.said else ""
 
 
 def _message(

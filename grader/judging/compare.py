@@ -98,6 +98,31 @@ class RerunOutcome(Enum):
         )
 
 
+class PrecisionBasis(Enum):
+    """How the precision a return is judged at was found: a report names it only where it is not the one
+    the return plainly has."""
+
+    DTYPE = "dtype"  # the dtype it came back in
+    GIVEN = "given"  # set for the comparison from outside (the precision its code hard-codes, say)
+    VALUES = "values"  # a coarser format than its dtype, that every value it returned fits
+    RECOMPUTED = "recomputed"  # float64: the values its rerun at float64 gave again, bit for bit
+
+    @property
+    def said(self) -> bool:
+        return self in (PrecisionBasis.VALUES, PrecisionBasis.RECOMPUTED)
+
+
+@dataclass(frozen=True)
+class PrecisionReason:
+    """Why a return is judged at its precision: how it was found, and in words."""
+
+    basis: PrecisionBasis
+    text: str = ""
+
+
+AS_RETURNED = PrecisionReason(PrecisionBasis.DTYPE)
+
+
 @dataclass(frozen=True)
 class Comparison:
     """One return of one trial, judged."""
@@ -105,7 +130,7 @@ class Comparison:
     trial: int
     verdict: Verdict
     precision: str = "float64"
-    precision_reason: str = ""
+    precision_reason: PrecisionReason = AS_RETURNED
     dtype: str = ""  # as returned, where it failed: a float64 array may hold a narrower format's values
     max_ratio: float = 0.0  # worst |error| / envelope over the entries
     max_rel_error: float = 0.0
@@ -120,7 +145,9 @@ class Comparison:
     note: str = ""  # in words: what the rerun at float64 showed, or how the values were judged
 
     @classmethod
-    def passed(cls, trial: int, precision: str, reason: str, max_ratio: float, entries: int) -> Comparison:
+    def passed(
+        cls, trial: int, precision: str, reason: PrecisionReason, max_ratio: float, entries: int
+    ) -> Comparison:
         """A passing trial. Built without the generated __init__, whose thirteen frozen assignments cost
         more than judging the trial's entries did, for every trial of every return of a class: its
         attributes a copy of the defaults' dict with five set (1.1 µs; 1.8 updating the object's own)."""
@@ -147,7 +174,7 @@ class Passing:
     ratios: list[float]  # each one's worst |error| / envelope
     entries: list[int]
     precision: str
-    reason: str
+    reason: PrecisionReason
 
     def comparison(self, k: int) -> Comparison:
         return Comparison.passed(self.trials[k], self.precision, self.reason, self.ratios[k], self.entries[k])
@@ -185,7 +212,7 @@ class Compared(Mapping[int, Comparison]):
         return Compared(self.passing, others)
 
 
-def infer_precision(got: np.ndarray | Sequence[np.ndarray], dtype: str) -> tuple[Precision, str]:
+def infer_precision(got: np.ndarray | Sequence[np.ndarray], dtype: str) -> tuple[Precision, PrecisionReason]:
     """The precision the student computed in: the returned dtype, or a coarser one its values betray.
 
     A float64 (or float32) array whose values all fit a coarser format was computed in it (`.double()` of
@@ -195,7 +222,7 @@ def infer_precision(got: np.ndarray | Sequence[np.ndarray], dtype: str) -> tuple
     any format holds them (0, 0.5, -2) are no evidence and keep the returned dtype.
     """
     returned = PRECISIONS.get(dtype, PRECISIONS["float64"])
-    plain = returned, f"returned as {dtype}"
+    plain = returned, PrecisionReason(PrecisionBasis.DTYPE, f"returned as {dtype}")
     arrays = [got] if isinstance(got, np.ndarray) else list(got)
     if dtype not in ("float64", "float32") or not arrays:
         return plain
@@ -216,7 +243,7 @@ def infer_precision(got: np.ndarray | Sequence[np.ndarray], dtype: str) -> tuple
         # probability 1 - 2^-12. Fewer everywhere is what cancellation leaves of float64 values
         # (1 - (1 - e^x) at x in [-60, -30] keeps at most 10 bits), not evidence of the narrower format.
         if fits and precision.eps > returned.eps and bits > precision.bits // 2:
-            return precision, f"{dtype} array holding {name} values"
+            return precision, PrecisionReason(PrecisionBasis.VALUES, f"{dtype} array holding {name} values")
     return plain
 
 
@@ -416,7 +443,11 @@ def _compare_groups(
     for dtype, members in by_dtype.items():
         # Every trial's entries end to end: one numpy operation per step for all of them.
         got64 = _end_to_end(got, members)
-        precision, reason = (at, f"judged at {at.name}") if at is not None else infer_precision(got64, dtype)
+        precision, reason = (
+            (at, PrecisionReason(PrecisionBasis.GIVEN, f"judged at {at.name}"))
+            if at is not None
+            else infer_precision(got64, dtype)
+        )
         flat = flattened if flattened is not None and len(members) == len(expected) else None
         if flat is None:  # these trials only, or nothing prepared
             flat = flatten(
@@ -503,7 +534,7 @@ def _compare_flat(
     flat: Flattened,
     got64: np.ndarray,
     precision: Precision,
-    reason: str,
+    reason: PrecisionReason,
     dtype: str,
 ) -> tuple[list[int], Passing, dict[int, Comparison]]:
     """Trials judged at one precision; `got64` holds their returned entries end to end, in trial order.
@@ -552,7 +583,7 @@ def _failing(
     failing_mask: np.ndarray,
     within_envelope: bool,
     precision: Precision,
-    reason: str,
+    reason: PrecisionReason,
     dtype: str,
 ) -> Comparison:
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):

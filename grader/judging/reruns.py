@@ -32,6 +32,8 @@ from grader.judging.compare import (
     Comparison,
     Flattened,
     Precision,
+    PrecisionBasis,
+    PrecisionReason,
     RerunOutcome,
     compare_columns,
     compare_many,
@@ -241,7 +243,8 @@ def resolve_with_rerun(
         and _same_values(rerun[0], got)
     ):
         precision = PRECISIONS["float64"]
-        original = replace(original, precision=precision.name, precision_reason="computed in float64")
+        computed = PrecisionReason(PrecisionBasis.RECOMPUTED, "computed in float64")
+        original = replace(original, precision=precision.name, precision_reason=computed)
     if precision.name == "float64" and lifted_to_extended and isinstance(extended, tuple):
         return _judged_by_scaling(original, expected, spread, got, extended[0], _IN_EXTENDED)
     if rerun is None:

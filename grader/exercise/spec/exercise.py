@@ -1,0 +1,162 @@
+"""A loaded, cross-checked exercise: the spec, its folder and its parsed graph, and what is derived from
+them (the calls as the worker makes them, sizes, points, the hash of what grading reads).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from grader.exercise.graph import Program, evaluate_size_expression
+from grader.exercise.spec.models import (
+    SPEC_FILE,
+    Arg,
+    DictArg,
+    ExerciseSpec,
+    IndexOfArg,
+    LiteralArg,
+    SamplerObject,
+    Scalar,
+    TokensArg,
+    Visibility,
+)
+
+
+@dataclass(frozen=True)
+class Exercise:
+    """A loaded, cross-checked exercise. `root` is its folder; paths in the spec are relative to it."""
+
+    spec: ExerciseSpec
+    root: Path
+    program: Program
+
+    @property
+    def id(self) -> str:
+        return self.spec.id
+
+    def wire_calls(self) -> list[dict[str, Any]]:
+        """The calls as the worker makes them, in order: entry, args (as `_wire_args`), binds (None: the
+        call returns the exercise's returns)."""
+        spec = self.spec
+        calls = [(spec.entry, spec.args, spec.binds), *((c.entry, c.args, c.binds) for c in spec.then)]
+        known = set(spec.inputs) | set(self.sizes_handed) | {n for c in spec.then for n in c.binds}
+        known |= set(spec.binds or ())
+        return [
+            {"entry": entry, "args": _wire_args(args, known), "binds": None if binds is None else list(binds)}
+            for entry, args, binds in calls
+        ]
+
+    @cached_property
+    def sizes_handed(self) -> tuple[str, ...]:
+        """Sizes the calls hand the student as Python ints (a padding in CS231n's conv_param): each trial
+        carries them as inputs."""
+        named: set[str] = set()
+        for args in (self.spec.args, *(c.args for c in self.spec.then)):
+            for arg in args:
+                if isinstance(arg, DictArg):
+                    named.update(v for v in arg.entries.values() if isinstance(v, str))
+                elif isinstance(arg, str):
+                    named.add(arg)
+                elif isinstance(arg, tuple):
+                    named.update(arg)
+        return tuple(sorted(named & set(self.spec.sizes)))
+
+    @cached_property
+    def return_names(self) -> tuple[str, ...]:
+        return tuple(r.name for r in self.spec.returns)
+
+    def points(self, name: str) -> float:
+        return self.spec.points.get(name, 1.0)
+
+    def visibility(self, name: str) -> Visibility:
+        """When Gradescope shows the return's test to students: its own setting, else the exercise's."""
+        own = next(r.visibility for r in self.spec.returns if r.name == name)
+        return own or self.spec.gradescope.visibility
+
+    @property
+    def max_score(self) -> float:
+        return sum(self.points(n) for n in self.return_names)
+
+    def size_range(self, name: str) -> tuple[int, int]:
+        """The range a drawn (or fixed) size is drawn from; derived sizes have none."""
+        size = self.spec.sizes[name]
+        assert not isinstance(size, str), f"size {name} is derived"
+        return (size, size) if isinstance(size, int) else (size.min, size.max)
+
+    @cached_property
+    def derived_sizes(self) -> tuple[tuple[str, str], ...]:
+        """(name, expression) of the sizes computed from others, in the spec's order."""
+        return tuple((name, size) for name, size in self.spec.sizes.items() if isinstance(size, str))
+
+    def shape(self, input_name: str, sizes: Mapping[str, int]) -> tuple[int, ...]:
+        return tuple(evaluate_size_expression(d, sizes) for d in self.spec.inputs[input_name].shape)
+
+    @property
+    def computed(self) -> tuple[str, ...]:
+        """The names of the values the exercise computes (its graph's, or its reference function's)."""
+        return computed_names(self.spec, self.program)
+
+    def path_of(self, relative: str) -> Path:
+        return self.root / relative
+
+
+def _wire_args(args: tuple[Arg, ...], known: set[str]) -> list[Any]:
+    """Arguments as the worker builds them: a name (an input, or what an earlier call bound), a list of
+    names (a tuple), {"value": literal}, {"dict": {key: {"input": name} or {"value": literal}}},
+    {"tokens": name, "vocab": [word, ...]}, {"index_of": [word, ...]}, or
+    {"object": kind, "methods": {method: {"draws": name} or {"value": literal}}}."""
+
+    def entry(value: Scalar) -> dict[str, Scalar]:
+        return {"input": value} if isinstance(value, str) and value in known else {"value": value}
+
+    wired: list[Any] = []
+    for arg in args:
+        if isinstance(arg, LiteralArg):
+            wired.append({"value": arg.value})
+        elif isinstance(arg, DictArg):
+            wired.append({"dict": {key: entry(value) for key, value in arg.entries.items()}})
+        elif isinstance(arg, TokensArg):
+            wired.append({"tokens": arg.tokens, "vocab": list(arg.vocab)})
+        elif isinstance(arg, IndexOfArg):
+            wired.append({"index_of": list(arg.index_of)})
+        elif isinstance(arg, SamplerObject):
+            methods = {
+                name: {"draws": method} if isinstance(method, str) else {"value": method.value}
+                for name, method in arg.methods.items()
+            }
+            wired.append({"object": arg.object, "methods": methods})
+        else:
+            wired.append(arg if isinstance(arg, str) else list(arg))
+    return wired
+
+
+def computed_names(spec: ExerciseSpec, program: Program) -> tuple[str, ...]:
+    """The names the exercise computes: its graph's, or those its returns take from the reference's
+    function (which says what it computes only when it runs: reference.py checks them then)."""
+    if spec.graph is not None:
+        return program.defined
+    named = [ret.value if ret.value is not None else (ret.grad or ret.vjp).of for ret in spec.returns]  # type: ignore[union-attr]
+    # Names the program assigns are computed from the function's values, not by it: a declared
+    # misconception's expression (`out * p`), evaluated over what the function returned.
+    return tuple(dict.fromkeys(n for n in named if n not in spec.inputs and n not in program.defined))
+
+
+def exercise_hash(exercise: Exercise) -> str:
+    """sha256 over what grading reads: the spec and the support files (what the gradebook and the
+    reference cache key an exercise's results by)."""
+    digest = hashlib.sha256()
+    paths = [exercise.root / SPEC_FILE]
+    if exercise.spec.reference_file is not None:
+        paths.append(exercise.path_of(exercise.spec.reference_file))
+    for relative in exercise.spec.support:
+        source = exercise.path_of(relative)
+        paths += sorted(p for p in source.rglob("*") if p.is_file()) if source.is_dir() else [source]
+    for path in paths:
+        # relpath, not relative_to: a support folder shared by an assignment lies beside the exercise
+        digest.update(os.path.relpath(path, exercise.root).encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
