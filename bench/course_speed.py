@@ -132,12 +132,16 @@ def main() -> None:
                 cold = measured(group, check, cache)
                 prepared = None
                 if has_prepare:
-                    measured(group, [*grader, "prepare", str(course)], {"GRADER_CACHE_DIR": str(folder / "p")})
-                    prepared = measured(group, check, {"GRADER_CACHE_DIR": str(folder / "p")})
+                    ready = {"GRADER_CACHE_DIR": str(folder / "prepared")}
+                    measured(group, [*grader, "prepare", str(course)], ready)
+                    prepared = measured(group, check, ready)
                 cached = measured(group, check, cache)
                 calls = subprocess.run(
                     [sys.executable, "-c", STUDENT_CALLS, str(course), str(handin)],
-                    capture_output=True, text=True, check=True, env={**os.environ, **cache},
+                    capture_output=True,
+                    text=True,
+                    check=True,
+                    env={**os.environ, **cache},
                 )
                 own = json.loads(calls.stdout.splitlines()[-1])["cpu"]
                 students = folder / "class"
