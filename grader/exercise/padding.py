@@ -33,7 +33,8 @@ class Batch:
 
     @property
     def padded(self) -> bool:
-        return len({t.size_key for t in self.trials}) > 1
+        """Whether some trial's inputs are padded (its sizes are not the batch's)."""
+        return any(dict(t.sizes) != dict(self.sizes) for t in self.trials)
 
 
 def drawn_sizes(exercise: Exercise) -> tuple[str, ...]:

@@ -43,19 +43,24 @@ MC_SAMPLES = 4
 
 def compute_references(exercise: Exercise, trials: Sequence[Trial]) -> References:
     expected = reference_returns(exercise, trials)
-    deviation: dict[int, Expected] = {}
+    deviation: dict[int, dict[str, np.ndarray]] = {t.index: {} for t in trials}
     for batch in _envelope_batches(exercise, trials, expected):
         noisy = _batch_values(exercise, batch, NOISE, MC_SAMPLES)
         count = len(batch.trials)
-        for i, trial in enumerate(batch.trials):
-            spread: dict[str, np.ndarray] = {}
-            for name, value in expected[trial.index].items():
-                for s in range(MC_SAMPLES):
-                    moved = padding.region(value, noisy[name][s * count + i])
-                    assert moved is not None  # the batch's layout was checked on the exact values
-                    change = np.abs(moved - value) / NOISE
-                    spread[name] = change if s == 0 else np.maximum(spread[name], change)
-            deviation[trial.index] = spread
+        for name, values in noisy.items():
+            copies = values.reshape(MC_SAMPLES, count, *values.shape[1:])  # [sample, trial, ...]
+            # each entry's largest move over the samples (a max: exact, whichever way it is taken)
+            if not batch.padded:
+                exact = np.stack([expected[t.index][name] for t in batch.trials])
+                spread = (np.abs(copies - exact) / NOISE).max(axis=0)
+                for i, trial in enumerate(batch.trials):
+                    deviation[trial.index][name] = spread[i].copy()
+                continue
+            for i, trial in enumerate(batch.trials):
+                value = expected[trial.index][name]
+                where: tuple[int | slice, ...] = (slice(None), i, *(slice(0, d) for d in value.shape))
+                moved = copies[where]
+                deviation[trial.index][name] = (np.abs(moved - value) / NOISE).max(axis=0)
     return References(tuple(trials), expected, {t.index: deviation[t.index] for t in trials})
 
 
@@ -104,16 +109,14 @@ def _envelope_batches(
 
 
 def _probes(trials: Sequence[Trial], sizes: Sequence[str], name: str) -> list[list[Trial]]:
-    """Pairs of trials padding `sizes` merges, at the smallest and the largest of size `name` in a batch:
-    the batch reaching down to its smallest value (where a size of 1 leaves a reduction out), and the
-    largest batch (at sizes where `name` matters: a stride over a window of one entry does not)."""
+    """A pair of trials padding `sizes` merges, at the smallest and the largest of size `name` in the
+    largest batch with several (at sizes where `name` matters, as a stride does over a wide window only;
+    sizes of 1 are batched apart, see padding.merged)."""
     groups = [g for g in padding.merged(trials, sizes) if len({t.sizes[name] for t in g}) > 1]
     if not groups:
         return []
-    lowest = min(groups, key=lambda g: (min(t.sizes[name] for t in g), -max(t.sizes[name] for t in g)))
     largest = max(groups, key=len)
-    chosen = [lowest] if largest is lowest else [lowest, largest]
-    return [[min(g, key=lambda t: t.sizes[name]), max(g, key=lambda t: t.sizes[name])] for g in chosen]
+    return [[min(largest, key=lambda t: t.sizes[name]), max(largest, key=lambda t: t.sizes[name])]]
 
 
 def _pads(
