@@ -192,3 +192,14 @@ def test_a_padded_batch_places_each_trial_at_the_origin(exercises: dict[str, Exe
             assert part is not None
             np.testing.assert_array_equal(part, value)
             assert stacked.sum() == pytest.approx(value.sum())  # zeros elsewhere
+
+
+def test_a_size_of_one_is_never_padded_to_more(exercises: dict[str, Exercise]) -> None:
+    """torch squeezes an axis of one entry where it sums a longer one (affine_backward's db for N = 1):
+    such trials are batched apart from those the padding would give more entries."""
+    exercise = exercises["affine_backward"]
+    trials = [make_trial(exercise, 0, i) for i in range(300)]
+    for group in padding.merged(trials, ["N", "D", "M"]):
+        for size in ("N", "D", "M"):
+            assert len({t.sizes[size] == 1 for t in group}) == 1
+    assert len(padding.merged(trials, ["N", "D", "M"])) == 8  # each of N, D, M: 1 or more
