@@ -2,11 +2,16 @@
 
 Trials of the same sizes are evaluated together (vmap over the trial axis, one backward pass per group),
 which is an order of magnitude faster than one by one; a graph that vmap cannot batch falls back to a loop.
+The Monte Carlo envelope, four perturbed copies of every trial, goes further: trials of different sizes
+share a batch, zero-padded, wherever the padded batch gives their expected values bit for bit
+(padding.py; rnn's 271 sizes of 600 trials take 16 batches). The expected values themselves are always
+those of their own size's batch.
 """
 
 from __future__ import annotations
 
 import contextlib
+import enum
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -16,15 +21,17 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from grader.errors import GraderError
+from grader.exercise import padding
 from grader.exercise.expected import Expected as Expected
 from grader.exercise.expected import References as References
 from grader.exercise.graph import GraphError, evaluate
-from grader.exercise.instructor import InstructorReferenceError, reference_values
+from grader.exercise.instructor import InstructorReferenceError, instructor_reference, reference_values
 from grader.exercise.spec import SPEC_FILE, Exercise, ReturnSpec
 from grader.exercise.trials import Trial
 
 # The reference is many tiny operations: threads only add overhead, and the sandboxed worker runs beside.
 torch.set_num_threads(1)
+
 
 class ReferenceGraphError(GraderError):
     """The exercise's graph fails on some trial: an exercise author's problem (exit status 2)."""
@@ -41,44 +48,136 @@ MC_SAMPLES = 4
 def compute_references(exercise: Exercise, trials: Sequence[Trial]) -> References:
     expected = reference_returns(exercise, trials)
     deviation: dict[int, dict[str, np.ndarray]] = {t.index: {} for t in trials}
-    for index, samples in _by_group(exercise, trials, noise=NOISE, samples=MC_SAMPLES).items():
-        for values in samples:
-            for name, value in values.items():
-                change = np.abs(value - expected[index][name]) / NOISE
-                previous = deviation[index].get(name)
-                deviation[index][name] = change if previous is None else np.maximum(previous, change)
-    return References(tuple(trials), expected, dict(deviation))
+    for batch in _envelope_batches(exercise, trials, expected):
+        noisy = _batch_values(exercise, batch, NOISE, MC_SAMPLES)
+        count = len(batch.trials)
+        for name, values in noisy.items():
+            copies = values.reshape(MC_SAMPLES, count, *values.shape[1:])  # [sample, trial, ...]
+            # each entry's largest move over the samples (a max: exact, whichever way it is taken)
+            if not batch.padded:
+                exact = np.stack([expected[t.index][name] for t in batch.trials])
+                spread = (np.abs(copies - exact) / NOISE).max(axis=0)
+                for i, trial in enumerate(batch.trials):
+                    deviation[trial.index][name] = spread[i].copy()
+                continue
+            for i, trial in enumerate(batch.trials):
+                value = expected[trial.index][name]
+                where: tuple[int | slice, ...] = (slice(None), i, *(slice(0, d) for d in value.shape))
+                moved = copies[where]
+                deviation[trial.index][name] = (np.abs(moved - value) / NOISE).max(axis=0)
+    return References(tuple(trials), expected, {t.index: deviation[t.index] for t in trials})
 
 
 def reference_returns(exercise: Exercise, trials: Sequence[Trial]) -> dict[int, Expected]:
-    """Expected float64 returns of every trial, keyed by trial index."""
-    return {index: samples[0] for index, samples in _by_group(exercise, trials, 0.0, samples=1).items()}
+    """Expected float64 returns of every trial, keyed by trial index: evaluated by size, unpadded."""
+    expected: dict[int, Expected] = {}
+    for group in padding.merged(trials, ()):
+        batch = padding.same_size(group)
+        values = _batch_values(exercise, batch, 0.0, samples=1)
+        for i, trial in enumerate(group):
+            expected[trial.index] = {name: value[i].copy() for name, value in values.items()}
+    return {trial.index: expected[trial.index] for trial in trials}
 
 
-def _by_group(
-    exercise: Exercise, trials: Sequence[Trial], noise: float, samples: int
-) -> dict[int, list[Expected]]:
-    groups: dict[tuple[tuple[str, int], ...], list[Trial]] = defaultdict(list)
-    for trial in trials:
-        groups[trial.size_key].append(trial)
-    expected: dict[int, list[Expected]] = {}
-    for group in groups.values():
-        try:
-            expected.update(_evaluate_group(exercise, group, noise, samples))
-        except ReferenceGraphError as exc:
-            raise ReferenceGraphError(f"{exercise.root / SPEC_FILE}: returns: {exc}") from exc
-        except InstructorReferenceError as exc:
-            raise ReferenceGraphError(str(exc)) from exc
-        except Exception as exc:
-            if exercise.spec.reference is not None:
-                where = f"reference: {exercise.spec.reference} "
-            else:
-                where = "graph: " + (f"line {exc.line} of the graph: " if isinstance(exc, GraphError) else "")
-            raise ReferenceGraphError(
-                f"{exercise.root / SPEC_FILE}: {where}fails at {group[0].describe_sizes()} "
-                f"(trial {group[0].index}): {type(exc).__name__}: {exc}"
-            ) from exc
-    return expected
+def _envelope_batches(
+    exercise: Exercise, trials: Sequence[Trial], expected: Mapping[int, Expected]
+) -> list[padding.Batch]:
+    """The batches of the Monte Carlo pass: trials of different sizes padded together where the padded
+    batch, evaluated without noise, gives every trial's expected returns bit for bit; by size elsewhere.
+
+    A size is padded only where two trials it merges (its smallest and its largest value) get the same
+    Monte Carlo values padded as alone, bit for bit: padding also adds operations that do not round (a
+    sum over one real row and padded zeros, where one row alone is summed by no operation at all; the
+    additions of a padded time step's zero gradient), and the mode would perturb them all the same.
+    """
+    padded: list[str] = []
+    for name in padding.drawn_sizes(exercise):
+        candidate = [*padded, name]
+        probes = _probes(trials, candidate, name)
+        if probes and all(_pads(exercise, probe, candidate, expected) for probe in probes):
+            padded = candidate
+    batches: list[padding.Batch] = []
+    for group in padding.merged(trials, padded):
+        batch = padding.padded_batch(exercise, group, padded) if padded else None
+        if batch is None or not batch.padded:
+            batches.extend(padding.same_size(g) for g in padding.merged(group, ()))
+            continue
+        # A trial whose returns the padding moves (a sum whose terms the padding regroups, off by an ulp)
+        # is evaluated with its own size; the others stay in the padded batch, each independent of the rest.
+        kept = _same_values(exercise, batch, expected)
+        if kept:
+            batches.append(padding.subset(batch, kept))
+        rest = [t for i, t in enumerate(group) if i not in set(kept)]
+        batches.extend(padding.same_size(g) for g in padding.merged(rest, ()))
+    return batches
+
+
+def _probes(trials: Sequence[Trial], sizes: Sequence[str], name: str) -> list[list[Trial]]:
+    """A pair of trials padding `sizes` merges, at the smallest and the largest of size `name` in the
+    largest batch with several (at sizes where `name` matters, as a stride does over a wide window only;
+    sizes of 1 are batched apart, see padding.merged)."""
+    groups = [g for g in padding.merged(trials, sizes) if len({t.sizes[name] for t in g}) > 1]
+    if not groups:
+        return []
+    largest = max(groups, key=len)
+    return [[min(largest, key=lambda t: t.sizes[name]), max(largest, key=lambda t: t.sizes[name])]]
+
+
+def _pads(
+    exercise: Exercise, probe: list[Trial], sizes: Sequence[str], expected: Mapping[int, Expected]
+) -> bool:
+    batch = padding.padded_batch(exercise, probe, sizes)
+    if batch is None or len(_same_values(exercise, batch, expected)) < len(probe):
+        return False
+    try:
+        noisy = _evaluate(exercise, batch, NOISE, MC_SAMPLES)
+        for i, trial in enumerate(probe):
+            alone = _evaluate(exercise, padding.same_size([trial]), NOISE, MC_SAMPLES)
+            for name, value in alone.items():
+                for s in range(MC_SAMPLES):
+                    got = padding.region(value[s], noisy[name][s * len(probe) + i])
+                    if got is None or not np.array_equal(got, value[s], equal_nan=True):
+                        return False
+    except Exception:  # padded sizes the graph cannot take: not paddable
+        return False
+    return True
+
+
+def _same_values(exercise: Exercise, batch: padding.Batch, expected: Mapping[int, Expected]) -> list[int]:
+    """The positions of the batch's trials whose expected returns the batch, evaluated without noise,
+    gives exactly."""
+    try:
+        values = _evaluate(exercise, batch, 0.0, samples=1)
+    except Exception:  # padded sizes the graph cannot take (a shape that no longer fits): not paddable
+        return []
+    same = []
+    for i, trial in enumerate(batch.trials):
+        parts = [(padding.region(v, values[name][i]), v) for name, v in expected[trial.index].items()]
+        if all(got is not None and np.array_equal(got, v, equal_nan=True) for got, v in parts):
+            same.append(i)
+    return same
+
+
+def _batch_values(
+    exercise: Exercise, batch: padding.Batch, noise: float, samples: int
+) -> dict[str, np.ndarray]:
+    """_evaluate's values, its failures said as the exercise author's: which part, at which sizes."""
+    try:
+        return _evaluate(exercise, batch, noise, samples)
+    except ReferenceGraphError as exc:
+        raise ReferenceGraphError(f"{exercise.root / SPEC_FILE}: returns: {exc}") from exc
+    except InstructorReferenceError as exc:
+        raise ReferenceGraphError(str(exc)) from exc
+    except Exception as exc:
+        if exercise.spec.reference is not None:
+            where = f"reference: {exercise.spec.reference} "
+        else:
+            where = "graph: " + (f"line {exc.line} of the graph: " if isinstance(exc, GraphError) else "")
+        first = batch.trials[0]
+        raise ReferenceGraphError(
+            f"{exercise.root / SPEC_FILE}: {where}fails at {first.describe_sizes()} "
+            f"(trial {first.index}): {type(exc).__name__}: {exc}"
+        ) from exc
 
 
 def forward_values(
@@ -140,10 +239,12 @@ class _RoundingNoise(TorchDispatchMode):  # type: ignore[no-untyped-call]
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         kwargs = kwargs or {}
         result = func(*args, **kwargs)
-        name = func.overloadpacket.__name__
-        if name not in _ROUNDING or not any(_rounds(r) for r in _results(result)):
+        kind = _kinds.get(func)
+        if kind is None:
+            kind = _kinds[func] = _kind(func.overloadpacket.__name__)
+        if kind is _Kind.EXACT or not any(_rounds(r) for r in _results(result)):
             return result
-        if name in _ACCUMULATING:
+        if kind is _Kind.ACCUMULATING:
             absolute = [a.abs() if _rounds(a) else a for a in args]
             magnitudes = _results(func(*absolute, **kwargs))
         else:
@@ -154,6 +255,22 @@ class _RoundingNoise(TorchDispatchMode):  # type: ignore[no-untyped-call]
             for r, m in zip(_results(result), magnitudes, strict=True)
         )
         return perturbed if isinstance(result, tuple | list) else perturbed[0]
+
+
+class _Kind(enum.Enum):
+    EXACT = "exact"
+    ROUNDING = "rounding"  # its rounding grows with its result
+    ACCUMULATING = "accumulating"  # with its terms (a sum that may cancel)
+
+
+def _kind(name: str) -> _Kind:
+    if name in _ACCUMULATING:
+        return _Kind.ACCUMULATING
+    return _Kind.ROUNDING if name in _ROUNDING else _Kind.EXACT
+
+
+# Each operator's kind, looked up once: the mode sees every operation of every group, forward and backward.
+_kinds: dict[Any, _Kind] = {}
 
 
 def _results(result: Any) -> tuple[Any, ...]:
@@ -169,11 +286,20 @@ def _rounds(value: Any) -> bool:
 def _perturbed(
     value: torch.Tensor, magnitude: torch.Tensor, noise: float, sample: int | torch.Tensor
 ) -> torch.Tensor:
-    return value + noise * magnitude.detach() * _pseudo_random(value.detach(), sample)
+    if value.dtype != torch.float64 or magnitude.dtype != torch.float64:
+        return value + noise * magnitude.detach() * _pseudo_random(value.detach(), sample)
+    # The same arithmetic in numpy, operation for operation and so bit for bit: a tiny tensor's operation
+    # costs torch 3-5 us of dispatch, numpy's about 1 us, and the hash is a dozen of them (measured: 74 us
+    # a perturbed result in torch, 19 us in numpy, at most of every group's Monte Carlo pass).
+    salt = sample.numpy() if isinstance(sample, torch.Tensor) else sample
+    random = _numpy_random(value.detach().numpy(), salt)
+    change = noise * magnitude.detach().numpy() * random
+    return value + torch.from_numpy(np.asarray(change))
 
 
 _MIX = (-0x40A7B892E31B1A47, -0x6B2FB644ECCEEE15)  # splitmix64's multipliers, as signed int64
 _GOLDEN = -0x61C8864680B583EB
+_WORD = 1 << 64
 
 
 def _pseudo_random(value: torch.Tensor, sample: int | torch.Tensor) -> torch.Tensor:
@@ -188,10 +314,25 @@ def _pseudo_random(value: torch.Tensor, sample: int | torch.Tensor) -> torch.Ten
     return ((mixed >> 11) & ((1 << 53) - 1)).to(torch.float64) * 2.0**-52 - 1.0
 
 
-def _evaluate_group(
-    exercise: Exercise, group: list[Trial], noise: float, samples: int
-) -> dict[int, list[Expected]]:
-    """Every return of trials of one size, in one batched evaluation per distinct objective.
+def _numpy_random(value: np.ndarray, sample: int | np.ndarray) -> np.ndarray:
+    """_pseudo_random's numbers, in numpy: the same int64 arithmetic (wrapping, arithmetic shifts)."""
+    # at least 1-d: a 0-d array's operations give numpy scalars, which warn where they wrap
+    bits = np.atleast_1d(value).view(np.int64)
+    if isinstance(sample, int):
+        salt: int | np.ndarray = ((sample + 1) * _GOLDEN + (_WORD >> 1)) % _WORD - (_WORD >> 1)
+    else:
+        salt = (sample.astype(np.int64) + 1) * np.int64(_GOLDEN)
+    mixed = bits ^ salt
+    mixed = (mixed ^ (mixed >> 30)) * np.int64(_MIX[0])
+    mixed = (mixed ^ (mixed >> 27)) * np.int64(_MIX[1])
+    mixed ^= mixed >> 31
+    random: np.ndarray = ((mixed >> 11) & ((1 << 53) - 1)).astype(np.float64) * 2.0**-52 - 1.0
+    return random.reshape(value.shape)
+
+
+def _evaluate(exercise: Exercise, batch: padding.Batch, noise: float, samples: int) -> dict[str, np.ndarray]:
+    """Every return of the batch's trials, in one batched evaluation per distinct objective: one array
+    per return, copy s of trial i at s * len(trials) + i.
 
     Monte Carlo samples are evaluated as copies of the batch in the same pass (grouping by size leaves
     small batches, where the per-call overhead dominates): each copy perturbs its inputs with its own
@@ -201,21 +342,22 @@ def _evaluate_group(
     returns = exercise.spec.returns
     wrt_names = sorted({r.grad.wrt if r.grad else r.vjp.wrt for r in returns if r.grad or r.vjp})  # type: ignore[union-attr]
     names = list(exercise.spec.inputs)
-    stacked = {name: _tensor(np.stack([t.inputs[name] for t in group] * samples)) for name in names}
+    stacked = {name: _tensor(np.concatenate([batch.inputs[name]] * samples)) for name in names}
     for name in wrt_names:
         stacked[name].requires_grad_(True)
-    sizes = dict(group[0].sizes)
+    sizes = dict(batch.sizes)
     outputs = _needed_outputs(returns)
+    reference = instructor_reference(exercise)
 
     def forward(*tensors: torch.Tensor) -> tuple[torch.Tensor, ...]:
         env: dict[str, object] = dict(zip(names, tensors, strict=True))
         env.update(sizes)
-        values = evaluate(exercise.program, reference_values(exercise, env))
+        values = evaluate(exercise.program, reference(env))
         return tuple(torch.as_tensor(values[o], dtype=torch.float64) for o in outputs)
 
     args = [stacked[n] for n in names]
     if noise:  # inputs are rounded too, when the student converts them to a lower precision
-        copies = torch.arange(samples).repeat_interleave(len(group))
+        copies = torch.arange(samples).repeat_interleave(len(batch.trials))
         args = [_perturbed_copies(a, noise, copies) if a.is_floating_point() else a for a in args]
     with _RoundingNoise(noise) if noise else contextlib.nullcontext():
         try:
@@ -226,14 +368,7 @@ def _evaluate_group(
             batched = _loop(forward, args)
         values = dict(zip(outputs, batched, strict=True))
         results = _all_returns(returns, values, stacked)
-    count = len(group)
-    return {
-        trial.index: [
-            {name: tensor[s * count + i].detach().numpy().copy() for name, tensor in results.items()}
-            for s in range(samples)
-        ]
-        for i, trial in enumerate(group)
-    }
+    return {name: tensor.detach().numpy() for name, tensor in results.items()}
 
 
 def _perturbed_copies(stacked: torch.Tensor, noise: float, copies: torch.Tensor) -> torch.Tensor:
