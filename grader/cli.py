@@ -606,7 +606,7 @@ def _prepare(args: argparse.Namespace, console: Console, errors: Console) -> int
         if args.seed is not None:
             raise UsageError("--seed and --pool: a pool draws its own secret seeds; give one or the other")
         seed_pool.make_folder(args.pool)
-        pool = seed_pool.new_pool(args.pool_size, args.trials)
+        pool = seed_pool.kept_or_new(args.pool, args.pool_size, args.trials)
     seeds = list(pool.seeds) if pool is not None else [DEFAULT_SEED if args.seed is None else args.seed]
     exercises, broken = _load_all(args.exercises, errors)
     counts = dict.fromkeys(Status, 0)

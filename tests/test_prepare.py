@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import CORRECT_GRAPH2, copy_exercise, grader_command, write_source
+from conftest import CORRECT_GRAPH2, ROOT, copy_exercise, grader_command, write_source
 
 from grader.exercise.reference_cache import CACHE_ENV, POLICY_ENV, STORED_ONLY
 from grader.exercise.seed_pool import SEEDS_FILE, PoolError, read_pool
@@ -145,6 +145,16 @@ def test_a_pool_is_private_and_its_seeds_are_secret(pool: Path) -> None:
     assert all(p.stat().st_mode & 0o077 == 0 for p in pool.iterdir())
 
 
+def test_a_pool_prepared_again_keeps_its_seeds_and_computes_what_it_lacks(course: Path, pool: Path) -> None:
+    seeds = read_pool(pool).seeds
+    again = _grader(
+        "prepare", "exercises/graph2", "--trials", TRIALS, "--pool", pool, "--pool-size", "2", cwd=course
+    )
+    assert again.returncode == 0, again.stderr
+    assert "0 computed, 4 already stored, 0 failed" in " ".join(again.stdout.split())
+    assert read_pool(pool).seeds == seeds
+
+
 def test_a_submission_draws_a_seed_of_the_pool_and_computes_no_reference(course: Path, pool: Path) -> None:
     """The full grading and its preview: both stored, both read back ($GRADER_REFERENCES=stored)."""
     seeds = read_pool(pool).seeds
@@ -209,3 +219,36 @@ def test_a_hand_in_cannot_read_the_pool(course: Path, pool: Path, layer: str) ->
     expected = "FileNotFoundError" if layer == "bubblewrap" else "PermissionError"
     assert found.group(1).split() == [expected] * 3
     assert results["score"] == 0
+
+
+def test_the_image_prepares_a_pool_and_its_submissions_compute_no_reference(tmp_path: Path) -> None:
+    """The image as Gradescope builds and runs it, its scripts unchanged: build.sh's zip unpacked in
+    /autograder/source, setup.sh's last step (prepare_pool.sh), then run_autograder on a submission."""
+    copy_exercise(tmp_path / "course" / "graph2")
+    archive = tmp_path / "autograder.zip"
+    env = {**os.environ, "POOL_SIZE": "2"}
+    subprocess.run(
+        ["bash", ROOT / "gradescope" / "build.sh", tmp_path / "course", archive],
+        check=True, capture_output=True, timeout=120, env=env,
+    )  # fmt: skip
+    root = tmp_path / "autograder"
+    shutil.unpack_archive(archive, root / "source")
+    write_source(root / "submission" / "graph2.py", CORRECT_GRAPH2)
+    (root / "results").mkdir()
+    [grader] = grader_command()[:1]
+    image = {**os.environ, "AUTOGRADER_ROOT": str(root), "AUTOGRADER_GRADER": grader}
+    image.pop(POLICY_ENV, None)
+    built = subprocess.run(
+        ["bash", root / "source" / "prepare_pool.sh"], capture_output=True, text=True, timeout=600, env=image
+    )
+    assert built.returncode == 0, built.stderr
+    assert "2 computed, 0 already stored, 0 failed" in " ".join(built.stdout.split())
+    assert len(read_pool(root / "reference-pool").seeds) == 2
+    ran = subprocess.run(
+        ["bash", root / "source" / "run_autograder"],
+        capture_output=True, text=True, timeout=600, env={**image, POLICY_ENV: STORED_ONLY},
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    results = json.loads((root / "results" / "results.json").read_text(encoding="utf-8"))
+    assert results["score"] == 10 and "configuration error" not in results["output"], ran.stderr
+    assert "seed drawn from the pool of 2" in " ".join(ran.stderr.split())

@@ -26,7 +26,8 @@ from conftest import (
 )
 
 from grader.exercise.reference import compute_references
-from grader.exercise.reference_cache import CACHE_ENV
+from grader.exercise.reference_cache import CACHE_ENV, POLICY_ENV, STORED_ONLY
+from grader.exercise.seed_pool import read_pool
 from grader.exercise.spec import load_exercise
 from grader.exercise.trials import make_trials
 
@@ -218,6 +219,30 @@ def test_a_table_of_known_answers_scores_nothing_on_gradescope(course: Path, for
     assert seeds[0] is not None and seeds[1] is not None, "a replay line names the seed it was graded with"
     assert seeds[0][1] != seeds[1][1]  # one seed per submission
     assert "secret, drawn for this submission" in log
+
+
+def test_a_table_of_known_answers_scores_nothing_with_a_seed_pool(
+    course: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Gradescope with a pool of seeds prepared with the image (grader prepare --pool): the tables of seeds
+    0-3 score nothing, and no reference is computed. A table of the pool's own seeds, which a student who
+    resubmits learns one report at a time, scores in full: what a pool gives up (seed_pool.py)."""
+    done = _grader(
+        "prepare", course / "exercises", "--trials", str(TRIALS), "--pool", "pool", "--pool-size", "2",
+        cwd=course,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    seeds = read_pool(course / "pool").seeds
+    monkeypatch.setenv(POLICY_ENV, STORED_ONLY)  # a reference computed would be an error
+    for forger in FORGERS:
+        results, log = _gradescope(course, forger, "--pool", "pool")
+        assert results["score"] == 0, results["output"]
+        drawn = re.search(r"seed (\d+) \(secret, drawn for this submission", log)
+        assert drawn is not None and int(drawn.group(1)) in seeds, log
+    answers = _answers(course / "exercises" / "graph2", seeds)
+    write_source(course / "submissions" / "table_pool" / "hw.py", _table(answers, seeds))
+    pooled, _ = _gradescope(course, "table_pool", "--pool", "pool")
+    assert pooled["score"] == 10
 
 
 def test_two_runs_draw_different_seeds_and_a_rerun_keeps_each_result_and_seed(course: Path) -> None:

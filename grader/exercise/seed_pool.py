@@ -62,6 +62,16 @@ def new_pool(size: int, trials: int | None) -> SeedPool:
     return SeedPool(seeds=tuple(sorted(seeds)), trials=trials)
 
 
+def kept_or_new(folder: Path, size: int, trials: int | None) -> SeedPool:
+    """The pool already in `folder` where it is one of `size` seeds for `trials` (preparing it again
+    computes what it lacks), else a new one."""
+    with contextlib.suppress(PoolError):
+        kept = read_pool(folder)
+        if len(kept.seeds) == size and kept.trials == trials:
+            return kept
+    return new_pool(size, trials)
+
+
 def make_folder(folder: Path) -> None:
     """The pool's folder, private to this user: made 0700, or an existing one of this user's made so."""
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)
