@@ -9,6 +9,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -108,6 +109,10 @@ def test_prepare_says_what_it_cannot_do(course: Path) -> None:
     assert off.returncode == 2 and "the reference cache is off" in off.stderr
     nothing = _grader("prepare", "submission", cwd=course)
     assert nothing.returncode == 2 and "no exercises here" in nothing.stderr
+    # bubblewrap mounts the interpreter's prefix: a pool there would be a hand-in's to read
+    shown = _grader("prepare", "exercises/graph2", "--pool", Path(sys.prefix) / "pool", cwd=course)
+    assert shown.returncode == 2 and "the sandbox mounts for every hand-in" in shown.stderr, shown.stderr
+    assert not (Path(sys.prefix) / "pool").exists()
 
 
 @pytest.fixture(scope="module")

@@ -5,15 +5,16 @@ The pool is a private folder of the grader's user (0700): `seeds.json` (0600) an
 seed, stored as the reference cache stores them (the folder is their cache: HMAC under the user's key).
 Nothing of it is visible to a hand-in: bubblewrap mounts neither it nor anything above it, and the base
 layer runs a hand-in as another uid, which the folder's mode shuts out (tests/test_prepare.py reads it
-from a hand-in). Keep it out of the interpreter's prefix and of the grader's package: the sandbox mounts
-those.
+from a hand-in). It is refused inside what the sandbox mounts (the interpreter's prefix, the grader's
+package: sandbox_shows): bubblewrap keeps the grader's uid for a hand-in, mapped, which no mode stops.
 
 What a pool gives up: a fresh secret seed per submission made answers recorded from one submission's report
 of no use in the next. A result shows its seed (to replay a failure), so a student who resubmits learns the
 pool's seeds one by one (all 8 of a pool of 8 after 22 submissions, on average) and could hand in a table
 of their answers, computed with the grader and the handed-out exercise. A larger pool costs image size and
-build time in proportion (cs231n/a2: 18 MB and 15 s of CPU a seed); a course that wants a fresh seed per
-submission builds no pool and pays the references on each (cs231n/a2: 47 s a submission against 8 s).
+build time in proportion (cs231n/a2: 17.5 MB and 15 s of CPU a seed); a course that wants a fresh seed
+per submission builds no pool and pays the references in each (cs231n/a2's layers.py, bench/gradescope_pool.py
+on 2 cores: 23.3 s of CPU a submission against 4.6 s with a pool).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import contextlib
 import os
 import secrets
 import stat
+import sys
 import tempfile
 from pathlib import Path
 from typing import Literal
@@ -33,9 +35,10 @@ from grader.exercise.trials import SECRET_BITS, secret_seed
 
 SEEDS_FILE = "seeds.json"
 # 8: a student meets every seed of the pool only after 8·H(8) ≈ 22 submissions on average, while the image
-# holds 8 seeds' references (cs231n/a2: 140 MB) and its build computes them in about 2 minutes.
+# holds 8 seeds' references (cs231n/a2: 140 MB) and its build computes them in 2 minutes of CPU (118 s).
 DEFAULT_SIZE = 8
 _MAX_BYTES = 1 << 20
+_SYSTEM = ("/usr", "/bin", "/lib", "/lib64", "/sbin", "/etc")  # isolation.py mounts these (and /etc files)
 
 
 class PoolError(GraderError):
@@ -73,7 +76,15 @@ def kept_or_new(folder: Path, size: int, trials: int | None) -> SeedPool:
 
 
 def make_folder(folder: Path) -> None:
-    """The pool's folder, private to this user: made 0700, or an existing one of this user's made so."""
+    """The pool's folder, private to this user: made 0700, or an existing one of this user's made so; never
+    where the sandbox mounts the machine's own files (PoolError)."""
+    shown = sandbox_shows(folder)
+    if shown is not None:
+        raise PoolError(
+            f"{folder}: inside {shown}, which the sandbox mounts for every hand-in (bubblewrap maps it to "
+            "root, whose files a folder's mode does not keep from it): put the pool elsewhere, such as "
+            "/autograder/reference-pool"
+        )
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)
     status = os.lstat(folder)
     if not stat.S_ISDIR(status.st_mode) or status.st_uid != os.geteuid():
@@ -94,10 +105,24 @@ def write_pool(folder: Path, pool: SeedPool) -> None:
         raise
 
 
+def sandbox_shows(folder: Path) -> str | None:
+    """Which of the folders a sandbox mounts (isolation.py: the interpreter's prefixes, the grader's
+    package, the system's folders) holds `folder`, if one does."""
+    import grader
+
+    resolved = folder.resolve()
+    interpreter, package = Path(sys.executable).resolve().parent.parent, Path(grader.__file__).parent
+    mounted = [sys.prefix, sys.base_prefix, sys.exec_prefix, str(interpreter), str(package), *_SYSTEM]
+    return next((m for m in sorted(mounted) if resolved.is_relative_to(Path(m).resolve())), None)
+
+
 def read_pool(folder: Path) -> SeedPool:
     """The pool in `folder`; PoolError where its seeds file is missing, a link, another user's, readable by
     others (its seeds may be known) or not a pool."""
     path = folder / SEEDS_FILE
+    shown = sandbox_shows(folder)
+    if shown is not None:
+        raise PoolError(f"{folder}: inside {shown}, which the sandbox mounts: its seeds may be known")
     try:
         descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
     except OSError as exc:
