@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import CORRECT_GRAPH2, ROOT, copy_exercise, grader_command, write_source
+from conftest import CORRECT_GRAPH2, ROOT, copy_exercise, exercise_folder, grader_command, write_source
 
 from grader.exercise.reference_cache import CACHE_ENV, POLICY_ENV, STORED_ONLY
 from grader.exercise.seed_pool import SEEDS_FILE, PoolError, read_pool
@@ -89,6 +89,17 @@ def test_prepared_references_make_a_check_compute_none(course: Path) -> None:
     assert other.returncode == 2, other.stderr
     told = " ".join(other.stderr.split())
     assert "no stored references for seed 1" in told and "grader prepare" in told, told
+
+
+def test_a_graph_that_fails_on_its_inputs_is_told_and_the_others_are_prepared(tmp_path: Path) -> None:
+    copy_exercise(tmp_path / "hw" / "graph2", [("u = W_np @ x_np + b_np", "u = W_np @ b_np.T + x_np")])
+    copy_exercise(tmp_path / "hw" / "graph1", source=exercise_folder("graph1"))
+    done = _grader("prepare", "hw", "--trials", 3, cwd=tmp_path, cache=tmp_path / "cache")
+    assert done.returncode == 2, done.stderr
+    told = " ".join(done.stderr.split())
+    assert "graph2: seed 0, 3 trials: failed" in told and "fails at d=2 (trial 0)" in told, told
+    assert "graph1: seed 0, 3 trials: computed" in done.stdout
+    assert "1 computed, 0 already stored, 1 failed" in " ".join(done.stdout.split())
 
 
 def test_a_seed_prepared_for_a_run_is_the_one_it_uses(course: Path) -> None:
