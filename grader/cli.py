@@ -532,6 +532,7 @@ def _gradescope(args: argparse.Namespace, console: Console, errors: Console) -> 
 
     import grader
     from grader.classrun import Job, plan, run_class
+    from grader.exercise import reference_cache
     from grader.gradebook import Gradebook
     from grader.report.gradescope import gradescope_results, handout
 
@@ -587,6 +588,9 @@ def _gradescope(args: argparse.Namespace, console: Console, errors: Console) -> 
             "could not be graded; the course staff has the details"
         ]
         output = gradescope_results(results, handouts, notes if broken else [], private)
+        found, missed = reference_cache.asked()
+        where = "from the pool" if pool is not None else "from the cache" if not secret else "(a fresh seed)"
+        errors.print(f"[dim]references: {found} read back {where}, {missed} computed here[/]")
     except Exception:  # the student still gets a result, and the staff a reason
         output = {"score": 0, "output": "the autograder failed (not your fault; tell the staff)"}
         errors.print(safe(traceback.format_exc()))

@@ -180,6 +180,7 @@ def test_a_submission_draws_a_seed_of_the_pool_and_computes_no_reference(course:
     drawn = re.search(r"seed (\d+) \(secret, drawn for this submission", log)
     assert drawn is not None and int(drawn.group(1)) in seeds, log
     assert "seed drawn from the pool of 2" in log
+    assert re.search(r"references: [1-9]\d* read back from the pool, 0 computed here", log), log
 
 
 def test_a_pool_that_is_not_the_graders_alone_is_not_used(course: Path, pool: Path) -> None:
@@ -194,6 +195,7 @@ def test_a_pool_that_is_not_the_graders_alone_is_not_used(course: Path, pool: Pa
         seeds.chmod(0o600)
     assert results["score"] == 10
     assert "its seeds may be known — a fresh secret seed instead" in log
+    assert re.search(r"references: 0 read back \(a fresh seed\), [1-9]\d* computed here", log), log
     drawn = re.search(r"seed (\d+) \(secret", log)
     assert drawn is not None and int(drawn.group(1)) not in read_pool(pool).seeds
 

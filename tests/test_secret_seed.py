@@ -9,6 +9,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import sqlite3
 import subprocess
 from collections.abc import Iterator
@@ -240,8 +241,11 @@ def test_a_table_of_known_answers_scores_nothing_with_a_seed_pool(
         drawn = re.search(r"seed (\d+) \(secret, drawn for this submission", log)
         assert drawn is not None and int(drawn.group(1)) in seeds, log
     answers = _answers(course / "exercises" / "graph2", seeds)
-    write_source(course / "submissions" / "table_pool" / "hw.py", _table(answers, seeds))
-    pooled, _ = _gradescope(course, "table_pool", "--pool", "pool")
+    table = write_source(course / "submissions" / "table_pool" / "hw.py", _table(answers, seeds))
+    try:
+        pooled, _ = _gradescope(course, "table_pool", "--pool", "pool")
+    finally:
+        shutil.rmtree(table.parent)  # not one of the class the other tests grade
     assert pooled["score"] == 10
 
 

@@ -91,6 +91,8 @@ def cache_folder() -> Path | None:
 # Where this process keeps what it computed once `untrusted_process()` was called: by key, never on disk.
 _OWN: dict[str, References] = {}
 _trusted = True
+# What stored_references found and missed in this process: a grading's log says whether it computed any.
+_ASKED = {True: 0, False: 0}
 
 
 def untrusted_process() -> None:
@@ -110,6 +112,7 @@ def stored_references(
     Imports no torch: a check whose references are stored never does, in the grader's process.
     """
     found = lookup(exercise, seed, count, only)
+    _ASKED[found is not None] += 1
     if found is None and os.environ.get(POLICY_ENV) == STORED_ONLY:
         folder = cache_folder()
         where = f"in {folder}" if folder is not None else "anywhere (the cache is off)"
@@ -124,6 +127,12 @@ def stored_references(
             f"{POLICY_ENV}={STORED_ONLY} forbids computing them; {fix}"
         )
     return found
+
+
+def asked() -> tuple[int, int]:
+    """How many times stored_references found the references asked for in this process, and how many
+    times it did not (they were computed, or $GRADER_REFERENCES=stored made it an error)."""
+    return _ASKED[True], _ASKED[False]
 
 
 def lookup(exercise: Exercise, seed: int, count: int, only: int | None = None) -> References | None:
