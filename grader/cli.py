@@ -5,9 +5,10 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import shlex
 import sys
 import traceback
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -22,6 +23,7 @@ from grader.report.terminal import safe
 from grader.results import SubmissionResult
 
 if TYPE_CHECKING:
+    from grader.report.gradescope import Handout
     from grader.report.roster import Roster
 
 
@@ -551,10 +553,15 @@ def _gradescope(args: argparse.Namespace, console: Console, errors: Console) -> 
     hand_in = [("submission", args.submission)]
     # One secret seed per submission (the preview's trials are its first N): answers recorded from one
     # submission's report are of no use in the next. The student sees it with the results, to replay.
-    # With a pool (seed_pool.py), one of the seeds prepared with the image: no reference is computed here.
+    # With a pool (seed_pool.py), one of the seeds prepared with the image: no reference is computed here,
+    # and the seed comes back in later submissions, so the student never sees it: the staff's log (this
+    # stderr, which results.json's stdout_visibility keeps from the student) alone names it.
     secret = args.seed is None
     seed, pool = _gradescope_seed(args, errors) if secret else (int(args.seed), None)
-    errors.print(f"[dim]{_seed_note(seed, secret).replace('this run', 'this submission')}[/]")
+    note = _seed_note(seed, secret).replace("this run", "this submission")
+    if pool is not None:
+        note = note.replace("this submission:", "this submission from the pool, never shown to the student:")
+    errors.print(f"[dim]{note}[/]")
     places = (
         args.submission,
         args.exercises,
@@ -587,16 +594,39 @@ def _gradescope(args: argparse.Namespace, console: Console, errors: Console) -> 
             f"autograder configuration error (not your fault): {len(broken)} exercise(s) of this assignment "
             "could not be graded; the course staff has the details"
         ]
-        output = gradescope_results(results, handouts, notes if broken else [], private)
+        output = gradescope_results(results, handouts, notes if broken else [], private, pool is None)
+        for command in _staff_replays(results, handouts):
+            errors.print(f"[dim]replay (staff): {safe(command)}[/]")
         found, missed = reference_cache.asked()
         where = "from the pool" if pool is not None else "from the cache" if not secret else "(a fresh seed)"
         errors.print(f"[dim]references: {found} read back {where}, {missed} computed here[/]")
     except Exception:  # the student still gets a result, and the staff a reason
-        output = {"score": 0, "output": "the autograder failed (not your fault; tell the staff)"}
+        output = {
+            "score": 0,
+            "output": "the autograder failed (not your fault; tell the staff)",
+            "stdout_visibility": "hidden",  # the log below, the traceback and the seed: the staff's alone
+        }
         errors.print(safe(traceback.format_exc()))
     args.results.write_text(json.dumps(output, indent=1), encoding="utf-8")
     console.print(f"wrote {safe(str(args.results))}: score {output['score']:g}")
     return int(ExitCode.ALL_PASS)
+
+
+def _staff_replays(results: Sequence[SubmissionResult], handouts: Mapping[str, Handout]) -> list[str]:
+    """What replays each failing return of a Gradescope submission, seed included (the staff's log): run
+    where the exercises' folder and the student's file (downloaded from Gradescope) are."""
+    commands: list[str] = []
+    for result in results:
+        file = shlex.quote(handouts[result.exercise].file or "SUBMISSION")
+        where = f"{result.exercise} {file} --seed {result.seed}"
+        trials = [r.case.trial for r in result.returns if r.case is not None]
+        for failure in (result.error, result.first_trial_error):
+            if failure is not None and failure.trial is not None:
+                trials.append(failure.trial)
+        commands += [f"grader repro {where} --trial {t}" for t in dict.fromkeys(trials)]
+        if not result.passed and not trials:
+            commands.append(f"grader check {where} --trials {result.trials}")
+    return commands
 
 
 def _prepare(args: argparse.Namespace, console: Console, errors: Console) -> int:

@@ -267,6 +267,12 @@ def test_the_image_prepares_a_pool_and_its_submissions_compute_no_reference(tmp_
         capture_output=True, text=True, timeout=600, env={**image, POLICY_ENV: STORED_ONLY},
     )  # fmt: skip
     assert ran.returncode == 0, ran.stderr
-    results = json.loads((root / "results" / "results.json").read_text(encoding="utf-8"))
+    shown = (root / "results" / "results.json").read_text(encoding="utf-8")
+    results = json.loads(shown)
     assert results["score"] == 10 and "configuration error" not in results["output"], ran.stderr
-    assert "seed drawn from the pool of 2" in " ".join(ran.stderr.split())
+    log = " ".join(ran.stderr.split())
+    assert "seed drawn from the pool of 2" in log
+    # The seed is the staff's (the Autograder Output, hidden from the student), never in what they read.
+    drawn = re.search(r"seed (\d+) \(secret, drawn for this submission from the pool", log)
+    assert drawn is not None and int(drawn.group(1)) in read_pool(root / "reference-pool").seeds, log
+    assert drawn.group(1) not in shown and results["stdout_visibility"] == "hidden"

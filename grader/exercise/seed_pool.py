@@ -9,12 +9,20 @@ from a hand-in). It is refused inside what the sandbox mounts (the interpreter's
 package: sandbox_shows): bubblewrap keeps the grader's uid for a hand-in, mapped, which no mode stops.
 
 What a pool gives up: a fresh secret seed per submission made answers recorded from one submission's report
-of no use in the next. A result shows its seed (to replay a failure), so a student who resubmits learns the
-pool's seeds one by one (all 8 of a pool of 8 after 22 submissions, on average) and could hand in a table
-of their answers, computed with the grader and the handed-out exercise. A larger pool costs image size and
-build time in proportion (cs231n/a2: 17.5 MB and 15 s of CPU a seed); a course that wants a fresh seed
-per submission builds no pool and pays the references in each (cs231n/a2's layers.py, bench/gradescope_pool.py
-on 2 cores: 23.3 s of CPU a submission against 4.6 s with a pool).
+of no use in the next, and is shown to the student to replay a failure. A pool's seeds come back: shown,
+a student who resubmits would learn them one by one (all 8 of a pool of 8 after 22 submissions, on
+average) and hand in a table of their answers, computed with the grader and the handed-out exercise. So a
+pool's seed is never shown to the student (report/gradescope.py: the replay is `grader check` on the
+trials every student has); the staff's log names it, with the commands that replay each failing return
+(tests/test_secret_seed.py resubmits on every seed of a pool and finds none in what the student reads).
+What still comes back is a pool's trials themselves, which a hand-in sees: one that writes them into its
+own error message, seed after seed, gives its author their inputs (an error's message is clipped to 4000
+characters, its traceback to 16000), and so a table of their answers keyed by the inputs.
+
+A larger pool costs image size and build time in proportion (cs231n/a2: 17.5 MB and 15 s of CPU a seed);
+a course that wants a fresh seed per submission builds no pool and pays the references in each
+(cs231n/a2's layers.py, bench/gradescope_pool.py on 2 cores: 23.3 s of CPU a submission against 4.6 s
+with a pool).
 """
 
 from __future__ import annotations
