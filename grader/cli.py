@@ -428,6 +428,23 @@ def _seed_note(seed: int, secret: bool) -> str:
     )
 
 
+def _gradescope_seed_note(seed: int, secret: bool, pooled: bool) -> str:
+    """The staff's line about a Gradescope submission's seed: who else sees it, and how to replay with it."""
+    if not secret:
+        return f"seed {seed}"
+    replay = f"grader repro EXERCISE FILE --seed {seed} --trial T"
+    if pooled:
+        return (
+            f"seed {seed} (secret, drawn for this submission from the pool: never shown to the student, who "
+            f"would learn the pool's seeds submission after submission; replay a trial with {replay}, "
+            "written below for each failing return)"
+        )
+    return (
+        f"seed {seed} (secret, drawn for this submission: shown to the student, as it is used once; replay "
+        f"a trial with {replay})"
+    )
+
+
 def _report(args: argparse.Namespace, console: Console, errors: Console) -> int:
     from grader.gradebook import Gradebook
     from grader.report.json_report import to_json_line
@@ -558,10 +575,7 @@ def _gradescope(args: argparse.Namespace, console: Console, errors: Console) -> 
     # stderr, which results.json's stdout_visibility keeps from the student) alone names it.
     secret = args.seed is None
     seed, pool = _gradescope_seed(args, errors) if secret else (int(args.seed), None)
-    note = _seed_note(seed, secret).replace("this run", "this submission")
-    if pool is not None:
-        note = note.replace("this submission:", "this submission from the pool, never shown to the student:")
-    errors.print(f"[dim]{note}[/]")
+    errors.print(f"[dim]{_gradescope_seed_note(seed, secret, pool is not None)}[/]")
     places = (
         args.submission,
         args.exercises,
