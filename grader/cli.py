@@ -5,9 +5,10 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import shlex
 import sys
 import traceback
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -16,6 +17,7 @@ from rich.console import Console
 
 from grader import __version__
 from grader.errors import ExitCode, GraderError, SpecError, UsageError
+from grader.exercise.seed_pool import DEFAULT_SIZE as DEFAULT_POOL_SIZE
 from grader.exercise.settings import Settings
 from grader.exercise.spec import SPEC_FILE, Exercise, discover_exercises, exercise_argument, load_exercise
 from grader.exercise.trials import DEFAULT_SEED, secret_seed
@@ -23,6 +25,7 @@ from grader.report.terminal import safe
 from grader.results import SubmissionResult
 
 if TYPE_CHECKING:
+    from grader.report.gradescope import Handout
     from grader.report.roster import Roster
 
 
@@ -152,6 +155,38 @@ def _parser() -> argparse.ArgumentParser:
     )
     common(gradescope, secret=True)
 
+    gradescope.add_argument(
+        "--pool",
+        type=Path,
+        metavar="DIR",
+        help="draw each submission's secret seed from the pool `grader prepare --pool DIR` made (its "
+        "references are stored there: the submission computes none); default: a fresh secret seed",
+    )
+
+    prepare = commands.add_parser(
+        "prepare", help="compute and store exercises' references ahead: the gradings then compute none"
+    )
+    prepare.add_argument("exercises", type=Path, help="an exercise folder or a folder of them")
+    prepare.add_argument(
+        "--seed",
+        type=_non_negative,
+        help=f"the seed the gradings will use (default {DEFAULT_SEED}: grader check's; grader run's --seed)",
+    )
+    prepare.add_argument("--trials", type=_positive, help="number of trials (default: the exercise's)")
+    prepare.add_argument(
+        "--pool",
+        type=Path,
+        metavar="DIR",
+        help="draw --pool-size secret seeds instead, and store them and their references in DIR, a "
+        "folder of this user's alone, for grader gradescope --pool DIR (a Gradescope image's build)",
+    )
+    prepare.add_argument(
+        "--pool-size",
+        type=_positive,
+        default=DEFAULT_POOL_SIZE,
+        help=f"seeds in the pool (default {DEFAULT_POOL_SIZE})",
+    )
+
     new = commands.add_parser("new", help="start a new exercise from a template that validates (authors)")
     new.add_argument("id", help="the exercise's id: its folder's name")
     new.add_argument(
@@ -205,6 +240,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _gradescope(args, console, errors)
         if args.command == "new":
             return _new(args, console)
+        if args.command == "prepare":
+            return _prepare(args, console, errors)
         return _validate(args, console, errors)
     except GraderError as exc:
         errors.print(f"[bold red]error:[/] {safe(str(exc))}")
@@ -397,6 +434,23 @@ def _seed_note(settings: Settings) -> str:
     )
 
 
+def _gradescope_seed_note(seed: int, secret: bool, pooled: bool) -> str:
+    """The staff's line about a Gradescope submission's seed: who else sees it, and how to replay with it."""
+    if not secret:
+        return f"seed {seed}"
+    replay = f"grader repro EXERCISE FILE --seed {seed} --trial T"
+    if pooled:
+        return (
+            f"seed {seed} (secret, drawn for this submission from the pool: never shown to the student, who "
+            f"would learn the pool's seeds submission after submission; replay a trial with {replay}, "
+            "written below for each failing return)"
+        )
+    return (
+        f"seed {seed} (secret, drawn for this submission: shown to the student, as it is used once; replay "
+        f"a trial with {replay})"
+    )
+
+
 def _report(args: argparse.Namespace, console: Console, errors: Console) -> int:
     from grader.gradebook import Gradebook
     from grader.report.json_report import to_json_line
@@ -503,14 +557,16 @@ def _gradescope(args: argparse.Namespace, console: Console, errors: Console) -> 
 
     import grader
     from grader.classrun import ClassRun, plan
+    from grader.exercise import reference_cache
     from grader.jobs import Task
     from grader.report.gradescope import gradescope_results, handout
 
     def graded(tasks: list[Task], settings: Settings) -> tuple[list[SubmissionResult], list[GraderError]]:
         # One submission: nothing to keep between runs.
+        kept = _references_in(pool) if pool is not None else _cache_unless(settings.secret)
         with (
             tempfile.TemporaryDirectory() as scratch,
-            _cache_unless(settings.secret),
+            kept,
             ClassRun(Path(scratch) / "gradebook.sqlite", "gradescope", settings) as run,
         ):
             outcome = run.grade(tasks)
@@ -522,8 +578,13 @@ def _gradescope(args: argparse.Namespace, console: Console, errors: Console) -> 
     hand_in = [("submission", args.submission)]
     # One secret seed per submission (the preview's trials are its first N): answers recorded from one
     # submission's report are of no use in the next. The student sees it with the results, to replay.
-    settings = _settings(args)
-    errors.print(f"[dim]{_seed_note(settings).replace('this run', 'this submission')}[/]")
+    # With a pool (seed_pool.py), one of the seeds prepared with the image: no reference is computed here,
+    # and the seed comes back in later submissions, so the student never sees it: the staff's log (this
+    # stderr, which results.json's stdout_visibility keeps from the student) alone names it.
+    secret = args.seed is None
+    seed, pool = _gradescope_seed(args, errors) if secret else (int(args.seed), None)
+    settings = Settings(seed, args.trials, secret=secret)
+    errors.print(f"[dim]{_gradescope_seed_note(seed, secret, pool is not None)}[/]")
     places = (
         args.submission,
         args.exercises,
@@ -557,13 +618,122 @@ def _gradescope(args: argparse.Namespace, console: Console, errors: Console) -> 
             f"autograder configuration error (not your fault): {len(broken)} exercise(s) of this assignment "
             "could not be graded; the course staff has the details"
         ]
-        output = gradescope_results(results, handouts, notes if broken else [], private)
+        output = gradescope_results(results, handouts, notes if broken else [], private, pool is None)
+        for command in _staff_replays(results, handouts):
+            errors.print(f"[dim]replay (staff): {safe(command)}[/]")
+        found, missed = reference_cache.asked()
+        where = "from the pool" if pool is not None else "from the cache" if not secret else "(a fresh seed)"
+        errors.print(f"[dim]references: {found} read back {where}, {missed} computed here[/]")
     except Exception:  # the student still gets a result, and the staff a reason
-        output = {"score": 0, "output": "the autograder failed (not your fault; tell the staff)"}
+        output = {
+            "score": 0,
+            "output": "the autograder failed (not your fault; tell the staff)",
+            "stdout_visibility": "hidden",  # the log below, the traceback and the seed: the staff's alone
+        }
         errors.print(safe(traceback.format_exc()))
     args.results.write_text(json.dumps(output, indent=1), encoding="utf-8")
     console.print(f"wrote {safe(str(args.results))}: score {output['score']:g}")
     return int(ExitCode.ALL_PASS)
+
+
+def _staff_replays(results: Sequence[SubmissionResult], handouts: Mapping[str, Handout]) -> list[str]:
+    """What replays each failing return of a Gradescope submission, seed included (the staff's log): run
+    where the exercises' folder and the student's file (downloaded from Gradescope) are."""
+    commands: list[str] = []
+    for result in results:
+        file = shlex.quote(handouts[result.exercise].file or "SUBMISSION")
+        where = f"{result.exercise} {file} --seed {result.seed}"
+        trials = [r.case.trial for r in result.returns if r.case is not None]
+        for failure in (result.error, result.first_trial_error):
+            if failure is not None and failure.trial is not None:
+                trials.append(failure.trial)
+        commands += [f"grader repro {where} --trial {t}" for t in dict.fromkeys(trials)]
+        if not result.passed and not trials:
+            commands.append(f"grader check {where} --trials {result.trials}")
+    return commands
+
+
+def _prepare(args: argparse.Namespace, console: Console, errors: Console) -> int:
+    """Store every exercise's references for the seed (or the pool's seeds) and trials a grading will use;
+    one broken exercise is told and skipped, the others are prepared."""
+    from grader.exercise import reference_cache, seed_pool
+    from grader.exercise.preparation import Status, prepare
+
+    pool = None
+    if args.pool is not None:
+        if args.seed is not None:
+            raise UsageError("--seed and --pool: a pool draws its own secret seeds; give one or the other")
+        seed_pool.make_folder(args.pool)
+        pool = seed_pool.kept_or_new(args.pool, args.pool_size, args.trials)
+    seeds = list(pool.seeds) if pool is not None else [DEFAULT_SEED if args.seed is None else args.seed]
+    exercises, broken = _load_all(args.exercises, errors)
+    counts = dict.fromkeys(Status, 0)
+    with _references_in(args.pool):
+        folder = reference_cache.cache_folder()
+        if folder is None:
+            off = f"the reference cache is off ({reference_cache.CACHE_ENV} is empty)"
+            raise UsageError(f"{off}: nothing would keep the references; name a folder there, or --pool DIR")
+        for exercise in exercises:
+            for done in prepare(exercise, seeds, args.trials):
+                counts[done.status] += 1
+                # A pool's seeds are secret: named by their place in it, never printed.
+                seed = f"seed {seeds.index(done.seed) + 1} of the pool" if pool else f"seed {done.seed}"
+                what = f"{safe(done.exercise)}: {seed}, {done.trials} trials:"
+                if done.status is Status.FAILED:
+                    errors.print(f"[bold red]{what} failed[/] — {safe(done.error)}")
+                elif done.status is Status.COMPUTED:
+                    console.print(f"{what} computed in {done.seconds:.1f} s")
+                else:
+                    console.print(f"[dim]{what} already stored[/]")
+        if pool is not None:
+            seed_pool.write_pool(folder, pool)  # last: a pool is only ever read whole
+    failed = counts[Status.FAILED] + len(broken)
+    console.print(
+        f"{counts[Status.COMPUTED]} computed, {counts[Status.STORED]} already stored, {failed} failed; "
+        f"in {safe(str(folder))}" + (f" (a pool of {len(seeds)} secret seeds)" if pool is not None else "")
+    )
+    return int(ExitCode.USAGE_OR_SPEC if failed else ExitCode.ALL_PASS)
+
+
+@contextlib.contextmanager
+def _references_in(folder: Path | None) -> Iterator[None]:
+    """References kept in `folder` (a pool's), where one is named; else in the reference cache as ever."""
+    if folder is None:
+        yield
+        return
+    from grader.exercise.reference_cache import CACHE_ENV
+
+    before = os.environ.get(CACHE_ENV)
+    os.environ[CACHE_ENV] = str(folder.resolve())  # read at each use (reference_cache.cache_folder)
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(CACHE_ENV, None)
+        else:
+            os.environ[CACHE_ENV] = before
+
+
+def _gradescope_seed(args: argparse.Namespace, errors: Console) -> tuple[int, Path | None]:
+    """A secret seed for this submission: one of the pool's, with the pool's folder, where it has one that
+    holds; else a fresh one (its references computed here), told in the staff's log."""
+    if args.pool is None:
+        return secret_seed(), None
+    from grader.exercise.seed_pool import read_pool
+
+    try:
+        pool = read_pool(args.pool)
+    except GraderError as exc:
+        errors.print(f"[yellow]{safe(str(exc))} — a fresh secret seed instead: references computed here[/]")
+        return secret_seed(), None
+    if pool.trials != args.trials:
+        prepared, wanted = (n or "(the exercises')" for n in (pool.trials, args.trials))
+        errors.print(
+            f"[yellow]the pool was prepared for --trials {prepared}, this grading runs --trials {wanted}: "
+            "its references are computed here[/]"
+        )
+    errors.print(f"[dim]seed drawn from the pool of {len(pool.seeds)} in {safe(str(args.pool))}[/]")
+    return pool.draw(), args.pool
 
 
 def _submissions_folder(args: argparse.Namespace) -> Path:

@@ -10,3 +10,4 @@ python3 -m venv /autograder/venv
 /autograder/venv/bin/pip install --upgrade pip
 /autograder/venv/bin/pip install torch ${TORCH_INDEX:+--index-url "$TORCH_INDEX"}
 /autograder/venv/bin/pip install /autograder/source/grader
+bash /autograder/source/prepare_pool.sh  # the references of a pool of secret seeds: see there

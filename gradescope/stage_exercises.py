@@ -38,7 +38,12 @@ def main(sources: list[Path], target: Path) -> None:
 
 
 def _read(exercise: Exercise) -> list[Path]:
-    """What grading the exercise reads: its spec, its reference's file, its support files and folders."""
+    """What grading the exercise reads: its spec, its reference's file, its support files and folders.
+
+    The reference's file ships even where the image's pool holds every reference (prepare_pool.sh): the
+    spec does not load without it, a failing return's diagnosis evaluates the exercise's variants through
+    it (dropout's declared misconceptions, the standard mistakes), and the references' key hashes it.
+    """
     spec = exercise.spec
     named = [SPEC_FILE, *([spec.reference_file] if spec.reference_file else []), *spec.support]
     return [(exercise.root / relative).resolve() for relative in named]

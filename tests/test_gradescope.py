@@ -32,7 +32,7 @@ from grader.errors import SpecError, UsageError
 from grader.exercise.spec import EXERCISES_ENV, exercise_argument, load_exercise
 from grader.outcomes import Failure, FailureKind, Verdict
 from grader.report.gradescope import gradescope_results
-from grader.results import ReturnResult, SubmissionResult
+from grader.results import FailingCase, ReturnResult, SubmissionResult
 
 TRIALS = 20
 PREVIEW = 5
@@ -344,3 +344,21 @@ def test_student_text_cannot_break_out_of_the_markdown() -> None:
     # fenced by more backticks than the traceback holds: all of it stays inside the code block
     shown = traceback.replace("\x1b", "\\x1b")  # the escape made visible
     assert f"````\n{shown}\n````" in told["output"]
+
+
+def test_a_seed_of_the_pool_is_in_no_replay_the_student_reads() -> None:
+    """A seed drawn from the image's pool comes back in later submissions: no replay names it (the staff's
+    log does), neither a failing return's nor a whole-submission error's; a fresh seed is shown, to replay."""
+    seed = 6_154_829_301_776_512_093
+    case = FailingCase(9, {"d": 3}, None, None, None)
+    logic = ReturnResult("f", Verdict.LOGIC, 10, 1, "wrong", 1.0, 0.0, "float64", 9.0, case=case)
+    failed = SubmissionResult("graph2", "x", "/x/hw/graph2.py", "hw", seed, 10, (logic,), None, "")
+    erred = ReturnResult("f", Verdict.ERROR, 10, 10, "not run", 1.0, 0.0, "float64", 0.0)
+    crash = Failure(FailureKind.EXCEPTION, "ValueError: no", trial=4)
+    crashed = SubmissionResult("graph2", "x", "/x/hw/graph2.py", "hw", seed, 10, (erred,), crash, "")
+    for result in (failed, crashed):
+        hidden = json.dumps(gradescope_results([result], seed_shown=False))
+        assert str(seed) not in hidden and "--seed" not in hidden, hidden
+        assert "grader check graph2 graph2.py" in hidden and "secret seed the course uses again" in hidden
+        shown = json.dumps(gradescope_results([result]))
+        assert f"graph2.py --seed {seed} --trial" in shown, shown

@@ -168,10 +168,11 @@ def test_another_seed_trial_count_trial_or_exercise_misses(exercise: Exercise) -
     assert stored_references(exercise, 0, 5) is None
     assert stored_references(exercise, 0, 4, only=2) is None
     spec = exercise.root / "exercise.yaml"
-    spec.write_text(spec.read_text(encoding="utf-8").replace("trials:", "trials:  ", 1), encoding="utf-8")
+    text = spec.read_text(encoding="utf-8")
+    spec.write_text(text.replace("  g = sigmoid(u)\n", "  g = tanh(u)\n", 1), encoding="utf-8")
     assert stored_references(load_exercise(exercise.root), 0, 4) is None
-    spec.write_text(spec.read_text(encoding="utf-8").replace("trials:  ", "trials:", 1), encoding="utf-8")
-    assert stored_references(load_exercise(exercise.root), 0, 4) is not None  # as it was: found again
+    spec.write_text(text.replace("trials:", "trials:  ", 1) + "# a comment\n", encoding="utf-8")
+    assert stored_references(load_exercise(exercise.root), 0, 4) is not None  # the layout changes no value
     support = exercise.root.parent / "_support" / "util.py"
     support.write_text(support.read_text(encoding="utf-8") + "\n# edited\n", encoding="utf-8")
     assert stored_references(load_exercise(exercise.root), 0, 4) is None

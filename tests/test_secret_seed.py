@@ -5,10 +5,12 @@ kept with an unchanged hand-in's result, and replays a failing trial. All throug
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import re
+import shutil
 import sqlite3
 import subprocess
 from collections.abc import Iterator
@@ -26,8 +28,9 @@ from conftest import (
 )
 
 from grader.exercise.reference import compute_references
-from grader.exercise.reference_cache import CACHE_ENV
-from grader.exercise.spec import load_exercise
+from grader.exercise.reference_cache import CACHE_ENV, POLICY_ENV, STORED_ONLY
+from grader.exercise.seed_pool import SEEDS_FILE, SeedPool, read_pool, write_pool
+from grader.exercise.spec import EXERCISES_ENV, load_exercise
 from grader.exercise.trials import make_trials
 
 TRIALS = 10
@@ -196,8 +199,12 @@ def test_a_table_of_known_answers_scores_nothing_on_a_dask_cluster(course: Path)
     assert len({secret[s]["seed"] for s in FORGERS}) == 1
 
 
+def _results_path(course: Path, student: str, *seed: str) -> Path:
+    return course / "gradescope" / f"{student}{''.join(seed)}" / "results.json"
+
+
 def _gradescope(course: Path, student: str, *seed: str) -> tuple[dict[str, Any], str]:
-    results = course / "gradescope" / f"{student}{''.join(seed)}" / "results.json"
+    results = _results_path(course, student, *seed)
     done = _grader(
         "gradescope", course / "exercises", "--submission", course / "submissions" / student,
         "--results", results, "--trials", str(TRIALS), *seed, cwd=course,
@@ -218,6 +225,98 @@ def test_a_table_of_known_answers_scores_nothing_on_gradescope(course: Path, for
     assert seeds[0] is not None and seeds[1] is not None, "a replay line names the seed it was graded with"
     assert seeds[0][1] != seeds[1][1]  # one seed per submission
     assert "secret, drawn for this submission" in log
+
+
+def _pool(course: Path) -> tuple[int, ...]:
+    """A pool of 2 secret seeds for the class (grader prepare --pool), in course/pool: its seeds."""
+    if not (course / "pool" / SEEDS_FILE).is_file():
+        done = _grader(
+            "prepare", course / "exercises", "--trials", str(TRIALS), "--pool", "pool", "--pool-size", "2",
+            cwd=course,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+    return read_pool(course / "pool").seeds
+
+
+@contextlib.contextmanager
+def _drawing(course: Path, seed: int) -> Iterator[None]:
+    """Every submission draws `seed` of the pool (its seeds.json names that one alone), then the pool as
+    it was: what a student who resubmits gets, seed after seed, forced."""
+    whole = read_pool(course / "pool")
+    write_pool(course / "pool", SeedPool(seeds=(seed,), trials=whole.trials))
+    try:
+        yield
+    finally:
+        write_pool(course / "pool", whole)
+
+
+def _numbers(text: str) -> set[int]:
+    """Every integer written in `text`, in decimal or hexadecimal: each seed a student could read there."""
+    decimal = {int(n) for n in re.findall(r"\d+", text)}
+    return decimal | {int(n, 16) for n in re.findall(r"(?i)[0-9a-f]{8,}", text)}
+
+
+def test_a_student_who_resubmits_learns_no_seed_of_the_pool(
+    course: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Gradescope with a pool of seeds prepared with the image (grader prepare --pool), which come back
+    submission after submission. A hostile student resubmits until every seed of the pool has graded them
+    (forced: each seed in turn), their tables and a wrong hand-in whose failures come with replay lines,
+    and keeps every byte Gradescope shows them: no seed of the pool is in it (its stdout, which holds the
+    seed for the staff, is hidden), so the only tables they can build are of seeds they know, which score
+    nothing. The seeds are worth hiding: a table of the pool's own seeds scores in full."""
+    seeds = _pool(course)
+    monkeypatch.setenv(POLICY_ENV, STORED_ONLY)  # a reference computed would be an error
+    shown: list[str] = []
+    for seed in seeds:
+        with _drawing(course, seed):
+            for student in (*FORGERS, "transposed"):
+                results, log = _gradescope(course, student, "--pool", "pool")
+                # Every byte the student is shown (results.json), as Gradescope reads it.
+                shown.append(_results_path(course, student, "--pool", "pool").read_text(encoding="utf-8"))
+                assert results["stdout_visibility"] == "hidden"  # the log: the staff's alone
+                assert all(t["visibility"] == "visible" for t in results["tests"])
+                assert f"seed {seed} (secret, drawn for this submission from the pool" in log, log
+                assert results["score"] == 0 if student in FORGERS else results["score"] < 10, results
+    seen = "\n".join(shown)
+    assert "--seed" not in seen and "grader check graph2 hw.py" in seen  # the replay the student gets
+    learnt = _numbers(seen) & set(seeds)
+    assert not learnt, f"a result shows the pool's seeds {learnt}"
+    assert {int(n) for n in re.findall(r"--seed (\d+)", seen)} <= set(SEEDS)  # what they know: 0-3
+    answers = _answers(course / "exercises" / "graph2", seeds)
+    table = write_source(course / "submissions" / "table_pool" / "hw.py", _table(answers, seeds))
+    try:
+        pooled, _ = _gradescope(course, "table_pool", "--pool", "pool")
+    finally:
+        shutil.rmtree(table.parent)  # not one of the class the other tests grade
+    assert pooled["score"] == 10  # what a seed shown would have given away
+
+
+def test_the_staff_replay_a_pool_submission_with_the_seed_in_its_log(
+    course: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The autograder's output (Gradescope's "Autograder Output", which the student does not see) names the
+    pool's seed and the commands that replay each failing return; run where the exercises are, with the
+    student's file downloaded, `grader repro` gives the failing case the student was shown."""
+    seeds = _pool(course)
+    results, log = _gradescope(course, "transposed", "--pool", "pool")
+    drawn = re.search(r"seed (\d+) \(secret, drawn for this submission from the pool", log)
+    assert drawn is not None and int(drawn.group(1)) in seeds, log
+    seed = int(drawn.group(1))
+    failed = results["tests"]
+    (user_grad,) = [t for t in failed if t["name"] == "graph2: user_grad"]
+    case = re.search(r"Smallest failing case:\*\* trial (\d+) \(([^)]*)\)", user_grad["output"])
+    assert case is not None, user_grad["output"]
+    command = f"grader repro graph2 hw.py --seed {seed} --trial {case[1]}"
+    assert f"replay (staff): {command}" in log, log
+    monkeypatch.setenv(EXERCISES_ENV, str(course / "exercises"))
+    replay = _grader(*command.split()[1:], "--json", cwd=course / "submissions" / "transposed")
+    assert replay.returncode == 1, replay.stderr
+    replayed = {r["name"]: r for r in json.loads(replay.stdout)["returns"]}
+    assert replayed["user_grad"]["verdict"] == "logic"
+    assert replayed["user_grad"]["score"] == user_grad["score"] == 0
+    assert replayed["user_grad"]["smallest_failing_case"]["trial"] == int(case[1])
+    assert f"--seed {seed}" in replayed["user_grad"]["smallest_failing_case"]["repro"]
 
 
 def test_two_runs_draw_different_seeds_and_a_rerun_keeps_each_result_and_seed(course: Path) -> None:

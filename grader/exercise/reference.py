@@ -29,6 +29,10 @@ from grader.exercise.instructor import InstructorReferenceError, instructor_refe
 from grader.exercise.spec import SPEC_FILE, Exercise, ReturnSpec
 from grader.exercise.trials import Trial
 
+# Raise by one whenever what references hold changes (this module's values or spread, graph.py's evaluation,
+# trials.py's draws): stored references are kept under it (reference_key.py), not the grader's version.
+REFERENCE_VERSION = 1
+
 # The reference is many tiny operations: threads only add overhead, and the sandboxed worker runs beside.
 torch.set_num_threads(1)
 

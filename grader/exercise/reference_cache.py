@@ -1,10 +1,11 @@
 """References kept on disk, so that a second `grader check` of an exercise neither imports torch in the
-grader process nor recomputes them.
+grader process nor recomputes them, and `grader prepare` can compute them ahead (a Gradescope image's build).
 
-References (the trials' inputs with them) depend only on the exercise (its spec and support files:
-gradebook.exercise_hash), the seed, the trials drawn (their count, or the one trial replayed) and the code
-drawing and computing them (the grader's version and the source of grader/exercise/, numpy's and torch's
-versions): the file is named after a hash of all of these. It is data the grader reads back, so
+References (the trials' inputs with them) depend only on what reference_key.py hashes: the exercise's
+fields and files that draw trials and compute values, the seed, the trials drawn (their count, or the one
+trial replayed), reference.py's REFERENCE_VERSION and numpy's and torch's release series; the file is named
+after that hash. A grader release that changes no reference keeps them; files stored under another key
+(an older grader's) are never looked up again. It is data the grader reads back, so
 it holds no pickle: one .npz of plain arrays (loaded with allow_pickle=False) and a JSON header checked
 by a pydantic model. Each file is written to a temporary name and renamed into place, so a grader never
 reads half of one; a file that does not load, or holds anything but what was asked for (another key, other
@@ -19,7 +20,8 @@ notebook did to torch) never writes here: `untrusted_process()` switches it to a
 memory, for the rest of its life.
 
 The folder: $GRADER_CACHE_DIR (empty: no cache), else $XDG_CACHE_HOME/grader/references, else
-~/.cache/grader/references.
+~/.cache/grader/references. $GRADER_REFERENCES=stored makes a miss an error (ReferencesNotStored) instead
+of a computation: how a test, or a Gradescope image, shows that a grading computed no reference.
 """
 
 from __future__ import annotations
@@ -28,31 +30,36 @@ import contextlib
 import hashlib
 import hmac
 import io
-import json
 import os
 import tempfile
 import zipfile
 from collections.abc import Mapping, Sequence
-from functools import cache
-from importlib import metadata
 from pathlib import Path
 from typing import IO, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-import grader
+from grader.errors import GraderError
 from grader.exercise.expected import Expected, References
+from grader.exercise.reference_key import references_key
 from grader.exercise.spec import Exercise
 from grader.exercise.trials import Trial
 
 CACHE_ENV = "GRADER_CACHE_DIR"
+POLICY_ENV = "GRADER_REFERENCES"
+STORED_ONLY = "stored"  # $GRADER_REFERENCES's value that makes a miss an error
 _FORMAT = 2  # 2: the file is _MAGIC, the HMAC of the rest, then the .npz
 _MAGIC = b"grader-references-2\n"
 _MAC_BYTES = 32  # HMAC-SHA256
 _KEY_BYTES = 32
 _HEADER = "header"
 _KINDS = ("inputs", "expected", "spread")
+
+
+class ReferencesNotStored(GraderError):
+    """$GRADER_REFERENCES=stored, and the references asked for are not in the folder: they would have been
+    computed. The setup's problem (exit status 2): `grader prepare` stores them."""
 
 
 class _TrialHeader(BaseModel):
@@ -84,6 +91,8 @@ def cache_folder() -> Path | None:
 # Where this process keeps what it computed once `untrusted_process()` was called: by key, never on disk.
 _OWN: dict[str, References] = {}
 _trusted = True
+# What stored_references found and missed in this process: a grading's log says whether it computed any.
+_ASKED = {True: 0, False: 0}
 
 
 def untrusted_process() -> None:
@@ -97,19 +106,46 @@ def untrusted_process() -> None:
 def stored_references(
     exercise: Exercise, seed: int, count: int, only: int | None = None
 ) -> References | None:
-    """The references of make_trials(exercise, seed, count, only), trials included, if the cache has them.
+    """The references of make_trials(exercise, seed, count, only), trials included, if the cache has them;
+    where $GRADER_REFERENCES=stored, ReferencesNotStored instead of None.
 
     Imports no torch: a check whose references are stored never does, in the grader's process.
     """
+    found = lookup(exercise, seed, count, only)
+    _ASKED[found is not None] += 1
+    if found is None and os.environ.get(POLICY_ENV) == STORED_ONLY:
+        folder = cache_folder()
+        where = f"in {folder}" if folder is not None else "anywhere (the cache is off)"
+        fix = (
+            f"store them first: grader prepare {exercise.root} --seed {seed} --trials {count}"
+            if only is None
+            else "grader prepare stores whole runs, not one trial replayed"
+        )
+        raise ReferencesNotStored(
+            f"{exercise.id}: no stored references for seed {seed}, "
+            f"{f'trial {only}' if only is not None else f'{count} trials'}, {where}, and "
+            f"{POLICY_ENV}={STORED_ONLY} forbids computing them; {fix}"
+        )
+    return found
+
+
+def asked() -> tuple[int, int]:
+    """How many times stored_references found the references asked for in this process, and how many
+    times it did not (they were computed, or $GRADER_REFERENCES=stored made it an error)."""
+    return _ASKED[True], _ASKED[False]
+
+
+def lookup(exercise: Exercise, seed: int, count: int, only: int | None = None) -> References | None:
+    """stored_references, without $GRADER_REFERENCES's say: None where they are not stored."""
     indices = [only] if only is not None else list(range(count))
     key = _key(exercise, seed, indices)
     if key in _OWN:
         return _OWN[key]
-    path = _path(exercise, seed, indices)
-    if path is None:
+    folder = cache_folder()
+    if folder is None:
         return None
-    mac_key = _mac_key(path.parent, create=False)
-    return None if mac_key is None else _load_file(path, exercise, key, mac_key)
+    mac_key = _mac_key(folder, create=False)
+    return None if mac_key is None else _load_file(folder / f"{key}.npz", exercise, key, mac_key)
 
 
 def computed_references(exercise: Exercise, seed: int, trials: Sequence[Trial]) -> References:
@@ -160,40 +196,7 @@ def _path(exercise: Exercise, seed: int, indices: list[int]) -> Path | None:
 
 
 def _key(exercise: Exercise, seed: int, indices: list[int]) -> str:
-    from grader.gradebook import exercise_hash
-
-    identity = {
-        "format": _FORMAT,
-        "grader": grader.__version__,
-        "code": _code_hash(),
-        "numpy": np.__version__,
-        "torch": _torch_version(),
-        "exercise": exercise.id,
-        "exercise_hash": exercise_hash(exercise),
-        "seed": seed,
-        "trials": indices,
-    }
-    return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
-
-
-@cache
-def _code_hash() -> str:
-    """The source of what draws trials and computes references (this folder's modules): a change to it
-    misses, even where the version was not raised (a grader under development)."""
-    digest = hashlib.sha256()
-    for path in sorted(Path(__file__).parent.glob("*.py")):
-        digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
-    return digest.hexdigest()
-
-
-@cache
-def _torch_version() -> str:
-    """The reference's arithmetic is torch's: another torch may round differently. Read from its metadata,
-    not by importing it."""
-    try:
-        return metadata.version("torch")
-    except metadata.PackageNotFoundError:
-        return "unknown"
+    return references_key(exercise, seed, indices, _FORMAT)
 
 
 def _mac_key(folder: Path, create: bool) -> bytes | None:

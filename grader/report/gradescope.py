@@ -8,6 +8,12 @@ id, the student's own file, the seed the submission was graded with: `grader rep
 file are. A whole-submission error (a syntax error, a missing function) is told once per exercise, in the
 top-level output; its tests only point there.
 
+A seed drawn from the image's pool (seed_pool.py) is never shown (`seed_shown=False`): it comes back in
+later submissions, and a student who learnt the pool's seeds could hand in a table of their answers. The
+replay is then `grader check graph2 graph2.py` on the trials every student has (seed 0), which names its
+own smallest failing case and the command that replays it; the staff find the seed in the autograder's
+output (stderr, which `stdout_visibility: hidden` keeps from the student), with its replay commands.
+
 Visibility follows the exercise's `gradescope:` and each return's `visibility:`. Gradescope shows a test
 whose visibility is `after_due_date` only after the (late) due date, and hides the student's total score
 while any test is hidden; with `visible_trials: N`, a preview of each such test, graded on the first N
@@ -19,6 +25,7 @@ string: the hand-in's own files are named relative to it, as the student knows t
 
 from __future__ import annotations
 
+import functools
 import re
 import shlex
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -34,6 +41,7 @@ from grader.results import ReturnResult, SubmissionResult
 from grader.text import valid_unicode, visible
 
 JSONLike = TypeVar("JSONLike")
+_Replay = Callable[[SubmissionResult, str, int | None], str]  # _replay, the seed shown or not
 _WORST_SHOWN = 5
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]<>|~&])")  # what can start markup within a line
 _WHEN = {
@@ -71,10 +79,12 @@ def gradescope_results(
     handouts: Mapping[str, Handout] | None = None,
     notes: Sequence[str] = (),
     private: Iterable[str] = (),
+    seed_shown: bool = True,
 ) -> dict[str, Any]:
     """results.json for one student. `notes` go at the end of the top-level output (in Markdown);
     every string loses the `private` paths (the hand-in's, the exercises', the grader's), the hand-in's
-    files named relative to it."""
+    files named relative to it. `seed_shown=False` (a pool's seed): no replay names the seed."""
+    replay = functools.partial(_replay, seed_shown=seed_shown)
     sections: list[str] = []
     tests: list[dict[str, Any]] = []
     for result in results:
@@ -87,10 +97,10 @@ def gradescope_results(
         elif above.kind is FailureKind.NOT_SUBMITTED:  # nothing to show but why: on the exercise's line
             sections.append(f"{summary}: {_text(above.message)}")
         else:
-            sections += [summary, _error_section(now, above, shown.file)]
+            sections += [summary, _error_section(now, above, shown.file, replay)]
         if shown.preview is not None and not shown.seen_now:
-            tests += _tests(shown.preview, shown, above, preview=result.trials)
-        tests += _tests(result, shown, above)
+            tests += _tests(shown.preview, shown, above, replay, preview=result.trials)
+        tests += _tests(result, shown, above, replay)
     sections += notes
     # What a rounding envelope is, where the word first appears (Gradescope shows the tests in order).
     first = next((t for t in tests if "envelope" in t["output"] and t["visibility"] == "visible"), None)
@@ -161,7 +171,11 @@ def _summary(result: SubmissionResult, shown: Handout, now: SubmissionResult | N
 
 
 def _tests(
-    result: SubmissionResult, shown: Handout, above: Failure | None, preview: int | None = None
+    result: SubmissionResult,
+    shown: Handout,
+    above: Failure | None,
+    replay: _Replay,
+    preview: int | None = None,
 ) -> list[dict[str, Any]]:
     """The tests of one grading: the full one, or (`preview`: the full one's trial count) its preview."""
     error = result.error
@@ -176,12 +190,12 @@ def _tests(
         if error is None:
             raised = first_call if ret.verdict is Verdict.ERROR else None
             first_call = None if raised is not None else first_call
-            output = _return_output(result, ret, shown.file, raised)
+            output = _return_output(result, ret, shown.file, raised, replay)
         elif told_above:
             pointer = "not handed in: see above" if error.kind is FailureKind.NOT_SUBMITTED else _SEE_ABOVE
             output = f"**{ret.verdict.value}**: {pointer}"
         elif k == 0:
-            output = _error_section(result, error, shown.file)
+            output = _error_section(result, error, shown.file, replay)
         else:
             output = f"**{ret.verdict.value}**: not graded: see the error in this exercise's first test"
         test: dict[str, Any] = {"name": f"{result.exercise}: {ret.name}"}
@@ -205,7 +219,7 @@ def _same(one: Failure, other: Failure) -> bool:
     return (one.kind, one.message, one.trial) == (other.kind, other.message, other.trial)
 
 
-def _error_section(result: SubmissionResult, error: Failure, file: str) -> str:
+def _error_section(result: SubmissionResult, error: Failure, file: str, replay: _Replay) -> str:
     """A whole-submission error, told once: what happened, the student's traceback, how to replay it."""
     lines = [f"**{_escaped(result.exercise)}: error ({error.kind.value})**"]
     traceback = error.traceback
@@ -216,11 +230,13 @@ def _error_section(result: SubmissionResult, error: Failure, file: str) -> str:
         if traceback:
             lines.append(_fenced(traceback))
     if error.kind is not FailureKind.NOT_SUBMITTED and file:  # nothing of theirs to replay
-        lines.append(_replay(result, file, error.trial))
+        lines.append(replay(result, file, error.trial))
     return "\n\n".join(lines)
 
 
-def _return_output(result: SubmissionResult, ret: ReturnResult, file: str, raised: Failure | None) -> str:
+def _return_output(
+    result: SubmissionResult, ret: ReturnResult, file: str, raised: Failure | None, replay: _Replay
+) -> str:
     parts = [f"**{ret.verdict.value}**: {_text(ret.message)}"]
     if ret.verdict is Verdict.PASS:
         return parts[0]
@@ -250,17 +266,27 @@ def _return_output(result: SubmissionResult, ret: ReturnResult, file: str, raise
     if trial is None and ret.verdict is Verdict.ERROR and result.first_trial_error is not None:
         trial = result.first_trial_error.trial
     if file:
-        parts.append(_replay(result, file, trial))
+        parts.append(replay(result, file, trial))
     return "\n\n".join(parts)
 
 
-def _replay(result: SubmissionResult, file: str, trial: int | None) -> str:
-    """The command that replays it, as the student runs it: the exercise by id, their file by its name."""
-    where = f"{result.exercise} {shlex.quote(file)} --seed {result.seed}"
-    command = f"grader repro {where} --trial {trial}" if trial is not None else f"grader check {where}"
+def _replay(result: SubmissionResult, file: str, trial: int | None, *, seed_shown: bool = True) -> str:
+    """The command that replays it, as the student runs it: the exercise by id, their file by its name; with
+    `seed_shown=False`, the check of their file on the trials every student has (seed 0) instead."""
     intro = (
         "Replay it in the folder that holds the exercise's folder (as the course hands it out) and your file:"
     )
+    if not seed_shown:
+        command = f"grader check {result.exercise} {shlex.quote(file)}"
+        secret = (
+            "These trials were drawn from a secret seed the course uses again, so it is not shown. Check "
+            "your file on the trials every student has, in the folder that holds the exercise's folder (as "
+            "the course hands it out) and your file: a mistake these trials show usually shows there too, "
+            "with its smallest failing case and the command that replays it."
+        )
+        return f"{secret}\n\n{_fenced(command)}"
+    where = f"{result.exercise} {shlex.quote(file)} --seed {result.seed}"
+    command = f"grader repro {where} --trial {trial}" if trial is not None else f"grader check {where}"
     return f"{intro}\n\n{_fenced(command)}"
 
 

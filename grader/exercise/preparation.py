@@ -1,0 +1,69 @@
+"""`grader prepare`: an exercise's references computed ahead and stored, for every set of trials a run will
+ask for, so that the run itself computes none (reference_cache.py keeps them).
+
+A run asks for the trials 0..N-1 of its seed (N: --trials, else the exercise's), and `grader gradescope`
+for the first `gradescope.visible_trials` of them as well, where it previews a grading shown later.
+"""
+
+from __future__ import annotations
+
+import enum
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+from grader.errors import GraderError
+from grader.exercise import reference_cache
+from grader.exercise.spec import Exercise
+from grader.exercise.trials import make_trials
+
+
+class Status(enum.Enum):
+    COMPUTED = "computed"
+    STORED = "already stored"
+    FAILED = "failed"
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """What preparing one set of trials of one exercise and seed did: `seconds` it took to compute them,
+    `error` why it could not (the exercise author's, or the folder's)."""
+
+    exercise: str
+    seed: int
+    trials: int
+    status: Status
+    seconds: float = 0.0
+    error: str = ""
+
+
+def trial_counts(exercise: Exercise, trials: int | None) -> list[int]:
+    """The trial counts runs of the exercise ask references for: the run's, and its Gradescope preview's."""
+    count = trials or exercise.spec.trials
+    preview = exercise.spec.gradescope.visible_trials
+    return [count, *([preview] if preview is not None and preview < count else [])]
+
+
+def prepare(exercise: Exercise, seeds: Sequence[int], trials: int | None) -> Iterator[Prepared]:
+    """Each seed's references of each of `trial_counts`, stored where they were not, read back to be sure."""
+    for seed in seeds:
+        for count in trial_counts(exercise, trials):
+            yield _prepared(exercise, seed, count)
+
+
+def _prepared(exercise: Exercise, seed: int, count: int) -> Prepared:
+    if reference_cache.lookup(exercise, seed, count) is not None:
+        return Prepared(exercise.id, seed, count, Status.STORED)
+    import grader.exercise.reference  # noqa: F401 - torch's import (1.3 s), once: not the first one's time
+
+    start = time.perf_counter()
+    try:
+        reference_cache.computed_references(exercise, seed, make_trials(exercise, seed, count))
+    except GraderError as exc:  # the exercise's graph or reference fails on its own inputs
+        return Prepared(exercise.id, seed, count, Status.FAILED, error=str(exc))
+    seconds = time.perf_counter() - start
+    if reference_cache.lookup(exercise, seed, count) is None:  # storing is best effort; here it must hold
+        folder = reference_cache.cache_folder()
+        message = f"computed, but {folder} did not keep them (a folder this user cannot write?)"
+        return Prepared(exercise.id, seed, count, Status.FAILED, seconds, message)
+    return Prepared(exercise.id, seed, count, Status.COMPUTED, seconds)
