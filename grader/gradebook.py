@@ -31,7 +31,6 @@ import grader
 from grader.errors import UsageError
 from grader.exercise.settings import Settings
 from grader.exercise.spec import Exercise
-from grader.exercise.spec import exercise_hash as exercise_hash  # where reference_cache imports it from
 from grader.handin.prepare import Submission
 from grader.judging.compare import EntryError
 from grader.outcomes import Failure, FailureKind, Verdict

@@ -40,9 +40,6 @@ LAYERS: tuple[tuple[str, ...], ...] = (
 ALLOWED: Mapping[tuple[str, str], str] = {
     # The package's lazy facade (grader.check, grader.grade): imported on first use, named here for mypy.
     ("grader", "grader.api"): "the public API, under TYPE_CHECKING; loaded by name on first use",
-    # exercise_hash lives in grader/exercise/spec/ now (gradebook re-exports it); reference_cache.py is
-    # another change's file: its import moves there with it, and this line goes.
-    ("grader.exercise.reference_cache", "grader.gradebook"): "exercise_hash, from its old home",
 }
 
 
