@@ -3,13 +3,13 @@
 Usage: .venv/bin/python bench/trial_overhead.py [--exercise exercises/mac0460/graph2] [--trials 1000]
        [--loops 15]
 
-The exercise's solution runs in this process as the sandboxed worker runs it (worker._run_trial: the
+The exercise's solution runs in this process as the sandboxed worker runs it (worker/trial.py run_trial: the
 trial's seeding, fresh copies of its inputs, the deadlines, each return converted and queued on a
 result channel whose frames another process reads away), beside a bare loop calling the same function on the
 same inputs, and beside the bare loop with the worker's steps added one at a time (fresh copies of the
 inputs, seeding, converting the returns, queueing them). Printed: the CPU time of each (the fastest of
 `--loops`, alternating), and a sampling profile of the worker's loop (a SIGPROF every 0.5 ms of CPU):
-the share of samples in the student's function and in each of the worker's steps below `_run_trial`.
+the share of samples in the student's function and in each of the worker's steps below `run_trial`.
 No sandbox, no grader: only the worker's own cost.
 """
 
@@ -32,8 +32,12 @@ sys.path.insert(0, str(ROOT))
 
 from grader.exercise.spec import load_exercise  # noqa: E402
 from grader.exercise.trials import make_trials  # noqa: E402
-from grader.sandbox import runner, seeding, worker  # noqa: E402
+from grader.sandbox import runner, seeding  # noqa: E402
 from grader.sandbox.protocol import PROGRESS, Run  # noqa: E402
+from grader.sandbox.worker import channel as worker_channel  # noqa: E402
+from grader.sandbox.worker import loop as worker_loop  # noqa: E402
+from grader.sandbox.worker import returns  # noqa: E402
+from grader.sandbox.worker import trial as worker_trial  # noqa: E402
 
 
 def main() -> None:
@@ -46,7 +50,7 @@ def main() -> None:
     job = runner.calls_job(exercise, None, 0)
     if len(job["calls"]) != 1 or not all(isinstance(arg, str) for arg in job["calls"][0]["args"]):
         raise SystemExit(f"{exercise.id}: an exercise of one call on its inputs only, such as graph2")
-    worker.prepare()
+    worker_loop.prepare()
     trials = make_trials(exercise, 0, args.trials)
     job["limits"] = {"memory_mb": 0}
     read, write = os.pipe()
@@ -56,7 +60,7 @@ def main() -> None:
     os.close(read)
     progress = os.memfd_create("progress")
     os.ftruncate(progress, PROGRESS.size)
-    channel = worker.Channel(write, progress)
+    channel = worker_channel.Channel(write, progress)
     solution = exercise.root / str(exercise.spec.solution)
     folder = solution.parent
     sys.path.insert(0, str(folder))
@@ -88,13 +92,13 @@ def main() -> None:
         for trial, call in zip(trials, calls, strict=True):
             seeding.seed_randomness(0, trial.index)
             returned = function(*[array.copy() for array in call])
-            [worker._converted(n, v) for n, v in zip(names, returned, strict=True)]
+            [returns.converted(n, v) for n, v in zip(names, returned, strict=True)]
 
     def queued() -> None:
         for trial, call in zip(trials, calls, strict=True):
             seeding.seed_randomness(0, trial.index)
             returned = function(*[array.copy() for array in call])
-            returns = [worker._converted(n, v) for n, v in zip(names, returned, strict=True)]
+            returns = [returns.converted(n, v) for n, v in zip(names, returned, strict=True)]
             channel.queue(trial.index, Run.FIRST, 0.0001, returns)
         channel.flush()
 
@@ -102,7 +106,7 @@ def main() -> None:
         for trial in trials:
             channel.starting(trial.index)
             inputs = dict(trial.inputs)
-            worker._run_trial(channel, [function], trial.index, inputs, job, folder, Run.FIRST)
+            worker_trial.run_trial(channel, [function], trial.index, inputs, job, folder, Run.FIRST)
         channel.flush()
 
     loops = {

@@ -2,8 +2,8 @@
 
 Kept import-free on purpose: the sandboxed worker imports this package beside student code, and must not
 pay for (or expose) the grader's own dependencies; the command line imports it first. The Python API
-(api.py: `grader.check`, `grader.grade`, `grader.load_exercise`, `grader.find_exercise`) is imported on
-first use.
+(api.py: `grader.check`, `grader.grade`, `grader.grade_file`, `grader.load_exercise`,
+`grader.find_exercise`) is imported on first use.
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.3.0"
 
 if TYPE_CHECKING:
-    from grader.api import Checked, check, find_exercise, grade, load_exercise
+    from grader.api import Checked, check, find_exercise, grade, grade_file, load_exercise
 
-__all__ = ["Checked", "__version__", "check", "find_exercise", "grade", "load_exercise"]
+__all__ = ["Checked", "__version__", "check", "find_exercise", "grade", "grade_file", "load_exercise"]
 _API = frozenset(__all__) - {"__version__"}
 
 

@@ -4,6 +4,7 @@
     grader.check("exercises/mac0460/graph2", graph2)          # the function objects, in this process
     grader.check("graph2", graph2, trials=50)                 # the exercise by id, found under the cwd
     result = grader.grade("exercises/mac0460/graph2", "hw.py") # a file, sandboxed: what `grader check` does
+    results = grader.grade_file("exercises/cs231n/a2", "layers.py")  # every exercise the file defines
 
 `check` grades the functions the student defined in their own kernel, with no sandbox (their machine,
 their code), by the same trials, reruns and judging as `grader check EXERCISE FILE`: the same verdicts on
@@ -73,6 +74,44 @@ def grade(
     cells = loaded.spec.notebook.selection
     handed = submission_from_path(Path(submission), loaded.spec.entry, notebook=cells)
     return graded(loaded, handed, seed, trials, only_trial=trial)
+
+
+def grade_file(
+    exercises: ExerciseRef | Sequence[ExerciseRef],
+    submission: str | Path,
+    seed: int = DEFAULT_SEED,
+    trials: int | None = None,
+) -> list[SubmissionResult]:
+    """Grade a hand-in on every exercise whose function it defines, in the sandbox, its files imported
+    once for all (grading.grade_file): what `grader check FOLDER FILE` does, as values.
+
+    `exercises`: a folder of exercises (a course's assignment: exercises/cs231n/a2), or exercises as
+    `grade` takes one. Each result is the one `grade` gives that exercise alone.
+    """
+    from grader.exercise.reference_cache import untrusted_process
+    from grader.exercise.spec import discover_exercises
+    from grader.grading import grade_file as graded
+    from grader.handin.discover import may_define, submission_from_path
+
+    untrusted_process()  # the caller's process: a notebook's code may have patched torch before this call
+    refs = [exercises] if isinstance(exercises, str | Path | Exercise) else list(exercises)
+    loaded: list[Exercise] = []
+    for ref in refs:
+        folder = Path(ref).expanduser() if isinstance(ref, str | Path) else None
+        if folder is not None and folder.is_dir() and not (folder / SPEC_FILE).is_file():
+            loaded += [_loaded(path, authoring=False) for path in discover_exercises(folder)]
+        else:
+            loaded.append(load_exercise(ref))
+    handed = []
+    for exercise in loaded:
+        cells = exercise.spec.notebook.selection
+        handin = submission_from_path(Path(submission), exercise.spec.entry, notebook=cells)
+        if may_define(handin, exercise.spec.entry):
+            handed.append((exercise, handin))
+    if not handed:
+        entries = ", ".join(sorted({e.spec.entry for e in loaded}))
+        raise UsageError(f"{submission}: defines none of the functions these exercises grade ({entries})")
+    return graded(handed, seed, trials)
 
 
 def check(

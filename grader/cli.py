@@ -290,8 +290,9 @@ def _check(args: argparse.Namespace, console: Console, errors: Console) -> int:
 
 def _check_library(args: argparse.Namespace, console: Console, errors: Console) -> int:
     """`grader check exercises/cs231n/a2 layers.py`: every exercise of a folder whose entry the file
-    defines, as a student hands in a whole layers.py."""
-    from grader.grading import grade
+    defines, as a student hands in a whole layers.py: the file imported once, in one worker for all
+    (grading.grade_file); each result shown as soon as it and those before it are judged."""
+    from grader.grading import iter_grade_file
     from grader.handin.discover import may_define, submission_from_path
     from grader.report.json_report import to_json_line
     from grader.report.terminal import render_result
@@ -310,13 +311,18 @@ def _check_library(args: argparse.Namespace, console: Console, errors: Console) 
             f"{args.exercise} grade ({entries}); name your functions as the assignment does"
         )
     passed = True
-    for exercise, submission in handed:
-        result = grade(exercise, submission, args.seed, args.trials)
-        passed = passed and result.passed
-        if args.json:
-            print(to_json_line(result), flush=True)
-        else:
-            render_result(console, result, args.show_output)
+    waiting: dict[int, SubmissionResult] = {}  # judged before one listed ahead of them (another worker's)
+    shown = 0
+    for number, judged in iter_grade_file(handed, args.seed, args.trials):
+        waiting[number] = judged
+        while shown in waiting:
+            result = waiting.pop(shown)
+            shown += 1
+            passed = passed and result.passed
+            if args.json:
+                print(to_json_line(result), flush=True)
+            else:
+                render_result(console, result, args.show_output)
     if broken:
         return int(ExitCode.USAGE_OR_SPEC)
     return int(ExitCode.ALL_PASS if passed else ExitCode.SOME_FAILED)

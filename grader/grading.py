@@ -4,12 +4,15 @@
     check → first pass (carried on by a fresh worker where a trial's deadline stopped it) → the checked
     trials split off → rerun plan → reruns → judged result
 
+and one student's hand-in on several exercises (`grade_file`: a layers.py that defines the functions of
+twelve), in one worker per hand-in: its files imported once, then each exercise graded as above in turn.
+
 Nothing here decides a verdict: that is the judging modules' (grader/judging/).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -18,7 +21,7 @@ from grader.exercise.reference_cache import stored_references
 from grader.exercise.shared import SharedReferences
 from grader.exercise.spec import Exercise
 from grader.exercise.trials import Trial, make_trials, student_seed
-from grader.handin.prepare import Submission, prepare
+from grader.handin.prepare import Prepared, Submission, prepare
 from grader.judging import provenance
 from grader.judging.judge import judge, not_run
 from grader.judging.reruns import plan_reruns
@@ -26,7 +29,7 @@ from grader.outcomes import Failure, FailureKind
 from grader.results import SubmissionResult
 from grader.sandbox import isolation
 from grader.sandbox.report import Pass, RerunRequest, WorkerReport
-from grader.sandbox.runner import RunningWorker
+from grader.sandbox.runner import HandinWorker, RunningWorker
 from grader.sandbox.warm import WorkerPool
 
 if TYPE_CHECKING:
@@ -51,6 +54,8 @@ class Runner(Protocol):
 # Starts a runner: from the student's seed (trials.student_seed), and the report of an earlier runner
 # whose first pass a trial's deadline stopped (None for the first), which it runs on from.
 StartRunner = Callable[[int, WorkerReport | None], Runner]
+# An exercise's references for `grade_file`: None to take them from the cache (computed on a miss).
+ReferencesFor = Callable[[Exercise], "References | SharedReferences | None"]
 
 
 def grade(
@@ -73,12 +78,99 @@ def grade(
     code otherwise (the submission's files are then not run).
     """
     handin = prepare(submission)
-    student = student_seed(exercise, seed)
 
     def sandboxed(student: int, after: WorkerReport | None) -> Runner:
         return RunningWorker(exercise, handin, inputs_as, pool, student, after=after)
 
-    start = start or sandboxed
+    return _graded(
+        exercise, submission, handin, seed, trial_count, only_trial, references, start or sandboxed
+    )
+
+
+def grade_file(
+    handed: Sequence[tuple[Exercise, Submission]],
+    seed: int,
+    trial_count: int | None = None,
+    only_trial: int | None = None,
+    references_for: ReferencesFor | None = None,
+    pool: WorkerPool | None = None,
+) -> list[SubmissionResult]:
+    """Grade one student's hand-in on several exercises, each result as `grade` gives it alone, in the
+    order of `handed` (each exercise with the hand-in as discovered for it: its entry's file first).
+
+    One worker per hand-in: its files imported once, then every exercise's trials and reruns in turn,
+    each under its own deadlines, seed, checked trials and budgets. An exercise that crashes the worker,
+    overruns a deadline or otherwise ends it is graded as alone (a trial's overrun run on in a fresh
+    worker, once), and the exercises after it go on in a fresh worker, which imports the files again. What
+    the exercises share is what one student's file shares anyway: module state, set by one exercise's calls
+    and seen by the next's. Exercises whose files differ (a notebook's cells chosen per exercise) or that
+    differ in the limits of a process or their support files get a worker each.
+    """
+    results = dict(iter_grade_file(handed, seed, trial_count, only_trial, references_for, pool))
+    return [results[number] for number in range(len(handed))]
+
+
+def iter_grade_file(
+    handed: Sequence[tuple[Exercise, Submission]],
+    seed: int,
+    trial_count: int | None = None,
+    only_trial: int | None = None,
+    references_for: ReferencesFor | None = None,
+    pool: WorkerPool | None = None,
+) -> Iterator[tuple[int, SubmissionResult]]:
+    """`grade_file`'s results as each is judged, with its place in `handed`: the exercises one worker
+    serves in their order, one worker after the other (a worker holds one of the pool's slots)."""
+    prepared = [prepare(submission) for _, submission in handed]
+    groups: dict[Hashable, list[int]] = {}
+    for number, (exercise, _) in enumerate(handed):
+        groups.setdefault(_worker_key(exercise, prepared[number]), []).append(number)
+    for numbers in groups.values():
+        worker = HandinWorker(prepared[numbers[0]], [handed[n][0] for n in numbers], pool)
+        try:
+            for number in numbers:
+                exercise, submission = handed[number]
+                references = references_for(exercise) if references_for is not None else None
+                start = _starter(worker, exercise)
+                result = _graded(
+                    exercise, submission, prepared[number], seed, trial_count, only_trial, references, start
+                )
+                yield number, result
+        finally:
+            worker.close()
+
+
+def _starter(worker: HandinWorker, exercise: Exercise) -> StartRunner:
+    def start(student: int, after: WorkerReport | None) -> Runner:
+        return worker.start(exercise, None, student, after)
+
+    return start
+
+
+def _worker_key(exercise: Exercise, handin: Prepared) -> Hashable:
+    """What exercises must share to be served by one worker: the files it imports, what a process is
+    allowed (its memory, files and processes), and the support files beside the hand-in."""
+    limits = exercise.spec.limits
+    support = tuple(str(exercise.path_of(relative).resolve()) for relative in exercise.spec.support)
+    return (
+        handin.files,
+        handin.imports,
+        (limits.memory_mb, limits.file_mb, limits.open_files, limits.processes),
+        support,
+    )
+
+
+def _graded(
+    exercise: Exercise,
+    submission: Submission,
+    handin: Prepared,
+    seed: int,
+    trial_count: int | None,
+    only_trial: int | None,
+    references: References | SharedReferences | None,
+    start: StartRunner,
+) -> SubmissionResult:
+    """`grade`, with the hand-in prepared and the runner's start chosen."""
+    student = student_seed(exercise, seed)
     # First: its start-up overlaps ours.
     worker = start(student, None)
     try:

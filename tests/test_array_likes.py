@@ -16,7 +16,8 @@ from conftest import CORRECT_GRAPH2, grade_source
 from grader.exercise.spec import Exercise
 from grader.outcomes import Verdict
 from grader.results import SubmissionResult
-from grader.sandbox.worker import _MAX_LIST_DEPTH, _MAX_LIST_ENTRIES, _to_array
+from grader.sandbox.worker.returns import _MAX_LIST_DEPTH, _MAX_LIST_ENTRIES
+from grader.sandbox.worker.returns import to_array as _to_array
 
 NOTE = "graded as the array it describes"
 

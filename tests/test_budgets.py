@@ -26,7 +26,7 @@ import pytest
 from conftest import CORRECT_GRAPH2, copy_exercise, write_source
 
 from grader.sandbox import cgroups, isolation
-from grader.sandbox.runner import RETURNS_BUDGET_BYTES
+from grader.sandbox.reading import RETURNS_BUDGET_BYTES
 
 TRIALS = 8
 

@@ -237,7 +237,7 @@ def test_a_failing_call_shows_its_traceback_in_the_students_code() -> None:
     first = checked.result.first_trial_error
     assert first is not None and first.kind is FailureKind.EXCEPTION
     assert 'File "cell.py", line 2, in graph2' in first.traceback
-    assert "in_process.py" not in first.traceback and "worker.py" not in first.traceback
+    assert "in_process.py" not in first.traceback and "sandbox/worker" not in first.traceback
 
 
 def test_a_check_puts_back_what_its_reruns_patch_and_its_signal_handler() -> None:

@@ -19,7 +19,7 @@ from grader.errors import SpecError
 from grader.exercise.spec import Exercise, load_exercise
 from grader.exercise.trials import make_trials
 from grader.outcomes import Verdict
-from grader.sandbox import worker
+from grader.sandbox.worker import arguments
 
 Run = Callable[..., subprocess.CompletedProcess[str]]
 
@@ -112,11 +112,12 @@ def test_reruns_draw_the_same_sequence_afresh(draws: Exercise, tmp_path: Path) -
 def test_the_worker_builds_a_fresh_sampler_of_python_ints() -> None:
     seq = np.array([3, 1, 3], dtype=np.int64)
     methods: dict[str, dict[str, Any]] = {"sampleTokenIdx": {"draws": "seq"}, "tokens": {"value": ["a", "b"]}}
-    first, second = (worker._sampler(methods, {"seq": seq}) for _ in range(2))
+    first, second = (arguments.sampler(methods, {"seq": seq}) for _ in range(2))
     drawn = [first.sampleTokenIdx() for _ in range(3)]
     assert drawn == [3, 1, 3] and all(type(v) is int for v in drawn)
     assert second.sampleTokenIdx() == 3  # its own position: one call's draws do not move another's
-    with pytest.raises(worker.SamplerExhausted, match=r"sampleTokenIdx\(\) was called a 4th time.* 3 draws"):
+    exhausted = r"sampleTokenIdx\(\) was called a 4th time.* 3 draws"
+    with pytest.raises(arguments.SamplerExhausted, match=exhausted):
         first.sampleTokenIdx()
     tokens = first.tokens()
     tokens.append("c")
@@ -125,7 +126,7 @@ def test_the_worker_builds_a_fresh_sampler_of_python_ints() -> None:
 
 
 def test_the_sampler_holds_its_methods_and_nothing_else() -> None:
-    sampler = worker._sampler({"sampleTokenIdx": {"draws": "seq"}}, {"seq": np.arange(2)})
+    sampler = arguments.sampler({"sampleTokenIdx": {"draws": "seq"}}, {"seq": np.arange(2)})
     with pytest.raises(AttributeError, match=r"no attribute 'sample'; its methods: sampleTokenIdx\(\)"):
         _ = sampler.sample
     with pytest.raises(AttributeError):

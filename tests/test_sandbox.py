@@ -22,7 +22,7 @@ from grader.results import SubmissionResult
 from grader.sandbox import isolation
 from grader.sandbox.payload import ReturnedArray, ReturnProblem
 from grader.sandbox.protocol import ProtocolError
-from grader.sandbox.runner import _layout
+from grader.sandbox.reading import _layout
 
 TRIAL_SECONDS = 1
 
@@ -51,7 +51,7 @@ def assert_trimmed(traceback: str, folder: Path) -> None:
     assert traceback
     for leak in (
         "grader/",
-        "worker.py",
+        "sandbox/worker",
         "site-packages",
         "numpy/",
         "importlib",

@@ -262,13 +262,14 @@ def test_what_every_job_does_is_imported_once_in_the_zygote() -> None:
     script = textwrap.dedent("""
         import sys
         import numpy as np, torch
-        from grader.sandbox import seeding, worker
-        worker.prepare()
+        from grader.sandbox import seeding
+        from grader.sandbox.worker import loop, returns
+        loop.prepare()
         before = set(sys.modules)
         seeding.seed_randomness(0, None)
         seeding.seed_randomness(0, 3)
-        worker._converted("out", torch.ones(2, requires_grad=True) * 2)
-        worker._converted("out", np.float32(1.0))
+        returns.converted("out", torch.ones(2, requires_grad=True) * 2)
+        returns.converted("out", np.float32(1.0))
         print(sorted(set(sys.modules) - before))
     """)
     done = subprocess.run(

@@ -4,7 +4,8 @@ The values cannot tell: a gradient copied from `W.grad` is as right as autograd.
 the grader picks from the seed (`pick_checks`: secret wherever the seed is, as in every grading that
 counts, and the same for the same seed, so that `--seed S` replays a grading exactly), the worker changes
 what autograd
-gives (worker.py, `_CheckedEngine`): every gradient torch's engine or forward mode hands out is multiplied by
+gives (worker/autograd_check.py, `_CheckedEngine`): every gradient torch's engine or forward mode hands
+out is multiplied by
 factors of its own, drawn in the worker from os.urandom in [1.25, 1.75] per call, per edge of the graph
 and per result. These are ordinary trials of the first pass: fresh inputs, seeded as any other, nothing
 asked later; a return derived by hand is right on them as on any trial, one taken from autograd (`.grad`,

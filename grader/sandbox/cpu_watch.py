@@ -1,9 +1,9 @@
 """The CPU a worker's processes use, counted by the grader from outside.
 
-The worker's own deadline (worker.py's SIGALRM, which reads `time.process_time()`) is the student's to
-switch off: block or ignore the signal, stub the clock, or do the work in a child process or a thread the
-alarm never interrupts. The grader therefore counts the CPU of the hand-in as a whole itself: the processes
-of the worker's cgroup where it has one (with cgroup v2's `cpu.stat` where the group has it), else every
+The worker's own deadline (worker/deadline.py's SIGALRM, which reads `time.process_time()`) is the student's
+to switch off: block or ignore the signal, stub the clock, or do the work in a child process or a thread the
+alarm never interrupts. The grader therefore counts the CPU of the hand-in as a whole itself: the processes of
+the worker's cgroup where it has one (with cgroup v2's `cpu.stat` where the group has it), else every
 descendant of the zygote (under bubblewrap the sandbox's processes; in the base layer the job's, whatever
 session or process group they moved to, since the zygote is their subreaper). Each process counts with the
 children it has reaped (`cutime`/`cstime`), so work done in a child that has ended still counts.

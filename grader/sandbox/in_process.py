@@ -1,8 +1,8 @@
 """Run function objects in the grader's own Python process: a student's notebook kernel, where
 `grader.check(...)` grades the functions the student just defined, on their own machine.
 
-The same trials, calls and reruns as the sandboxed worker, by the worker's own code (worker.py's
-`_run_trial` and `run_reruns`: the inputs handed out, the float64 and extended reruns, the autograd check
+The same trials, calls and reruns as the sandboxed worker, by the worker's own code (worker/trial.py's
+`run_trial` and `run_reruns`: the inputs handed out, the float64 and extended reruns, the autograd check
 on the trials the grader picked, the student's randomness seeded per trial); what they give is collected
 here straight into the values the grader judges (report.py's `Pass` and `WorkerReport`), through the same
 message models (payload.py) the worker's pipe is read with. The interface is RunningWorker's, so that
@@ -35,18 +35,21 @@ from pydantic import TypeAdapter
 from grader.exercise.spec import Exercise
 from grader.exercise.trials import Trial
 from grader.outcomes import Failure, FailureKind
-from grader.sandbox import worker
 from grader.sandbox.payload import MESSAGE, ReturnKind, ReturnProblem, TrialFailed
+from grader.sandbox.process import Capture
 from grader.sandbox.protocol import Run
 from grader.sandbox.report import Pass, RerunRequest, Returned, ReturnItem, TrialOutput, WorkerReport
-from grader.sandbox.runner import _Capture, calls_job
+from grader.sandbox.runner import calls_job
+from grader.sandbox.worker import autograd_check, channel
+from grader.sandbox.worker import trial as calls
 
 IN_PROCESS = "graded in this Python process: no sandbox, your own machine"
 _KIND = TypeAdapter(ReturnKind)
 
 
 class _Collector:
-    """Where `_run_trial` puts each trial's returns or failure (worker.TrialSink), kept by run."""
+    """Where worker/trial.py's `run_trial` puts each trial's returns or failure (channel.TrialSink), kept
+    by run."""
 
     def __init__(self, interrupted: threading.Event) -> None:
         self._interrupted = interrupted
@@ -66,14 +69,14 @@ class _Collector:
         failure = Failure(FailureKind(message.kind), message.message, message.traceback, message.trial)
         self.failures[message.run][message.trial] = failure
 
-    def queue(self, trial: int, run: Run, seconds: float, returns: list[worker.Converted]) -> None:
+    def queue(self, trial: int, run: Run, seconds: float, returns: list[channel.Converted]) -> None:
         by_name: dict[str, ReturnItem] = {}
         for name, label, source, array in returns:
-            kind = _KIND.validate_python(worker.return_kind(name, label, source))
+            kind = _KIND.validate_python(channel.return_kind(name, label, source))
             if isinstance(kind, ReturnProblem):
                 by_name[name] = kind
             else:
-                assert array is not None, "worker._converted gives an array with every dtype label"
+                assert array is not None, "returns.converted gives an array with every dtype label"
                 # A copy now, in native byte order, as an array arrives from the pipe: the student's code
                 # may change its array later.
                 native = array.dtype.newbyteorder("=")
@@ -88,7 +91,7 @@ class _Output(io.TextIOBase):
     """sys.stdout or sys.stderr while the functions run: what they print, kept up to the exercise's cap
     as the sandboxed worker's is, so that a print in a loop does not flood the notebook."""
 
-    def __init__(self, capture: _Capture) -> None:
+    def __init__(self, capture: Capture) -> None:
         super().__init__()
         self._capture = capture
 
@@ -124,7 +127,7 @@ class InProcessRunner:
             "limits": {"memory_mb": exercise.spec.limits.memory_mb},  # named in a MemoryError's message
         }
         kept = exercise.spec.limits.output_kb << 10
-        self._stdout, self._stderr = _Capture(kept), _Capture(kept)
+        self._stdout, self._stderr = Capture(kept), Capture(kept)
         self._interrupted = threading.Event()
         self._collector = _Collector(self._interrupted)
         self._inputs: dict[int, dict[str, np.ndarray]] = {}
@@ -144,8 +147,8 @@ class InProcessRunner:
             with self._running():
                 for index in self._order:
                     self._collector.starting(index)
-                    with worker.autograd_checked(index in self._checks):
-                        worker._run_trial(
+                    with autograd_check.autograd_checked(index in self._checks):
+                        calls.run_trial(
                             self._collector,
                             self._functions,
                             index,
@@ -160,9 +163,9 @@ class InProcessRunner:
     def rerun(self, request: RerunRequest) -> WorkerReport:
         first = self.first_pass()
         probes = {p.index: dict(p.inputs) for p in request.probes}
-        reruns = worker.Reruns(request.trials, probes, request.extended)
+        reruns = calls.Reruns(request.trials, probes, request.extended)
         with self._running():
-            worker.run_reruns(self._collector, self._functions, self._inputs, reruns, self._job, self._where)
+            calls.run_reruns(self._collector, self._functions, self._inputs, reruns, self._job, self._where)
         return self._report(first)
 
     def report(self) -> WorkerReport:
@@ -197,12 +200,12 @@ class InProcessRunner:
         ):
             # The check's hooks only while the functions run, and only where torch is already imported
             # (functions that use autograd imported it): the process is left with torch's own.
-            installed = "torch" in sys.modules and worker.install_autograd_check()
+            installed = "torch" in sys.modules and autograd_check.install_autograd_check()
             try:
                 yield
             finally:
                 if installed:
-                    worker.remove_autograd_check()
+                    autograd_check.remove_autograd_check()
                 self._seconds += time.perf_counter() - started
         self._collector.starting(-1)  # a Ctrl-C during the last trial ends the grading too
 
@@ -225,8 +228,8 @@ def _random_state_kept() -> Iterator[None]:
 
 @contextlib.contextmanager
 def _torch_threads(count: int) -> Iterator[None]:
-    """torch's intra-op threads as the sandboxed worker has them (worker.prepare): the same sums in the
-    same order, so the same rounding as `grader check`."""
+    """torch's intra-op threads as the sandboxed worker has them (worker/loop.py's prepare): the same
+    sums in the same order, so the same rounding as `grader check`."""
     torch = sys.modules.get("torch")
     if torch is None:
         yield

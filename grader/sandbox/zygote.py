@@ -2,8 +2,8 @@
 
 The grader (warm.py) starts it under the same isolation a worker gets, in its own cgroup where there is
 one. It waits on its control socket for a job (the descriptors of the job's pipes), forks, and the child
-runs the worker (worker.py) on them. Then it reports the child's exit status and removes every trace of the
-submission before it takes the next one: every process it left (under bubblewrap the zygote is PID 1 of
+runs the worker (worker/loop.py) on them. Then it reports the child's exit status and removes every trace of
+the submission before it takes the next one: every process it left (under bubblewrap the zygote is PID 1 of
 the sandbox, which its children can neither signal nor outlive), the files in the scratch folders, in
 /dev and in /dev/shm, and its System V IPC objects. What it cannot restore, it reports, and exits: the
 grader then starts a fresh one.
@@ -35,8 +35,9 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from grader.sandbox import credentials, landlock, worker, zygote_references
+from grader.sandbox import credentials, landlock, zygote_references
 from grader.sandbox.protocol import CLOSED_CHANNEL_EXIT
+from grader.sandbox.worker import loop as worker
 
 _PR_SET_DUMPABLE = 4
 _PR_SET_CHILD_SUBREAPER = 36

@@ -90,7 +90,7 @@ def computed_in_zygote(
 def _run(zygote: Zygote, request: bytes) -> tuple[Job, bytes | None]:
     """The fork started with the request; what it sent back before its pipe closed (None: too much, or
     too late)."""
-    from grader.sandbox.runner import PIPE_BYTES
+    from grader.sandbox.process import PIPE_BYTES
 
     (request_read, request_write), (result_read, result_write) = os.pipe(), os.pipe()
     with contextlib.suppress(OSError):

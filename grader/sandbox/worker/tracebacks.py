@@ -1,0 +1,45 @@
+"""What the student is shown of a failure."""
+
+from __future__ import annotations
+
+import os
+import traceback
+from pathlib import Path
+
+from grader.sandbox.worker.deadline import TrialTimeout
+
+_TRACEBACK_FRAMES = 8
+# The grader's own code: never the student's, even in a folder holding both (in_process.py's functions
+# defined beside a checkout of the grader).
+_GRADER_FILES = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) + os.sep
+
+
+def exception_line(exc: BaseException, submission_dir: Path) -> str:
+    """The exception's last line(s), with the sandbox's folder stripped (a SyntaxError names its file)."""
+    text = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+    return clip(text.replace(str(submission_dir) + os.sep, ""))
+
+
+def clip(text: str, limit: int = 4000) -> str:
+    return text if len(text) <= limit else text[:limit] + f" ... [{len(text) - limit} more characters]"
+
+
+def student_traceback(exc: BaseException, submission_dir: Path) -> str:
+    """The traceback restricted to the student's own files, with paths relative to the submission."""
+    prefix = str(submission_dir) + os.sep
+    frames = [
+        f
+        for f in traceback.extract_tb(exc.__traceback__)
+        if f.filename.startswith(prefix) and not f.filename.startswith(_GRADER_FILES)
+    ]
+    lines = []
+    for frame in frames[-_TRACEBACK_FRAMES:]:
+        lines.append(f'  File "{frame.filename.removeprefix(prefix)}", line {frame.lineno}, in {frame.name}')
+        if frame.line:
+            lines.append(f"    {frame.line.strip()}")
+    lines.append(
+        exception_line(exc, submission_dir)
+        if not isinstance(exc, TrialTimeout)
+        else "TrialTimeout: deadline reached"
+    )
+    return clip("\n".join(lines).replace(prefix, ""), 16000)

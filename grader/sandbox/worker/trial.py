@@ -1,0 +1,156 @@
+"""One trial."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from grader.outcomes import FailureKind
+from grader.sandbox import seeding
+from grader.sandbox.protocol import Run
+from grader.sandbox.worker.arguments import arguments_of
+from grader.sandbox.worker.autograd_check import autograd_checked
+from grader.sandbox.worker.channel import TrialSink
+from grader.sandbox.worker.deadline import DEADLINE, TrialTimeout
+from grader.sandbox.worker.precision import float64_everywhere
+from grader.sandbox.worker.returns import converted, type_name
+from grader.sandbox.worker.tracebacks import exception_line, student_traceback
+
+
+def _failure_kind(exc: BaseException) -> FailureKind:
+    if isinstance(exc, TrialTimeout):
+        return FailureKind.TIMEOUT
+    if isinstance(exc, SystemExit):
+        return FailureKind.EXIT
+    # numpy raises MemoryError past the memory limit; torch a RuntimeError from its allocator.
+    if isinstance(exc, MemoryError) or "can't allocate memory" in str(exc).lower():
+        return FailureKind.MEMORY
+    return FailureKind.EXCEPTION
+
+
+def run_trial(
+    channel: TrialSink,
+    functions: list[Callable[..., Any]],
+    index: int,
+    inputs: dict[str, np.ndarray],
+    job: dict[str, Any],
+    submission_dir: Path,
+    run: Run,
+) -> None:
+    """One trial: the exercise's calls in order (one, or a forward and the backward that takes its cache),
+    each on fresh copies of the inputs and what the calls before it bound; its returns sent."""
+    builders = arguments_of(job, run)
+    bound: dict[str, Any] = {}  # what earlier calls returned, by the names the exercise gives them
+    names: list[str] = job["returns"]
+    seeding.seed_randomness(job["seed"], index)  # a rerun draws what its first run drew
+    started = time.perf_counter()
+    first_call = DEADLINE.first_call
+    DEADLINE.start()
+    entry = job["calls"][0]["entry"]
+    try:
+        for function, call, arguments in zip(functions, job["calls"], builders, strict=True):
+            entry = call["entry"]
+            value = function(*[build(inputs, bound) for build in arguments])
+            if call["binds"] is not None:
+                bound.update(zip(call["binds"], _as_tuple(value, call["binds"], call["entry"]), strict=True))
+        values = [bound[n] for n in names] if job["calls"][-1]["binds"] is not None else None
+    except _BadReturn as bad:
+        DEADLINE.stop()
+        channel.send(_bad_return(index, run, str(bad)))
+        return
+    except BaseException as exc:
+        DEADLINE.stop()
+        kind = _failure_kind(exc)
+        message = exception_line(exc, submission_dir)
+        if kind is FailureKind.EXCEPTION and any(n in bound for n in names):
+            # A later call (the backward) raised: what the calls before it returned (the forward's out) is
+            # still graded, and each return it did not get to says why.
+            problem = f"not computed: {entry}() raised {message}"
+            seconds = time.perf_counter() - started
+            partial = [converted(n, bound[n]) if n in bound else (n, None, problem, None) for n in names]
+            channel.queue(index, run, seconds, partial)
+            return
+        error: dict[str, Any] = {"type": "trial-error", "trial": index, "run": run.value, "kind": kind.value}
+        if isinstance(exc, TrialTimeout):
+            # Worded by the grader (failures.py), which also confirms it in a fresh worker: the numbers.
+            message = f"trial {index} ran past its deadline"
+            cpu = round(max(DEADLINE.used(), 0.0), 6)
+            deadline = exc.deadline if exc.deadline in ("cpu", "wall") else "cpu"
+            error["overrun"] = {"deadline": deadline, "cpu_seconds": cpu, "first_call": first_call}
+        elif kind is FailureKind.MEMORY:
+            message = f"needed more memory than the {job['limits']['memory_mb']} MB allowed — {message}"
+        error.update(message=message, traceback=student_traceback(exc, submission_dir))
+        channel.send(error)
+        return
+    finally:
+        DEADLINE.stop()
+    seconds = time.perf_counter() - started
+    if values is None:
+        try:
+            values = list(_as_tuple(value, names, ""))
+        except _BadReturn as bad:
+            channel.send(_bad_return(index, run, str(bad)))
+            return
+    channel.queue(index, run, seconds, [converted(n, v) for n, v in zip(names, values, strict=True)])
+
+
+class _BadReturn(Exception):
+    """A call returned another number of values than the exercise names."""
+
+
+def _as_tuple(value: Any, names: list[str], function: str) -> tuple[Any, ...]:
+    if len(names) == 1:
+        return (value,)
+    if isinstance(value, tuple | list) and len(value) == len(names):
+        return tuple(value)
+    got = f"{len(value)} values" if isinstance(value, tuple | list) else f"a single {type_name(value)}"
+    who = f"{function} " if function else ""
+    raise _BadReturn(f"{who}returned {got}; expected a tuple of {len(names)}: ({', '.join(names)})")
+
+
+def _bad_return(index: int, run: Run, message: str) -> dict[str, Any]:
+    return {
+        "type": "trial-error",
+        "trial": index,
+        "run": run.value,
+        "kind": FailureKind.BAD_RETURN.value,
+        "message": message,
+        "traceback": "",
+    }
+
+
+@dataclasses.dataclass(frozen=True)
+class Reruns:
+    """What the grader asks for after the first pass (report.RerunRequest, as the worker holds it)."""
+
+    float64: Sequence[int]  # trials again at float64
+    probes: Mapping[int, dict[str, np.ndarray]]  # new inputs, at float64
+    extended: Sequence[int]  # trials again in numpy's extended precision
+
+
+def run_reruns(
+    channel: TrialSink,
+    functions: list[Callable[..., Any]],
+    inputs_by_trial: Mapping[int, dict[str, np.ndarray]],
+    reruns: Reruns,
+    job: dict[str, Any],
+    submission_dir: Path,
+) -> None:
+    """The second pass, in the order the grader reads it. A checked trial is checked again (new factors):
+    a copy stays off above its precision, an unstable formula's error shrinks (judging/provenance.py)."""
+    checks = frozenset(job.get("checks", ()))
+    runs = [
+        *((index, inputs_by_trial[index], Run.FLOAT64, index in checks) for index in reruns.float64),
+        *((index, inputs, Run.FLOAT64, False) for index, inputs in reruns.probes.items()),
+        *((index, inputs_by_trial[index], Run.EXTENDED, index in checks) for index in reruns.extended),
+    ]
+    with float64_everywhere():
+        for index, inputs, run, checked in runs:
+            channel.starting(index)
+            with autograd_checked(checked):
+                run_trial(channel, functions, index, inputs, job, submission_dir, run)

@@ -1,0 +1,229 @@
+"""One worker per hand-in file (grading.grade_file): a file that defines several exercises' functions is
+imported once and graded on all of them in one sandboxed worker, each exercise's result as it is graded
+alone; an exercise that crashes or hangs the worker costs the others nothing (they go on in a fresh one);
+module state is one file's, shared; frames the hand-in forges between exercises end the worker, not the
+next exercise's grade. Everything is judged from outside: the results, and the worker processes the
+zygotes forked.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import EXERCISES, copy_exercise, write_source
+
+import grader
+from grader.exercise.spec import Exercise, load_exercise
+from grader.grading import grade, grade_file
+from grader.handin.discover import submission_from_path
+from grader.outcomes import FailureKind, Verdict
+from grader.results import SubmissionResult
+from grader.sandbox.warm import WorkerPool
+
+TRIALS = 12
+SEED = 5
+BASICS = EXERCISES / "basics"
+# Short deadlines for the exercise that hangs: its first call's too (30 s by default).
+QUICK = "\nlimits: {trial_seconds: 0.5, first_call_seconds: 0.5, submission_seconds: 60}\n"
+
+RECIPROCAL = """
+    def reciprocal(a_np):
+        a = torch.tensor(a_np, requires_grad=True)
+        loss = torch.sum(1 / a)
+        loss.backward()
+        return loss, a.grad, -1 / a_np**2
+"""
+SOFTPLUS = """
+    def softplus(x_np):
+        {before}
+        x = torch.tensor(x_np, requires_grad=True)
+        loss = (torch.clamp(x, min=0) + torch.log1p(torch.exp(-torch.abs(x)))).sum()
+        loss.backward()
+        return loss, x.grad, 1.0 / (1.0 + np.exp(-x_np))
+"""
+RELU = """
+    def relu_backward(dout, cache):
+        return dout * (cache > 0)
+"""
+HEAD = "import ctypes\nimport os\n\nimport numpy as np\nimport torch\n"
+CRASHES = {
+    "exit": ("os._exit(3)", FailureKind.EXIT),
+    "segfault": ("ctypes.string_at(0)", FailureKind.CRASH),
+    "loop": ("while True: pass", FailureKind.TIMEOUT),
+}
+
+
+def _file(before: str = "pass", prelude: str = "") -> str:
+    parts = [RECIPROCAL, SOFTPLUS.replace("{before}", before), RELU]
+    return HEAD + prelude + "\n" + "\n".join(textwrap.dedent(p) for p in parts)
+
+
+@pytest.fixture(scope="module")
+def exercises(tmp_path_factory: pytest.TempPathFactory) -> list[Exercise]:
+    root = tmp_path_factory.mktemp("file-worker")
+    return [
+        load_exercise(BASICS / "reciprocal"),
+        load_exercise(copy_exercise(root / "softplus", source=BASICS / "softplus", append=QUICK)),
+        load_exercise(BASICS / "relu_backward"),
+    ]
+
+
+@pytest.fixture(scope="module")
+def pool() -> Iterator[WorkerPool]:
+    """The file's workers come from a pool of their own: its zygotes' jobs are the processes forked."""
+    own = WorkerPool()
+    yield own
+    own.close()
+
+
+def _graded_together(
+    exercises: list[Exercise], path: Path, pool: WorkerPool
+) -> tuple[list[SubmissionResult], int]:
+    """The file graded on every exercise by grade_file, and how many worker processes that took."""
+    before = sum(z.jobs_served for z in pool.idle)
+    handed = [(e, submission_from_path(path, e.spec.entry)) for e in exercises]
+    results = grade_file(handed, SEED, TRIALS, pool=pool)
+    return results, sum(z.jobs_served for z in pool.idle) - before
+
+
+def _alone(exercise: Exercise, path: Path) -> SubmissionResult:
+    return grade(exercise, submission_from_path(path, exercise.spec.entry), SEED, TRIALS)
+
+
+def _seen(result: SubmissionResult, timing: bool = True) -> object:
+    """What a student is shown of a result, but the time it took (a timeout's message names the CPU a call
+    used: `timing=False` leaves messages out)."""
+    error = None if result.error is None else (result.error.kind, result.error.message if timing else "")
+    returns = [(r.name, r.verdict, r.score, r.message if timing else "") for r in result.returns]
+    return result.exercise, result.score, result.max_score, error, returns, result.stdout
+
+
+@pytest.fixture(scope="module")
+def honest(exercises: list[Exercise], pool: WorkerPool, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_source(tmp_path_factory.mktemp("honest") / "layers.py", _file(prelude="print('imported')\n"))
+
+
+def test_one_worker_grades_every_exercise_of_a_file_as_each_alone(
+    exercises: list[Exercise], pool: WorkerPool, honest: Path
+) -> None:
+    together, workers = _graded_together(exercises, honest, pool)
+    assert workers == 1  # the file imported once, for the three
+    assert [r.exercise for r in together] == [e.id for e in exercises]
+    assert all(r.passed for r in together), [r.error for r in together]
+    for result, exercise in zip(together, exercises, strict=True):
+        assert _seen(result) == _seen(_alone(exercise, honest))
+        assert result.stdout == "imported\n"  # what the import printed, shown with every exercise
+
+
+@pytest.mark.parametrize("crash", sorted(CRASHES))
+def test_a_crash_in_one_exercise_costs_the_others_nothing(
+    exercises: list[Exercise], pool: WorkerPool, tmp_path: Path, crash: str
+) -> None:
+    """softplus, the second of three, ends or hangs the worker at its first call: it is graded as alone
+    (a hang confirmed in a fresh worker), and relu_backward goes on in a fresh worker, full marks."""
+    statement, kind = CRASHES[crash]
+    path = write_source(tmp_path / "layers.py", _file(before=statement))
+    together, workers = _graded_together(exercises, path, pool)
+    reciprocal, softplus, relu = together
+    assert reciprocal.passed and relu.passed, (reciprocal.error, relu.error)
+    assert softplus.error is not None and softplus.error.kind is kind
+    assert {r.verdict for r in softplus.returns} == {Verdict.ERROR}
+    # The first worker, a fresh one for relu_backward; for a hang, a fresh one for softplus in between.
+    assert workers == (3 if kind is FailureKind.TIMEOUT else 2)
+    timing = kind is not FailureKind.TIMEOUT
+    assert _seen(softplus, timing) == _seen(_alone(exercises[1], path), timing)
+    assert _seen(relu) == _seen(_alone(exercises[2], path))
+
+
+SHARED_STATE = "SEEN = []  # the functions called in this process\n"
+
+
+def test_module_state_is_shared_by_the_exercises_of_a_file(
+    exercises: list[Exercise], pool: WorkerPool, tmp_path: Path
+) -> None:
+    """One import: what the first exercise's calls leave in the module, the second's see (softplus is
+    right only once reciprocal has been called in the same process). Graded alone it is wrong."""
+    source = _file(before="assert 'reciprocal' in SEEN, 'reciprocal never ran here'", prelude=SHARED_STATE)
+    source = source.replace(
+        "def reciprocal(a_np):\n", "def reciprocal(a_np):\n    SEEN.append('reciprocal')\n"
+    )
+    path = write_source(tmp_path / "layers.py", source)
+    together, workers = _graded_together(exercises, path, pool)
+    assert workers == 1
+    assert all(r.passed for r in together), [r.error or r.first_trial_error for r in together]
+    alone = _alone(exercises[1], path)
+    assert not alone.passed and alone.first_trial_error is not None
+    assert "reciprocal never ran here" in alone.first_trial_error.message
+
+
+FORGER = """
+import gc
+import sys
+
+from grader.sandbox.protocol import encode
+
+_WRONG = np.zeros(1)
+
+
+def _forge_after_done(channel):
+    send = type(channel).send
+
+    def send_and_forge(self, header, arrays=None):
+        send(self, header, arrays)
+        if header.get("type") == "done" and not getattr(self, "_forged", False):
+            self._forged = True  # the next exercise's answers, before the grader has even sent its job
+            kinds = [{"name": n, "ok": True, "dtype": "float64", "source": "numpy.ndarray"}
+                     for n in ("f", "auto_grad", "user_grad")]
+            items = [[t, 0.001, [0, 1, 2]] for t in range(12)]
+            forged = [encode({"type": "ready", "import_seconds": 0.0, "skipped_imports": []})]
+            forged.append(encode({"type": "trials", "run": "first", "kinds": kinds, "items": items},
+                                 [_WRONG] * 36))
+            forged.append(encode({"type": "pass-done"}))
+            self._write(b"".join(forged))
+
+    type(channel).send = send_and_forge
+
+
+for _object in gc.get_objects():
+    if type(_object).__name__ == "Channel" and hasattr(_object, "_progress"):
+        _forge_after_done(_object)
+"""
+
+
+def test_frames_forged_between_exercises_end_the_worker_not_the_next_grade(
+    exercises: list[Exercise], pool: WorkerPool, tmp_path: Path
+) -> None:
+    """The file patches the worker's result channel at import: after reciprocal's last word it sends
+    softplus's answers (zeros) before the grader has sent softplus's job. The grader finds frames where
+    none is due, ends the worker, and grades softplus in a fresh one: on what its code returns. (The
+    fresh one imports the forger again: relu_backward gets a third.)"""
+    path = write_source(tmp_path / "layers.py", _file(prelude=FORGER))
+    together, workers = _graded_together(exercises, path, pool)
+    assert workers == 3
+    reciprocal, softplus, relu = together
+    assert reciprocal.passed, reciprocal.error
+    assert softplus.passed and relu.passed, (softplus.error, relu.error)
+    assert _seen(softplus) == _seen(_alone(exercises[1], path))
+
+
+def test_exercises_that_a_process_could_not_hold_together_get_a_worker_each(
+    exercises: list[Exercise], pool: WorkerPool, honest: Path, tmp_path: Path
+) -> None:
+    """A worker's memory bound is the process's: an exercise that allows another gets its own."""
+    bigger = copy_exercise(
+        tmp_path / "relu_backward", source=BASICS / "relu_backward", append="\nlimits: {memory_mb: 3000}\n"
+    )
+    mixed = [*exercises[:2], load_exercise(bigger)]
+    together, workers = _graded_together(mixed, honest, pool)
+    assert workers == 2
+    assert all(r.passed for r in together)
+
+
+def test_the_python_api_grades_a_file_on_every_exercise_it_defines(honest: Path) -> None:
+    """grader.grade_file(FOLDER, FILE): what `grader check FOLDER FILE` grades, as values."""
+    results = grader.grade_file(BASICS, honest, seed=SEED, trials=TRIALS)
+    assert sorted(r.exercise for r in results) == ["reciprocal", "relu_backward", "softplus"]
+    assert all(r.passed for r in results)
