@@ -14,16 +14,14 @@ not import), its whole run, its first call, and its CPU budget, counted from whe
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from grader.exercise.spec import WALL_CAP_FACTOR, Limits
 from grader.sandbox import cpu_watch, failures
+from grader.sandbox.pass_state import Reading
 from grader.sandbox.process import KILL_GRACE_SECONDS, WorkerProcess
 from grader.sandbox.protocol import Run
 from grader.sandbox.report import Overrun
-
-if TYPE_CHECKING:
-    from grader.sandbox.reading import Reading
 
 # CPU seconds past a call's deadline before the grader kills the worker itself: twice the worker's alarm
 # tick (0.25 s), within which its own deadline stops the call with the line it was stuck on.

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import select
 import time
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 
 import numpy as np
 from pydantic import ValidationError
@@ -20,6 +19,7 @@ from grader.exercise.spec import Exercise
 from grader.outcomes import Failure, FailureKind
 from grader.sandbox import failures
 from grader.sandbox.deadlines import Deadlines
+from grader.sandbox.pass_state import Reading
 from grader.sandbox.payload import (
     MESSAGE,
     Done,
@@ -33,7 +33,7 @@ from grader.sandbox.payload import (
 )
 from grader.sandbox.process import Capture, WorkerProcess, read
 from grader.sandbox.protocol import Frame, ProtocolError, Run
-from grader.sandbox.report import Overrun, Pass, Returned, ReturnItem, TrialOutput
+from grader.sandbox.report import Overrun, Returned, ReturnItem, TrialOutput
 
 PACE_SECONDS = 0.005  # how long small results may gather in the pipe before the grader reads them
 # The most bytes of results one exercise of a hand-in may send over all its trials and reruns, counted as
@@ -45,50 +45,6 @@ PACE_SECONDS = 0.005  # how long small results may gather in the pipe before the
 # bytes not yet decoded) is thus at most 256 MiB, and for a moment twice that while a frame is decoded
 # (its payload is copied out of the buffer once).
 RETURNS_BUDGET_BYTES = 256 << 20
-
-
-@dataclass
-class Reading:
-    """The pass being read: the trials still owed, in order, and what came back so far.
-
-    `closing`: no trial is owed, only the worker's last word on the exercise ("done"), read so that the
-    worker may serve the next exercise.
-    """
-
-    run: Run
-    pending: list[int]
-    outputs: dict[int, TrialOutput] = field(default_factory=dict)
-    returned: dict[str, dict[int, Returned]] = field(default_factory=dict)  # Pass.by_return, as they come
-    failures: dict[int, Failure] = field(default_factory=dict)
-    stopped: Failure | None = None
-    overrun: Overrun | None = None  # when a trial's deadline stopped the pass
-    done: bool = False  # the worker said the pass is over
-    closing: bool = False
-
-    @property
-    def over(self) -> bool:
-        # A rerun is over at its last answer: the extended run's answers follow without a marker.
-        if self.done or self.stopped is not None:
-            return True
-        return not self.closing and self.run is not Run.FIRST and not self.pending
-
-    def current(self) -> int | None:
-        return self.pending[0] if self.pending else None
-
-    @property
-    def answered(self) -> bool:
-        return bool(self.outputs or self.failures)
-
-    def result(self) -> Pass:
-        returned: dict[str, Mapping[int, Returned]] = dict(self.returned)
-        if self.run is Run.FIRST:
-            return Pass(self.outputs, self.failures, self.stopped, self.overrun, by_return=returned)
-        # A rerun that ends early is no failure of the submission, whose first pass is complete: what it
-        # says of its trial is kept, the rest were simply not rerun.
-        stopped = self.stopped
-        if stopped is not None and stopped.trial is not None:
-            self.failures[stopped.trial] = stopped
-        return Pass(self.outputs, self.failures, by_return=returned)
 
 
 class FrameReader:

@@ -31,9 +31,10 @@ from grader.handin.prepare import Prepared
 from grader.memo import PerObject
 from grader.sandbox import cpu_watch, failures, warm
 from grader.sandbox.deadlines import Deadlines
+from grader.sandbox.pass_state import Reading
 from grader.sandbox.process import Capture, WorkerProcess
 from grader.sandbox.protocol import Run, encode
-from grader.sandbox.reading import FrameReader, Reading
+from grader.sandbox.reading import FrameReader
 from grader.sandbox.report import Overrun, Pass, RerunRequest, Returned, WorkerReport
 
 

@@ -1,0 +1,56 @@
+"""The pass the grader is reading from a worker: the trials still owed, in order, and what came back so
+far; shared by the frame reader (reading.py), which fills it, and the deadlines (deadlines.py), which stop
+it, neither of which imports the other's module for it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from grader.outcomes import Failure
+from grader.sandbox.protocol import Run
+from grader.sandbox.report import Overrun, Pass, Returned, TrialOutput
+
+
+@dataclass
+class Reading:
+    """The pass being read: the trials still owed, in order, and what came back so far.
+
+    `closing`: no trial is owed, only the worker's last word on the exercise ("done"), read so that the
+    worker may serve the next exercise.
+    """
+
+    run: Run
+    pending: list[int]
+    outputs: dict[int, TrialOutput] = field(default_factory=dict)
+    returned: dict[str, dict[int, Returned]] = field(default_factory=dict)  # Pass.by_return, as they come
+    failures: dict[int, Failure] = field(default_factory=dict)
+    stopped: Failure | None = None
+    overrun: Overrun | None = None  # when a trial's deadline stopped the pass
+    done: bool = False  # the worker said the pass is over
+    closing: bool = False
+
+    @property
+    def over(self) -> bool:
+        # A rerun is over at its last answer: the extended run's answers follow without a marker.
+        if self.done or self.stopped is not None:
+            return True
+        return not self.closing and self.run is not Run.FIRST and not self.pending
+
+    def current(self) -> int | None:
+        return self.pending[0] if self.pending else None
+
+    @property
+    def answered(self) -> bool:
+        return bool(self.outputs or self.failures)
+
+    def result(self) -> Pass:
+        returned: dict[str, Mapping[int, Returned]] = dict(self.returned)
+        if self.run is Run.FIRST:
+            return Pass(self.outputs, self.failures, self.stopped, self.overrun, by_return=returned)
+        # A rerun that ends early is no failure of the submission, whose first pass is complete: what it
+        # says of its trial is kept, the rest were simply not rerun.
+        stopped = self.stopped
+        if stopped is not None and stopped.trial is not None:
+            self.failures[stopped.trial] = stopped
+        return Pass(self.outputs, self.failures, by_return=returned)
