@@ -2,14 +2,15 @@
 the class run (classrun.py) and the Dask cluster's two sides (cluster/), which share these types.
 
 A job is one student's hand-in with the exercises it attempts, in the order they were planned, so that
-a worker can grade a student's exercises together. The gradebook still keys each result by (student,
-exercise): a job's tasks. For now a job's grading is each task's grading (grading.grade), one after the
-other; a task that ends without a result (the grader's own failure) does not stop the next.
+one worker grades a student's exercises together (grading.iter_grade_file: the files imported once). The
+gradebook still keys each result by (student, exercise): a job's tasks. A task that ends without a result
+(the grader's own failure) does not stop the next.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+import contextlib
+from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -18,7 +19,7 @@ from typing import TYPE_CHECKING, Protocol
 from grader.exercise.shared import SharedReferences
 from grader.exercise.spec import Exercise
 from grader.gradebook import Key
-from grader.grading import grade
+from grader.grading import grade, iter_grade_file
 from grader.handin.prepare import Submission
 from grader.results import SubmissionResult
 from grader.sandbox.warm import WorkerPool
@@ -105,15 +106,29 @@ class Backend(Protocol):
 def grade_job(
     job: Job, seed: int, references: Mapping[str, References | SharedReferences], pool: WorkerPool
 ) -> tuple[TaskResult, ...]:
-    """Each task of the job graded in a worker from `pool`, one after the other: here, or on a cluster's
-    worker. A task's failure (the grader's, or its exercise's references) is its own: the next is graded."""
-    outcomes: list[TaskResult] = []
-    for task in job.tasks:
-        assert task.submission is not None  # an unusable hand-in is not graded: classrun wrote its result
+    """The job's tasks graded in one worker from `pool` (grading.iter_grade_file: the student's files
+    imported once), here or on a cluster's worker. A task's failure (the grader's, or its exercise's
+    references) is its own: the task it stopped on and those after it are graded again one by one, each
+    failure kept to its task."""
+    assert all(t.submission is not None for t in job.tasks)  # an unusable hand-in: classrun wrote it
+    handed = [(t.exercise, t.submission) for t in job.tasks if t.submission is not None]
+    outcomes: dict[int, TaskResult] = {}
+    with contextlib.suppress(Exception):  # whatever stopped it is met again below, by its task alone
+        for number, result in iter_grade_file(handed, seed, references_for=_held(references), pool=pool):
+            outcomes[number] = result
+    for number, (exercise, submission) in enumerate(handed):
+        if number in outcomes:
+            continue
         try:
-            held = references[task.exercise.id]
-            outcomes.append(grade(task.exercise, task.submission, seed, references=held, pool=pool))
+            held = references[exercise.id]
+            outcomes[number] = grade(exercise, submission, seed, references=held, pool=pool)
         except Exception as exc:
             failed = f"the grader failed on this submission (not the student's fault): {exc!r}"
-            outcomes.append(Unfinished(failed))
-    return tuple(outcomes)
+            outcomes[number] = Unfinished(failed)
+    return tuple(outcomes[number] for number in range(len(handed)))
+
+
+def _held(
+    references: Mapping[str, References | SharedReferences],
+) -> Callable[[Exercise], References | SharedReferences]:
+    return lambda exercise: references[exercise.id]
