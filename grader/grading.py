@@ -17,10 +17,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from grader.exercise.reference_cache import stored_references
+from grader.exercise.settings import Settings
 from grader.exercise.shared import SharedReferences
+from grader.exercise.sources import find_references
 from grader.exercise.spec import Exercise
-from grader.exercise.trials import Trial, make_trials, student_seed
+from grader.exercise.trials import Trial, student_seed
 from grader.handin.prepare import Prepared, Submission, prepare
 from grader.judging import provenance
 from grader.judging.judge import judge, not_run
@@ -175,10 +176,7 @@ def _graded(
     worker = start(student, None)
     try:
         if references is None:
-            count = trial_count or exercise.spec.trials
-            references = stored_references(exercise, seed, count, only_trial) or SharedReferences(
-                exercise, seed, make_trials(exercise, seed, count, only_trial)
-            )
+            references = find_references(exercise, Settings(seed, trial_count, only_trial))
         # Drawn from the seed (secret in every grading that counts): the worker learns them with the job,
         # the hand-in cannot tell them from the others (judging/provenance.py).
         checks = provenance.pick_checks(exercise, references.trials, seed, only_trial)

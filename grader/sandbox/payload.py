@@ -32,6 +32,9 @@ class Ready(_Message):
     import_seconds: float = Field(default=0.0, ge=0)  # how long importing the hand-in took
     # What a `definitions` notebook did not import for want of the module ("import x (cell 2, line 1)")
     skipped_imports: list[Annotated[Text, Field(max_length=_NAME)]] = Field(default=[], max_length=20)
+    # The job's nonce, echoed: a "ready" written before the grader sent this job (by a hand-in that
+    # patched the channel during an earlier exercise) cannot carry it.
+    job: str = Field(default="", max_length=64)
 
 
 class Done(_Message):

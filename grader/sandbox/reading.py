@@ -8,6 +8,7 @@ place end the pass as corrupted. What the results take is counted as it arrives 
 
 from __future__ import annotations
 
+import secrets
 import select
 import time
 from collections.abc import Sequence
@@ -62,6 +63,7 @@ class FrameReader:
         import printed, where an earlier exercise imported the files); `received`: bytes of results that
         count against RETURNS_BUDGET_BYTES already (an earlier worker's, kept)."""
         self._process = process
+        self.job = secrets.token_hex(16)  # this exercise's job, as its worker's "ready" must name it
         self._names = exercise.return_names
         self._limits = exercise.spec.limits
         self.deadlines = deadlines
@@ -182,6 +184,8 @@ class FrameReader:
             return
         if reading.closing and not isinstance(message, Done):
             reading.stopped = failures.corrupted(f"a {message.type!r} message after the exercise's reruns")
+        elif isinstance(message, Ready) and message.job != self.job:
+            reading.stopped = failures.corrupted("a 'ready' message for another job than the one sent")
         elif isinstance(message, Ready):
             self._ready(message)
         elif isinstance(message, Fatal):

@@ -237,6 +237,7 @@ class RunningWorker:
         limits = self._limits
         job = {
             "type": "exercise",
+            "job": self._reader.job,
             **calls_job(self._exercise, self._inputs_as, self._seed),
             "trial_count": len(trials),
             "first_pass": None if self._earlier is None else self._order,  # None: every trial, in order

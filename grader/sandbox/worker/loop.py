@@ -98,7 +98,12 @@ def _exercise(
         return False
     functions, skipped = loaded
     DEADLINE.watch(job["deadlines"], channel.note_cpu)
-    ready = {"type": "ready", "import_seconds": round(importer.seconds, 6), "skipped_imports": skipped}
+    ready = {
+        "type": "ready",
+        "import_seconds": round(importer.seconds, 6),
+        "skipped_imports": skipped,
+        "job": job["job"],
+    }
     channel.send(ready)
     # A worker that confirms an earlier one's timeout runs only some trials; it holds every trial's
     # inputs all the same, since the grader may ask it to rerun any of them.
