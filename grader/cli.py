@@ -403,24 +403,10 @@ def _run(args: argparse.Namespace, console: Console, errors: Console) -> int:
     return int(ExitCode.ALL_PASS if all(r.passed for r in outcome.results) else ExitCode.SOME_FAILED)
 
 
-@contextlib.contextmanager
-def _cache_unless(secret: bool) -> Iterator[None]:
+def _cache_unless(secret: bool) -> contextlib.AbstractContextManager[None]:
     """The reference cache off while grading with a secret seed: no later run draws that seed again, and
     each run would leave its references there for good (cs231n/a2: 12 files, 17 MB a run)."""
-    if not secret:
-        yield
-        return
-    from grader.exercise.reference_cache import CACHE_ENV
-
-    before = os.environ.get(CACHE_ENV)
-    os.environ[CACHE_ENV] = ""  # read at each use (reference_cache.cache_folder): empty is no cache
-    try:
-        yield
-    finally:
-        if before is None:
-            os.environ.pop(CACHE_ENV, None)
-        else:
-            os.environ[CACHE_ENV] = before
+    return _cache_at("") if secret else contextlib.nullcontext()
 
 
 def _settings(args: argparse.Namespace, trials: int | None = None) -> Settings:
@@ -701,16 +687,18 @@ def _prepare(args: argparse.Namespace, console: Console, errors: Console) -> int
     return int(ExitCode.USAGE_OR_SPEC if failed else ExitCode.ALL_PASS)
 
 
-@contextlib.contextmanager
-def _references_in(folder: Path | None) -> Iterator[None]:
+def _references_in(folder: Path | None) -> contextlib.AbstractContextManager[None]:
     """References kept in `folder` (a pool's), where one is named; else in the reference cache as ever."""
-    if folder is None:
-        yield
-        return
+    return contextlib.nullcontext() if folder is None else _cache_at(str(folder.resolve()))
+
+
+@contextlib.contextmanager
+def _cache_at(folder: str) -> Iterator[None]:
+    """The reference cache in `folder` ("": off) for the block: read at each use (cache_folder)."""
     from grader.exercise.reference_cache import CACHE_ENV
 
     before = os.environ.get(CACHE_ENV)
-    os.environ[CACHE_ENV] = str(folder.resolve())  # read at each use (reference_cache.cache_folder)
+    os.environ[CACHE_ENV] = folder
     try:
         yield
     finally:

@@ -46,7 +46,8 @@ AFTER_SECONDS = 20  # at most this long after the grader exits, the outcome is r
 PLANTED = "zz_grader_attack.pth"
 
 # A correct graph2 that, at import, refuses to be graded if anything of the student before it is left or
-# has changed what it inherits: its grade changes, and the test sees it.
+# has changed what it inherits: its grade changes, and the test sees it. Its niceness is the grader's
+# (the test's, which a `nice` CI runner raises), not 0.
 CLASSMATE = """
 import ctypes, os, resource
 
@@ -60,7 +61,7 @@ def _inherited_problems():
         problems.append("RLIMIT_FSIZE")
     if resource.getrlimit(resource.RLIMIT_NOFILE)[0] < 64:
         problems.append("RLIMIT_NOFILE")
-    if os.getpriority(os.PRIO_PROCESS, 0) != 0:
+    if os.getpriority(os.PRIO_PROCESS, 0) != __NICE__:
         problems.append(f"nice {os.getpriority(os.PRIO_PROCESS, 0)}")
     if os.sched_getscheduler(0) != os.SCHED_OTHER:
         problems.append("scheduler")
@@ -103,7 +104,7 @@ def _inherited_problems():
 _PROBLEMS = _inherited_problems()
 if _PROBLEMS:
     raise RuntimeError(f"inherited from the student before: {_PROBLEMS}")
-""" + textwrap.dedent(CORRECT_GRAPH2)
+""".replace("__NICE__", str(os.getpriority(os.PRIO_PROCESS, 0))) + textwrap.dedent(CORRECT_GRAPH2)
 
 
 def _attacker(attack: str) -> str:

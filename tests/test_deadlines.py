@@ -281,6 +281,7 @@ EVASIONS = {
         "    worker.start()\n    while worker.is_alive():\n        time.sleep(0.01)\n"
     ),
 }
+PROCESS_TREES = ("forked_child", "multiprocessing", "python_subprocess", "thread")
 EVADED_LIMITS = "\nlimits: {trial_seconds: 1, first_call_seconds: 1, submission_seconds: 60}\n"
 
 
@@ -298,7 +299,11 @@ def _cpu_reported(message: str) -> float:
 def test_a_deadline_switched_off_inside_the_worker_still_holds(layer: str, tmp_path: Path) -> None:
     exercise = copy_exercise(tmp_path / "exercises" / "graph2", append=EVADED_LIMITS)
     submissions = tmp_path / "submissions"
-    for number, (name, first) in enumerate(EVASIONS.items()):
+    # The layers differ in how the worker's processes are found and counted (a PID namespace and its
+    # cgroup, or a session): each layer takes the evasions that spread over processes; those inside the
+    # worker's own process are the same under both, and bubblewrap's run takes them.
+    evasions = {n: e for n, e in EVASIONS.items() if layer == "bubblewrap" or n in PROCESS_TREES}
+    for number, (name, first) in enumerate(evasions.items()):
         source = f"{EVADED_BURN}\n\ndef graph2(W_np, x_np, b_np):\n{first}{CORRECT_BODY}"
         source = "import numpy as np\nimport torch\n" + source
         write_source(submissions / f"s{number:02d}a_{name}" / "hw.py", source)
@@ -317,7 +322,7 @@ def test_a_deadline_switched_off_inside_the_worker_still_holds(layer: str, tmp_p
     )
     lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
     records = {r["student"]: r for r in map(json.loads, lines)}
-    assert len(records) == 2 * len(EVASIONS), done.stdout + done.stderr
+    assert len(records) == 2 * len(evasions), done.stdout + done.stderr
     for student, record in sorted(records.items()):
         if student.endswith("classmate"):
             assert record["error"] is None and record["score"] == record["max_score"], (student, record)
