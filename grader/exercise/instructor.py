@@ -100,13 +100,23 @@ def _function(exercise: Exercise) -> tuple[Callable[..., Any], tuple[str, ...]]:
     """The reference function and its parameters' names, each an input or a size (or defaulted)."""
     assert exercise.spec.reference_file is not None and exercise.spec.reference_function is not None
     path = exercise.path_of(exercise.spec.reference_file)
-    function = _load(_source(path), str(path), exercise.spec.reference_function)
-    known = {*exercise.spec.inputs, *exercise.spec.sizes}
+    known = frozenset({*exercise.spec.inputs, *exercise.spec.sizes})
+    where = f"{exercise.root / SPEC_FILE}: reference {exercise.spec.reference}"
+    return _checked(_source(path), str(path), exercise.spec.reference_function, known, where)
+
+
+@cache
+def _checked(
+    source: str, path: str, name: str, known: frozenset[str], where: str
+) -> tuple[Callable[..., Any], tuple[str, ...]]:
+    """_function's answer, worked out once per text of the file: every group's evaluation asks (conv_naive's
+    979 took 0.06 s of its 2.9 s in the signature alone)."""
+    function = _load(source, path, name)
     parameters = inspect.signature(function).parameters
-    for name, parameter in parameters.items():
-        if name not in known and parameter.default is inspect.Parameter.empty:
+    for parameter_name, parameter in parameters.items():
+        if parameter_name not in known and parameter.default is inspect.Parameter.empty:
             raise InstructorReferenceError(
-                f"{exercise.root / SPEC_FILE}: reference {exercise.spec.reference}: its parameter '{name}' "
+                f"{where}: its parameter '{parameter_name}' "
                 f"is neither an input nor a size (they are {', '.join(sorted(known))}); name it after one, "
                 "or give it a default"
             )
