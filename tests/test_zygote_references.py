@@ -19,6 +19,7 @@ from conftest import CORRECT_GRAPH2, copy_exercise, exercise_folder, write_sourc
 
 from grader.exercise.expected import References
 from grader.exercise.reference import compute_references
+from grader.exercise.reference_cache import CACHE_ENV, lookup
 from grader.exercise.spec import Exercise, load_exercise
 from grader.exercise.trials import Trial, make_trials
 from grader.grading import grade
@@ -38,9 +39,14 @@ def pool() -> Iterator[WorkerPool]:
     pool.close()
 
 
-def _assert_the_graders_own(got: References | None, exercise: Exercise, trials: list[Trial]) -> None:
+def _assert_the_graders_own(
+    got: References | None, exercise: Exercise, trials: list[Trial], stored: bool = False
+) -> None:
     assert got is not None, exercise.id
-    assert got.trials == tuple(trials)  # the grader's own trials, not the copies that came back
+    if stored:  # read back from the cache: copies, the same value for value
+        assert _same_trials(got.trials, trials)
+    else:
+        assert got.trials == tuple(trials)  # the grader's own trials, not the copies that came back
     mine = compute_references(exercise, trials)
     for index, expected in mine.expected.items():
         for name, array in expected.items():
@@ -50,11 +56,16 @@ def _assert_the_graders_own(got: References | None, exercise: Exercise, trials: 
 
 # cs231n.a2.dropout: an instructor's reference.py, which the fork runs from the text the grader sent.
 @pytest.mark.parametrize("exercise_id", ["graph2", "reciprocal", "cs231n.a2.batchnorm", "cs231n.a2.dropout"])
-def test_the_zygotes_references_are_the_graders_own(exercise_id: str, pool: WorkerPool) -> None:
+def test_the_zygotes_references_are_the_graders_own(
+    exercise_id: str, pool: WorkerPool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path))
     exercise = load_exercise(exercise_folder(exercise_id))
     trials = make_trials(exercise, 3, TRIALS)
     _assert_the_graders_own(computed_in_zygote(pool, pool.acquire(), exercise, 3, trials), exercise, trials)
     assert len(pool.idle) == 1  # given back, to serve the hand-ins
+    # Stored as the fork's bytes came, and read back as any cache file: the same references again.
+    _assert_the_graders_own(lookup(exercise, 3, TRIALS), exercise, trials, stored=True)
 
 
 def test_several_exercises_in_one_fork_each_the_graders_own(pool: WorkerPool, tmp_path: Path) -> None:

@@ -185,7 +185,7 @@ def computed_all_in_zygote(
             if loaded is None or not _same_trials(loaded.trials, trials):
                 continue
             references = References(tuple(trials), loaded.expected, loaded.spread)
-            store(exercise, seed, references)
+            store(exercise, seed, references, payload)  # the bytes just read, verified: kept as they are
             found[number] = references
         return found
     except (OSError, ValueError, GraderError):  # a reference file unread, trials of ragged shapes: done here
