@@ -58,14 +58,14 @@ def main(request_fd: int, result_fd: int) -> None:
     after its length, in the request's order."""
     with os.fdopen(request_fd, "rb") as request:
         wanted: list[Wanted] = pickle.loads(request.read())  # the grader's own: it made it
-    answers = _computed_in_turns(wanted)
+    answers = _computed_in_turns(wanted, result_fd)
     with os.fdopen(result_fd, "wb") as result:
         for number in range(len(wanted)):
             payload = answers.get(number, b"")
             result.write(len(payload).to_bytes(_LENGTH, "little") + payload)
 
 
-def _computed_in_turns(wanted: Sequence[Wanted]) -> dict[int, bytes]:
+def _computed_in_turns(wanted: Sequence[Wanted], result_fd: int) -> dict[int, bytes]:
     """Each exercise's answer, by its place: this process and a fork of it (where there is more than one
     exercise) each take the next exercise off a shared queue until none is left. The fork's answers come
     back through an anonymous file, read once it has ended."""
@@ -80,6 +80,7 @@ def _computed_in_turns(wanted: Sequence[Wanted]) -> dict[int, bytes]:
     if pid == 0:  # the fork: its answers into the anonymous file, then out without the parent's clean-up
         code = 1
         try:
+            os.close(result_fd)  # the grader reads to its end: only the parent holds it open
             with os.fdopen(kept, "wb", closefd=False) as handle:
                 for number, payload in _taken(queue_read, wanted).items():
                     length = len(payload).to_bytes(_LENGTH, "little")
