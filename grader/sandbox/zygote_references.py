@@ -2,18 +2,18 @@
 grader's own process then never imports it (2.2 s of CPU on this project's 2-core machines, a twelfth of
 a 40-student class run's CPU in all; in a cold `grader check` of A2's layers.py, torch imported twice).
 A request may hold several exercises (a `grader check` of a whole layers.py): the fork computes them in two
-processes, each taking the next exercise as it finishes one, so that both cores work.
+processes (this project's machines have 2 cores), each taking the next exercise as it finishes one.
 
 The fork runs the grader's code only, before any hand-in of the exercise is given to that zygote, and the
 sandbox holds no process of a submission then: the zygote serves one job at a time and removes every
-trace of the last before the next. The grader sends the exercise and the trials (a pickle: it trusts
-itself), with the text of each instructor's `reference:` file, which the sandbox cannot read (the fork runs
-it from that text: instructor.provide_source); what comes back is, per exercise, a length and the bytes of
-the reference cache's format, read as the cache reads its files (plain arrays, a header checked by pydantic,
-no pickle), and its inputs must be the grader's own trials, array for array. Whatever goes wrong (a
-failure of the computation, whose message the grader's own computation then gives; an instructor's file
-that imports what the sandbox does not hold) gives None for that exercise, and the grader computes its
-references itself.
+trace of the last before the next. The grader sends the exercises and their trials (a pickle: it trusts
+itself; each input's arrays packed into one), with the text of each instructor's `reference:` file, which
+the sandbox cannot read (the fork runs it from that text: instructor.provide_source). What comes back is,
+per exercise, a length and the bytes of the reference cache's format, read as the cache reads its files
+(plain arrays, a header checked by pydantic, no pickle), and its inputs must be the grader's own trials,
+array for array. Whatever goes wrong (a failure of the computation, whose message the grader's own
+computation then gives; an instructor's file that reads a file beside it, which the sandbox hides) gives
+None for that exercise, and the grader computes its references itself.
 """
 
 from __future__ import annotations
@@ -42,9 +42,6 @@ _MAX_BYTES = 1 << 30
 _PROCESSES = 16  # the computation's threads: torch is on one in the zygote
 
 
-# The processes that compute a request's exercises: this project's machines have 2 cores, and a third
-# process would only share them with the hand-in's worker that follows.
-_COMPUTING = 2
 _LENGTH = 8  # each exercise's answer: its length (little-endian; 0: not computed), then its bytes
 
 
