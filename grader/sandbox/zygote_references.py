@@ -68,6 +68,10 @@ def _computed_in_turns(wanted: Sequence[Wanted], result_fd: int) -> dict[int, by
     back through an anonymous file, read once it has ended."""
     if len(wanted) < 2:
         return {n: _answer(w) for n, w in enumerate(wanted)}
+    # Imported once, before the fork, not by each process (with them torch's dispatch modes).
+    import grader.exercise.reference
+    import grader.exercise.reference_cache  # noqa: F401
+
     queue_read, queue_write = os.pipe()
     # Written whole before either reads: reads of _NUMBER bytes then never split a number.
     os.write(queue_write, b"".join(n.to_bytes(_NUMBER, "little") for n in _costliest_first(wanted)))
