@@ -263,8 +263,9 @@ def _warn_if_reduced(errors: Console) -> None:
 
 
 def _check(args: argparse.Namespace, console: Console, errors: Console) -> int:
+    from grader.exercise.settings import Settings
     from grader.exercise.trials import make_trial
-    from grader.grading import grade
+    from grader.grading import grade, references_first
     from grader.handin.discover import submission_from_path
     from grader.report.json_report import to_json_line
     from grader.report.terminal import render_case, render_result
@@ -278,7 +279,10 @@ def _check(args: argparse.Namespace, console: Console, errors: Console) -> int:
     _warn_if_reduced(errors)
     cells = exercise.spec.notebook.selection
     submission = submission_from_path(args.file, exercise.spec.entry, notebook=cells)
-    result = grade(exercise, submission, args.seed, None if replay else args.trials, only_trial=args.trial)
+    trials = None if replay else args.trials
+    settings = Settings(args.seed, trials, args.trial)
+    references = references_first([exercise], settings).get(exercise.id)
+    result = grade(exercise, submission, args.seed, trials, only_trial=args.trial, references=references)
     if args.json:
         print(to_json_line(result))
     else:
@@ -292,7 +296,8 @@ def _check_library(args: argparse.Namespace, console: Console, errors: Console) 
     """`grader check exercises/cs231n/a2 layers.py`: every exercise of a folder whose entry the file
     defines, as a student hands in a whole layers.py: the file imported once, in one worker for all
     (grading.grade_file); each result shown as soon as it and those before it are judged."""
-    from grader.grading import iter_grade_file
+    from grader.exercise.settings import Settings
+    from grader.grading import iter_grade_file, references_first
     from grader.handin.discover import may_define, submission_from_path
     from grader.report.json_report import to_json_line
     from grader.report.terminal import render_result
@@ -313,7 +318,10 @@ def _check_library(args: argparse.Namespace, console: Console, errors: Console) 
     passed = True
     waiting: dict[int, SubmissionResult] = {}  # judged before one listed ahead of them (another worker's)
     shown = 0
-    for number, judged in iter_grade_file(handed, args.seed, args.trials):
+    # Computed first, in a fork of the zygote that then serves the hand-in: the grader never imports torch.
+    found = references_first([e for e, _ in handed], Settings(args.seed, args.trials, None))
+    graded = iter_grade_file(handed, args.seed, args.trials, references_for=lambda e: found.get(e.id))
+    for number, judged in graded:
         waiting[number] = judged
         while shown in waiting:
             result = waiting.pop(shown)

@@ -12,11 +12,14 @@ Nothing here decides a verdict: that is the judging modules' (grader/judging/).
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+from grader.errors import GraderError
 from grader.exercise.settings import Settings
 from grader.exercise.shared import SharedReferences
 from grader.exercise.sources import find_references
@@ -31,7 +34,8 @@ from grader.results import SubmissionResult
 from grader.sandbox import isolation
 from grader.sandbox.report import Pass, RerunRequest, WorkerReport
 from grader.sandbox.runner import HandinWorker, RunningWorker
-from grader.sandbox.warm import WorkerPool
+from grader.sandbox.warm import WorkerPool, shared_pool
+from grader.sandbox.zygote_references import computed_all_in_zygote
 
 if TYPE_CHECKING:
     from grader.exercise.reference import References
@@ -138,6 +142,37 @@ def iter_grade_file(
                 yield number, result
         finally:
             worker.close()
+
+
+def references_first(
+    exercises: Sequence[Exercise], settings: Settings, pool: WorkerPool | None = None
+) -> dict[str, SharedReferences]:
+    """The exercises' references, by id, for a grading about to start (`grader check`): those the cache
+    lacks computed now, all in one fork of a warm zygote of `pool` (the shared pool by default), before
+    that zygote serves the hand-in's worker; the grader's own process never imports torch then. Those the
+    fork could not compute are computed here by the first grading that asks; an exercise whose trials
+    cannot be drawn is left out (its grading finds out again, and says why)."""
+    found: dict[str, SharedReferences] = {}
+    for exercise in exercises:
+        with contextlib.suppress(GraderError):
+            found[exercise.id] = find_references(exercise, settings)
+    missing = [shared for shared in found.values() if not shared.ready]
+    if not missing:
+        return found
+    chosen = pool or shared_pool()
+    try:
+        zygote = chosen.acquire()
+    except Exception:  # a sandbox that cannot start: computed here; the grading reports the sandbox
+        return found
+    asked = [(shared.exercise, settings.seed, shared.trials) for shared in missing]
+    for shared, computed in zip(missing, computed_all_in_zygote(chosen, zygote, asked), strict=True):
+        if computed is not None:
+            shared.try_first(partial(_given, computed))
+    return found
+
+
+def _given(references: References, *_: object) -> References:
+    return references
 
 
 def _starter(worker: HandinWorker, exercise: Exercise) -> StartRunner:

@@ -15,7 +15,7 @@ from grader.errors import GraderError
 from grader.exercise.shared import SharedReferences
 from grader.jobs import Job, TaskResult, grade_job
 from grader.sandbox.warm import WorkerPool, started_shared_pool
-from grader.sandbox.zygote_references import computable, computed_in_zygote
+from grader.sandbox.zygote_references import computed_in_zygote
 
 
 class LocalBackend:
@@ -36,8 +36,6 @@ class LocalBackend:
         """Computed at once, in a fork of a warm zygote (zygote_references.py: this process never imports
         torch), whose slot is taken now, before any job of the exercise takes one: a grading that waits
         for them holds a slot of its own, never the one that computes them."""
-        if not computable(references.exercise):  # computed here, by the first grading that asks
-            return
         try:
             zygote = self._workers.acquire()
         except Exception:  # a sandbox that cannot start: computed here; each grading reports the sandbox

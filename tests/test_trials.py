@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from grader.errors import SpecError
 from grader.exercise.spec import Exercise, load_exercise
-from grader.exercise.trials import Trial, make_trial, make_trials
+from grader.exercise.trials import Trial, _entropy_words, _exercise_key, make_trial, make_trials
 
 seeds = st.integers(min_value=0, max_value=2**63 - 1)
 indices = st.integers(min_value=0, max_value=10**6)
@@ -236,3 +236,19 @@ def test_a_derived_size_is_checked_where_it_is_written(tmp_path: Path, size: str
     with pytest.raises(SpecError) as info:
         load_exercise(folder)
     assert message in str(info.value) and "sizes" in str(info.value), info.value
+
+
+@pytest.mark.parametrize("seed", [0, 1, 7, 2**32 - 1, 2**32, 2**63 - 1])
+@pytest.mark.parametrize("index", [0, 1, 999, 2**32 + 5])
+def test_the_generators_words_are_numpys_own(seed: int, index: int) -> None:
+    """make_trial seeds each trial's generator with the words numpy makes of [seed, exercise, index]
+    itself, worked out once per make_trials: the same generator, state for state."""
+    key = _exercise_key("cs231n.a2.affine")
+    words = np.array([*_entropy_words(seed, key), *_entropy_words(index)], dtype=np.uint32)
+    mine = np.random.default_rng(words).bit_generator.state
+    assert mine == np.random.default_rng([seed, key, index]).bit_generator.state
+
+
+def test_a_negative_seed_is_refused() -> None:
+    with pytest.raises(ValueError, match="non-negative"):
+        _entropy_words(-1)

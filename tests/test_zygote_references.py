@@ -1,9 +1,12 @@
-"""References computed in a fork of a warm zygote: the same as the grader's own, bit for bit; whatever
-cannot be computed there is left to the grader (None); the zygote serves hand-ins after it; and a class
-run's grader process never imports torch (real CLI, watched from outside with -X importtime)."""
+"""References computed in a fork of a warm zygote: the same as the grader's own, bit for bit, an
+instructor's reference file included (sent as text: the sandbox cannot read it); several exercises in one
+fork; whatever cannot be computed there is left to the grader (None); the zygote serves hand-ins after it;
+and neither a class run's grader process nor a cold `grader check`'s ever imports torch (real CLI, watched
+from outside with -X importtime)."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -14,14 +17,16 @@ import numpy as np
 import pytest
 from conftest import CORRECT_GRAPH2, copy_exercise, exercise_folder, write_source
 
+from grader.exercise.expected import References
 from grader.exercise.reference import compute_references
+from grader.exercise.reference_cache import CACHE_ENV, lookup
 from grader.exercise.spec import Exercise, load_exercise
-from grader.exercise.trials import make_trials
+from grader.exercise.trials import Trial, make_trials
 from grader.grading import grade
 from grader.handin.discover import submission_from_path
 from grader.outcomes import Verdict
 from grader.sandbox.warm import WorkerPool
-from grader.sandbox.zygote_references import _same_trials, computed_in_zygote
+from grader.sandbox.zygote_references import _same_trials, _split, computed_all_in_zygote, computed_in_zygote
 
 TRIALS = 8
 BROKEN = (("id: reciprocal", "id: broken"), ("entry: reciprocal", "entry: broken"), ("1 / a_np", "a_np[9]"))
@@ -34,27 +39,74 @@ def pool() -> Iterator[WorkerPool]:
     pool.close()
 
 
-@pytest.mark.parametrize("exercise_id", ["graph2", "reciprocal", "cs231n.a2.batchnorm"])
-def test_the_zygotes_references_are_the_graders_own(exercise_id: str, pool: WorkerPool) -> None:
-    exercise = load_exercise(exercise_folder(exercise_id))
-    trials = make_trials(exercise, 3, TRIALS)
-    got = computed_in_zygote(pool, pool.acquire(), exercise, 3, trials)
-    assert got is not None
-    assert got.trials == tuple(trials)  # the grader's own trials, not the copies that came back
+def _assert_the_graders_own(
+    got: References | None, exercise: Exercise, trials: list[Trial], stored: bool = False
+) -> None:
+    assert got is not None, exercise.id
+    if stored:  # read back from the cache: copies, the same value for value
+        assert _same_trials(got.trials, trials)
+    else:
+        assert got.trials == tuple(trials)  # the grader's own trials, not the copies that came back
     mine = compute_references(exercise, trials)
     for index, expected in mine.expected.items():
         for name, array in expected.items():
             assert np.array_equal(got.expected[index][name], array, equal_nan=True)
             assert np.array_equal(got.spread[index][name], mine.spread[index][name], equal_nan=True)
+
+
+# cs231n.a2.dropout: an instructor's reference.py, which the fork runs from the text the grader sent.
+@pytest.mark.parametrize("exercise_id", ["graph2", "reciprocal", "cs231n.a2.batchnorm", "cs231n.a2.dropout"])
+def test_the_zygotes_references_are_the_graders_own(
+    exercise_id: str, pool: WorkerPool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path))
+    exercise = load_exercise(exercise_folder(exercise_id))
+    trials = make_trials(exercise, 3, TRIALS)
+    _assert_the_graders_own(computed_in_zygote(pool, pool.acquire(), exercise, 3, trials), exercise, trials)
     assert len(pool.idle) == 1  # given back, to serve the hand-ins
+    # Stored as the fork's bytes came, and read back as any cache file: the same references again.
+    _assert_the_graders_own(lookup(exercise, 3, TRIALS), exercise, trials, stored=True)
+
+
+def test_several_exercises_in_one_fork_each_the_graders_own(pool: WorkerPool, tmp_path: Path) -> None:
+    """Two processes take the exercises in turns; one that fails there is the grader's to compute (None),
+    the others come back all the same, each in its place."""
+    names = ["graph2", "cs231n.a3.rnn", "cs231n.a2.conv_naive", "reciprocal"]
+    exercises = [load_exercise(exercise_folder(name)) for name in names]
+    exercises.insert(
+        2, load_exercise(copy_exercise(tmp_path / "broken", BROKEN, source=exercise_folder("reciprocal")))
+    )
+    asked = [(exercise, 5, make_trials(exercise, 5, TRIALS)) for exercise in exercises]
+    got = computed_all_in_zygote(pool, pool.acquire(), asked)
+    assert got[2] is None
+    for (exercise, _, trials), references in zip(asked, got, strict=True):
+        if exercise.id != "broken":
+            _assert_the_graders_own(references, exercise, trials)
+    assert len(pool.idle) == 1
+
+
+def test_an_answer_cut_wrong_is_refused() -> None:
+    """The fork's answer is each exercise's length and bytes, exactly: anything else is nothing."""
+    whole = (3).to_bytes(8, "little") + b"abc" + (0).to_bytes(8, "little")
+    assert _split(whole, 2) == [b"abc", b""]
+    assert _split(whole + b"x", 2) is None
+    assert _split(whole[:-1], 2) is None
+    assert _split((99).to_bytes(8, "little") + b"abc", 1) is None
 
 
 def test_what_the_sandbox_cannot_compute_is_left_to_the_grader(pool: WorkerPool, tmp_path: Path) -> None:
-    """An instructor's reference file is not in the sandbox; a graph that fails on its own inputs is told
-    by the grader's own computation, with its message. The zygote serves a hand-in after either."""
-    dropout = load_exercise(exercise_folder("cs231n.a2.dropout"))
-    assert dropout.spec.reference_file is not None
-    assert computed_in_zygote(pool, pool.acquire(), dropout, 0, make_trials(dropout, 0, TRIALS)) is None
+    """A graph that fails on its own inputs is told by the grader's own computation, with its message; so
+    is an instructor's reference file that reads a file beside it (not in the sandbox). The zygote serves a
+    hand-in after either."""
+    folder = copy_exercise(tmp_path / "dropout", source=exercise_folder("cs231n.a2.dropout"))
+    (folder / "scale.txt").write_text("1.0\n", encoding="utf-8")
+    reference = folder / "reference.py"
+    reads = "import pathlib\nSCALE = float(pathlib.Path(__file__).with_name('scale.txt').read_text())\n"
+    reference.write_text(reads + reference.read_text(encoding="utf-8"), encoding="utf-8")
+    beside = load_exercise(folder)
+    trials = make_trials(beside, 0, TRIALS)
+    assert compute_references(beside, trials).trials == tuple(trials)  # the grader's own process reads it
+    assert computed_in_zygote(pool, pool.acquire(), beside, 0, trials) is None
     broken = load_exercise(copy_exercise(tmp_path / "broken", BROKEN, source=exercise_folder("reciprocal")))
     assert computed_in_zygote(pool, pool.acquire(), broken, 0, make_trials(broken, 0, TRIALS)) is None
     exercise = load_exercise(exercise_folder("graph2"))
@@ -87,3 +139,27 @@ def test_a_class_run_never_imports_torch_in_the_graders_process(tmp_path: Path) 
         assert "2 graded" in done.stderr
         imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if "|" in line}
         assert "grader.classrun" in imported and "torch" not in imported, f"{run} run imported torch"
+
+
+@pytest.mark.parametrize("library", [True, False], ids=["folder", "one exercise"])
+def test_a_cold_check_never_imports_torch_in_the_graders_process(tmp_path: Path, library: bool) -> None:
+    """`grader check` of a whole file (a folder of exercises, one with an instructor's reference file) or
+    of one exercise, with an empty cache: every reference computed in a fork of the zygote that then serves
+    the hand-in; the grader's own process imports no torch, and grades all the same."""
+    exercises = tmp_path / "exercises"
+    copy_exercise(exercises / "graph2")
+    copy_exercise(exercises / "dropout", source=exercise_folder("cs231n.a2.dropout"))
+    dropout = (exercise_folder("cs231n.a2.dropout") / "solution.py").read_text(encoding="utf-8")
+    handed = write_source(tmp_path / "layers.py", CORRECT_GRAPH2)
+    handed.write_text(handed.read_text(encoding="utf-8") + "\n\n" + dropout, encoding="utf-8")
+    target = exercises if library else exercises / "dropout"
+    command = [sys.executable, "-X", "importtime", "-m", "grader", "check", str(target), str(handed)]
+    command += ["--trials", str(TRIALS)]
+    environment = {**os.environ, "GRADER_CACHE_DIR": str(tmp_path / "cache")}
+    done = subprocess.run(
+        command, capture_output=True, text=True, timeout=300, cwd=tmp_path, env=environment, check=False
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if "|" in line}
+    assert "grader.grading" in imported and "torch" not in imported
+    assert len(list((tmp_path / "cache").glob("*.npz"))) == (2 if library else 1)  # stored for the next

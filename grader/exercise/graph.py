@@ -457,6 +457,8 @@ def evaluate_size_expression(text: str | int, sizes: Mapping[str, int]) -> int:
     """Evaluate a shape entry or bound such as `d`, `3` or `N - 1` over the drawn sizes."""
     if isinstance(text, int):
         return text
+    if text in sizes:  # a size's name, as most shape entries are: what _eval gives it, without the walk
+        return int(sizes[text])
     value = _eval(_parse_size_expression(text, sizes.keys()), sizes)
     return int(value)
 
