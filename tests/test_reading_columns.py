@@ -82,7 +82,7 @@ def test_trials_read_from_columns_as_they_were_returned(tmp_path: Path) -> None:
                 assert isinstance(item, Returned) and item.dtype == str(value.dtype)
                 assert item.array.dtype == value.dtype and item.array.shape == value.shape
                 np.testing.assert_array_equal(item.array, value)
-                assert reading.returned[name][trial] is item
+                assert reading.returned[name][trial].array is item.array  # one array, in its column
     assert 1 not in reading.returned["grad"]
 
 

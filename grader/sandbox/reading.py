@@ -8,6 +8,7 @@ place end the pass as corrupted. What the results take is counted as it arrives 
 
 from __future__ import annotations
 
+import itertools
 import secrets
 import select
 import time
@@ -34,7 +35,7 @@ from grader.sandbox.payload import (
 )
 from grader.sandbox.process import Capture, WorkerProcess, read
 from grader.sandbox.protocol import Column, Frame, ProtocolError, Run
-from grader.sandbox.report import Overrun, Returned, ReturnItem, TrialOutput
+from grader.sandbox.report import Overrun, Returns
 
 PACE_SECONDS = 0.005  # how long small results may gather in the pipe before the grader reads them
 # The most bytes of results one exercise of a hand-in may send over all its trials and reruns, counted as
@@ -249,7 +250,6 @@ class FrameReader:
         answered = trials[: len(owed)]
         count = len(owed) if answered == owed else next(n for n, t in enumerate(answered) if t != owed[n])
         names = self._names
-        outputs = reading.outputs
         done = 0
         trial = trials[0]  # the one a malformed frame is reported at
         try:
@@ -273,16 +273,20 @@ class FrameReader:
                         f"it carries {held}"
                     )
                 arrays_of.append(iter([a for c in column for a in c.arrays()]))
-            returned = [reading.returned.setdefault(name, {}) for name in names]
-            for trial, spent, layout in zip(trials[:count], seconds, chosen, strict=False):
-                by_name: dict[str, ReturnItem] = {}
+            answered = trials[:count]
+            returned = [reading.returned.setdefault(name, Returns()) for name in names]
+            if len(layouts) == 1:  # the common case: every trial's returns alike, added as columns
+                (layout,) = layouts.values()
                 for arrays, kind, kept in zip(arrays_of, layout, returned, strict=True):
-                    if isinstance(kind, ReturnProblem):
-                        by_name[kind.name] = kind
-                    else:
-                        by_name[kind.name] = kept[trial] = Returned.of(kind, next(arrays))
-                outputs[trial] = TrialOutput(trial, by_name, spent)
-                done += 1
+                    if isinstance(kind, ReturnedArray):
+                        kept.add(answered, [kind] * count, list(itertools.islice(arrays, count)))
+            else:
+                for trial, layout in zip(answered, chosen, strict=True):
+                    for arrays, kind, kept in zip(arrays_of, layout, returned, strict=True):
+                        if isinstance(kind, ReturnedArray):
+                            kept.add([trial], [kind], [next(arrays)])
+            reading.outputs.add(answered, seconds[:count], chosen)
+            done = count
         except ProtocolError as exc:
             del reading.pending[:done]
             reading.stopped = failures.corrupted(str(exc), trial)
