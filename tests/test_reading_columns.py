@@ -170,3 +170,18 @@ def test_a_trials_frame_without_columns_where_every_return_is_a_problem(tmp_path
     reading = read(frames, [0])
     assert reading.stopped is None
     assert [type(i) for i in reading.outputs[0].by_name.values()] == [ReturnProblem, ReturnProblem]
+
+
+def test_a_pass_restricted_to_some_trials_keeps_their_columns(tmp_path: Path) -> None:
+    """The autograd check's trials split off (judging/provenance.py): both parts read as the whole did."""
+    sent = [(t, [np.full((), float(t)), np.full(2, float(t)) if t != 2 else "returned None"]) for t in range(5)]
+    reading = read(channel_frames(tmp_path, sent), list(range(5)))
+    whole = reading.result()
+    part = whole.restricted({1, 2, 4})
+    assert list(part.outputs) == [1, 2, 4]
+    assert list(part.returned("grad")) == [1, 4]
+    assert part.returned("grad").arrays[1].tolist() == [4.0, 4.0]
+    assert isinstance(part.outputs[2].by_name["grad"], ReturnProblem)
+    assert part.outputs[4].by_name["f"].array.tolist() == 4.0  # type: ignore[union-attr]
+    assert 3 not in part.outputs and 3 not in part.returned("f")
+    assert list(whole.returned("f")) == [0, 1, 2, 3, 4]  # the whole pass unchanged
