@@ -424,6 +424,7 @@ def shapes(*sizes: int) -> bytes:
         ([{"dtype": "float64", "ndim": 1}], shapes(1) + b"\0" * 8, "dtype, ndim, count"),
         (["float64"], b"", "dtype, ndim, count"),
         ({"dtype": "float64"}, b"", "'columns' must be a list"),
+        ([column(ndim=0)] * 257, b"\0" * 8 * 257, "at most 256 columns"),
     ],
 )
 def test_malformed_columns_are_refused(columns: object, payload: bytes, match: str) -> None:

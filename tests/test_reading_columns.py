@@ -15,7 +15,15 @@ import pytest
 from grader.outcomes import FailureKind
 from grader.sandbox.pass_state import Reading
 from grader.sandbox.payload import ReturnProblem
-from grader.sandbox.protocol import PROGRESS, ColumnWriter, FrameDecoder, Run, encode_wire, to_wire
+from grader.sandbox.protocol import (
+    MAX_COLUMNS,
+    PROGRESS,
+    ColumnWriter,
+    FrameDecoder,
+    Run,
+    encode_wire,
+    to_wire,
+)
 from grader.sandbox.reading import FrameReader
 from grader.sandbox.report import Returned
 from grader.sandbox.worker.channel import Channel, Converted, return_kind
@@ -33,7 +41,8 @@ def channel_frames(tmp_path: Path, trials: list[tuple[int, list[Any]]], run: Run
     problem), decoded."""
     progress = tmp_path / "progress"
     progress.write_bytes(b"\0" * PROGRESS.size)
-    read_fd, write_fd = os.pipe()
+    results = tmp_path / "results"  # a file, not a pipe: nothing reads while the channel writes
+    write_fd = os.open(results, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
     channel = Channel(write_fd, os.open(progress, os.O_RDWR))
     for trial, returns in trials:
         converted: list[Converted] = [
@@ -45,10 +54,7 @@ def channel_frames(tmp_path: Path, trials: list[tuple[int, list[Any]]], run: Run
         channel.queue(trial, run, 0.001, converted)
     channel.flush()
     os.close(write_fd)
-    data = b""
-    while chunk := os.read(read_fd, 1 << 16):
-        data += chunk
-    os.close(read_fd)
+    data = results.read_bytes()
     return FrameDecoder().feed(data)
 
 
@@ -174,7 +180,9 @@ def test_a_trials_frame_without_columns_where_every_return_is_a_problem(tmp_path
 
 def test_a_pass_restricted_to_some_trials_keeps_their_columns(tmp_path: Path) -> None:
     """The autograd check's trials split off (judging/provenance.py): both parts read as the whole did."""
-    sent = [(t, [np.full((), float(t)), np.full(2, float(t)) if t != 2 else "returned None"]) for t in range(5)]
+    sent = [
+        (t, [np.full((), float(t)), np.full(2, float(t)) if t != 2 else "returned None"]) for t in range(5)
+    ]
     reading = read(channel_frames(tmp_path, sent), list(range(5)))
     whole = reading.result()
     part = whole.restricted({1, 2, 4})
@@ -185,3 +193,15 @@ def test_a_pass_restricted_to_some_trials_keeps_their_columns(tmp_path: Path) ->
     assert part.outputs[4].by_name["f"].array.tolist() == 4.0  # type: ignore[union-attr]
     assert 3 not in part.outputs and 3 not in part.returned("f")
     assert list(whole.returned("f")) == [0, 1, 2, 3, 4]  # the whole pass unchanged
+
+
+def test_a_return_that_changes_dtype_every_trial_is_sent_in_frames_the_grader_takes(tmp_path: Path) -> None:
+    """A new column for every trial's arrays: the Channel sends the frame before it holds more columns
+    than a frame may (protocol.MAX_COLUMNS), and every trial is read."""
+    dtypes = [np.float64, np.float32]
+    sent = [(t, [np.ones((), dtype=dtypes[t % 2]), np.ones(2, dtype=dtypes[t % 2])]) for t in range(600)]
+    frames = channel_frames(tmp_path, sent)
+    assert len(frames) > 2 and all(len(f.columns) <= MAX_COLUMNS for f in frames)
+    reading = read(frames, list(range(600)))
+    assert reading.stopped is None and len(reading.outputs) == 600
+    assert [a.dtype for a in reading.returned["grad"].arrays[:2]] == [np.float64, np.float32]

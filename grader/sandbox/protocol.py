@@ -56,6 +56,11 @@ _NATIVE_NAME = {} if _BIG_ENDIAN else {np.dtype(name): name for name in NUMERIC_
 MAX_HEADER_BYTES = 1 << 20
 MAX_PAYLOAD_BYTES = 256 << 20
 MAX_DIMS = 8
+# Columns in one frame: the worker's Channel starts a new one only where a return changes its dtype or
+# number of dimensions, and sends the frame before it would hold more. Checking a column costs the grader
+# ~22 µs whatever its size (a frame of 256 one-entry columns, 14 KB: 5.6 ms to decode, 2026-12-04), so a
+# frame is bounded in that work as in its bytes.
+MAX_COLUMNS = 256
 
 
 # The worker's label for arrays it computed in numpy's extended precision (80-bit on x86-64): they travel
@@ -222,8 +227,8 @@ def _decode_checked(head: bytes, payload: bytearray) -> Frame:
         offset += nbytes
     columns = []
     described = header.pop("columns", [])
-    if type(described) is not list:
-        raise ProtocolError("'columns' must be a list")
+    if type(described) is not list or len(described) > MAX_COLUMNS:
+        raise ProtocolError(f"'columns' must be a list of at most {MAX_COLUMNS} columns")
     for column in described:
         decoded, offset = _decode_column(column, payload, offset, base)
         columns.append(decoded)

@@ -13,6 +13,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from grader.sandbox.protocol import (
+    MAX_COLUMNS,
     PROGRESS,
     ColumnWriter,
     Run,
@@ -130,7 +131,11 @@ class Channel:
                 self._queued_bytes += values.nbytes
         self._trials.append(trial)
         self._seconds.append(seconds)
-        if self._queued_bytes >= _BATCH_BYTES or time.monotonic() - self._since >= _BATCH_SECONDS:
+        if (
+            self._queued_bytes >= _BATCH_BYTES
+            or len(self._columns) + self._width > MAX_COLUMNS  # the next trial could pass the bound
+            or time.monotonic() - self._since >= _BATCH_SECONDS
+        ):
             self.flush()
 
     def flush(self) -> None:
