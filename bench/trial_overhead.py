@@ -98,8 +98,8 @@ def main() -> None:
         for trial, call in zip(trials, calls, strict=True):
             seeding.seed_randomness(0, trial.index)
             returned = function(*[array.copy() for array in call])
-            returns = [returns.converted(n, v) for n, v in zip(names, returned, strict=True)]
-            channel.queue(trial.index, Run.FIRST, 0.0001, returns)
+            results = [returns.converted(n, v) for n, v in zip(names, returned, strict=True)]
+            channel.queue(trial.index, Run.FIRST, 0.0001, results)
         channel.flush()
 
     def wrapped() -> None:

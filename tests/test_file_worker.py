@@ -163,7 +163,7 @@ FORGER = """
 import gc
 import sys
 
-from grader.sandbox.protocol import encode
+from grader.sandbox.protocol import ColumnWriter, encode, encode_wire, to_wire
 
 _WRONG = np.zeros(1)
 
@@ -177,10 +177,17 @@ def _forge_after_done(channel):
             self._forged = True  # the next exercise's answers, before the grader has even sent its job
             kinds = [{"name": n, "ok": True, "dtype": "float64", "source": "numpy.ndarray"}
                      for n in ("f", "auto_grad", "user_grad")]
-            items = [[t, 0.001, [0, 1, 2]] for t in range(12)]
+            columns = []
+            for _ in kinds:  # each return's column: 12 trials of zeros
+                column = ColumnWriter("float64", 1)
+                for _ in range(12):
+                    column.append(_WRONG)
+                columns.append(column)
+            trials = [np.arange(12, dtype=np.int64), np.full(12, 0.001),
+                      np.tile(np.arange(3, dtype=np.int64), (12, 1))]
+            header = {"type": "trials", "run": "first", "kinds": kinds, "returns": [0, 1, 2]}
             forged = [encode({"type": "ready", "import_seconds": 0.0, "skipped_imports": []})]
-            forged.append(encode({"type": "trials", "run": "first", "kinds": kinds, "items": items},
-                                 [_WRONG] * 36))
+            forged.append(encode_wire(header, [to_wire(a) for a in trials], columns))
             forged.append(encode({"type": "pass-done"}))
             self._write(b"".join(forged))
 

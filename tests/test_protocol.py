@@ -19,11 +19,15 @@ from grader.sandbox.protocol import (
     MAGIC,
     MAX_HEADER_BYTES,
     NUMERIC_DTYPES,
+    ColumnWriter,
     Frame,
     FrameDecoder,
     ProtocolError,
     encode,
+    encode_wire,
     iter_frames,
+    little_endian,
+    to_wire,
 )
 
 PREFIX = struct.Struct("<4sII")
@@ -323,3 +327,145 @@ def test_partial_frame_waits_for_the_rest() -> None:
     (decoded,) = decoder.feed(data[5:])
     assert decoded.header == {"a": 1}
     assert decoder.pending == 0
+
+
+# Columns: a return's arrays over many trials, their shapes and entries end to end (worker Channel).
+
+
+def encode_columns(columns: list[list[np.ndarray]], arrays: list[np.ndarray] | None = None) -> bytes:
+    """Each list of arrays (of one dtype and ndim) as one column of a frame."""
+    writers = []
+    for sent in columns:
+        name, first = little_endian(sent[0])
+        writer = ColumnWriter(name, first.ndim)
+        for array in sent:
+            writer.append(little_endian(array)[1])
+        writers.append(writer)
+    return encode_wire({}, [to_wire(a) for a in arrays or []], writers)
+
+
+column_arrays = st.sampled_from(sorted(NUMERIC_DTYPES)).flatmap(
+    lambda dtype: st.integers(0, 3).flatmap(
+        lambda ndim: st.lists(
+            hnp.arrays(
+                dtype=np.dtype(dtype), shape=hnp.array_shapes(min_dims=ndim, max_dims=ndim, min_side=0)
+            ),
+            min_size=1,
+            max_size=5,
+        )
+    )
+)
+
+
+@given(
+    columns=st.lists(column_arrays, max_size=4),
+    arrays=st.lists(arrays, max_size=2),
+    cuts=st.lists(st.integers(0, 10**6), max_size=8),
+)
+def test_columns_round_trip_in_random_chunks(
+    columns: list[list[np.ndarray]], arrays: list[np.ndarray], cuts: list[int]
+) -> None:
+    decoder = FrameDecoder()
+    decoded = [f for piece in chunks(encode_columns(columns, arrays), cuts) for f in decoder.feed(piece)]
+    (frame,) = decoded
+    for got, sent in zip(frame.arrays, arrays, strict=True):
+        assert_same_array(got, sent)
+    assert len(frame.columns) == len(columns)
+    for column, kept in zip(frame.columns, columns, strict=True):
+        assert len(column) == len(kept)
+        assert column.offsets[0] == 0 and column.offsets[-1] == column.flat.size
+        for got, array in zip(column.arrays(), kept, strict=True):
+            assert_same_array(got, array)
+
+
+def test_columns_take_non_contiguous_and_big_endian_arrays_as_values() -> None:
+    base = np.arange(24, dtype=np.float64).reshape(4, 6)
+    big = np.arange(6.0).reshape(2, 3).astype(">f8")
+    (frame,) = FrameDecoder().feed(encode_columns([[base[::2, ::3].T, big]]))
+    got = frame.columns[0].arrays()
+    np.testing.assert_array_equal(got[0], base[::2, ::3].T)
+    np.testing.assert_array_equal(got[1], big)
+
+
+def column(dtype: object = "float64", ndim: object = 1, count: object = 1) -> dict[str, object]:
+    return {"dtype": dtype, "ndim": ndim, "count": count}
+
+
+def shapes(*sizes: int) -> bytes:
+    return np.array(sizes, dtype="<i8").tobytes()
+
+
+@pytest.mark.parametrize(
+    ("columns", "payload", "match"),
+    [
+        ([column()], shapes(3) + b"\0" * 16, "short"),  # the entries short of the shape's
+        ([column()], shapes(2) + b"\0" * 24, "no array declares"),  # bytes beyond them
+        ([column(count=2)], shapes(1), "short"),  # the second shape missing
+        ([column(ndim=2)], shapes(2), "short"),
+        ([column(count=0)], b"", "count"),
+        ([column(count=-1)], b"", "count"),
+        ([column(count=True)], shapes(0), "count"),
+        ([column(count=1.0)], shapes(0), "count"),
+        ([column(count=1 << 40)], shapes(0), "count"),  # more arrays than the payload has bytes
+        ([column(ndim=9)], b"", "ndim"),
+        ([column(ndim=-1)], b"", "ndim"),
+        ([column(ndim="1")], b"", "ndim"),
+        ([column(dtype="object")], shapes(1) + b"\0" * 8, "dtype"),
+        ([column(dtype="<f8")], shapes(1) + b"\0" * 8, "dtype"),
+        ([column(dtype=None)], shapes(1) + b"\0" * 8, "dtype"),
+        ([column()], shapes(-1), "size"),  # a negative size
+        ([column()], shapes(-(1 << 63)), "size"),
+        ([column()], shapes(1 << 62) + b"\0" * 8, "size"),
+        ([column(ndim=3)], shapes(1 << 28, 1 << 28, 1 << 28) + b"\0" * 8, "more entries"),  # overflowing
+        ([column(ndim=8)], shapes(*[1 << 28] * 8), "more entries"),  # 2**224 entries
+        ([column(ndim=2, count=2)], shapes(2, 2, 0, 1 << 28) + b"\0" * 40, "no array declares"),
+        ([column(count=2)], shapes(1 << 28, 1 << 28) + b"\0" * 8, "short"),  # offsets past the payload
+        ([{**column(), "extra": 1}], shapes(1) + b"\0" * 8, "dtype, ndim, count"),
+        ([{"dtype": "float64", "ndim": 1}], shapes(1) + b"\0" * 8, "dtype, ndim, count"),
+        (["float64"], b"", "dtype, ndim, count"),
+        ({"dtype": "float64"}, b"", "'columns' must be a list"),
+        ([column(ndim=0)] * 257, b"\0" * 8 * 257, "at most 256 columns"),
+    ],
+)
+def test_malformed_columns_are_refused(columns: object, payload: bytes, match: str) -> None:
+    refused(frame(describe(columns=columns), payload), match)
+
+
+def test_a_columns_offsets_account_for_its_entries() -> None:
+    """Shapes that add up to the entries sent, in any split: offsets ascend from 0 to the last entry."""
+    payload = shapes(3, 0, 2) + np.arange(5.0).tobytes()
+    (decoded,) = FrameDecoder().feed(frame(describe(columns=[column(count=3)]), payload))
+    (got,) = decoded.columns
+    assert got.offsets.tolist() == [0, 3, 3, 5]
+    assert [a.tolist() for a in got.arrays()] == [[0.0, 1.0, 2.0], [], [3.0, 4.0]]
+    refused(frame(describe(columns=[column(count=3)]), shapes(3, 0, 3) + np.arange(5.0).tobytes()), "short")
+    refused(
+        frame(describe(columns=[column(count=3)]), shapes(3, 0, 1) + np.arange(5.0).tobytes()), "declares"
+    )
+
+
+@given(
+    columns=st.lists(
+        st.one_of(
+            st.fixed_dictionaries(
+                {
+                    "dtype": st.sampled_from([*sorted(NUMERIC_DTYPES), "object", "<f8", ""]),
+                    "ndim": st.one_of(st.integers(-1, 9), st.none()),
+                    "count": st.one_of(st.integers(-1, 6), st.sampled_from([1 << 28, 1 << 62])),
+                }
+            ),
+            json_values,
+        ),
+        max_size=3,
+    ),
+    sizes=st.lists(
+        st.one_of(st.integers(-2, 8), st.sampled_from([1 << 28, 1 << 62, -(1 << 63)])), max_size=12
+    ),
+    tail=st.binary(max_size=64),
+)
+def test_forged_columns_give_frames_or_protocol_errors(
+    columns: list[object], sizes: list[int], tail: bytes
+) -> None:
+    _decodes_or_refuses(
+        frame(json.dumps({"arrays": [], "columns": columns}).encode(), shapes(*sizes) + tail), []
+    )

@@ -8,7 +8,6 @@ derivative of the student's own wrong value (consistency).
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Iterator, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING
@@ -25,7 +24,7 @@ from grader.judging.reruns import RerunPlan, finite_somewhere, resolve_beyond_ro
 from grader.outcomes import Failure, FailureKind, Verdict
 from grader.results import NotebookUse, ReturnResult, SubmissionResult, display_path, student_location
 from grader.sandbox.payload import ReturnedArray, ReturnProblem
-from grader.sandbox.report import Returned, WorkerReport
+from grader.sandbox.report import Returned, Returns, WorkerReport
 
 if TYPE_CHECKING:
     from grader.exercise.reference import References
@@ -226,14 +225,11 @@ def _accepted(
     return judged
 
 
-def _descriptions(arrays: Mapping[int, Returned]) -> list[ReturnedArray]:
+def _descriptions(arrays: Returns) -> list[ReturnedArray]:
     """The distinct descriptions among a return's arrays: a frame's trials share theirs, so a thousand
     trials have a few, found without a Python loop over them."""
-    described = list(map(_DESCRIPTION, arrays.values()))
+    described = arrays.descriptions
     return list(dict(zip(map(id, described), described, strict=True)).values())
-
-
-_DESCRIPTION = operator.attrgetter("description")
 
 
 def _loose_shape_note(spec: ReturnSpec, item: Returned, due: np.ndarray) -> str | None:

@@ -132,9 +132,7 @@ def split(references: References, first: Pass, checks: Sequence[int]) -> tuple[R
             {i: e for i, e in references.expected.items() if i in indices},
             {i: s for i, s in references.spread.items() if i in indices},
         )
-        outputs = {i: o for i, o in first.outputs.items() if i in indices}
-        failures = {i: f for i, f in first.failures.items() if i in indices}
-        return kept, replace(first, outputs=outputs, failures=failures, by_return={})
+        return kept, first.restricted(indices)
 
     ordinary_references, ordinary = only(False)
     checked_references, checked_pass = only(True)

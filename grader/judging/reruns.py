@@ -71,7 +71,7 @@ class _Above:
 
 
 # A trial's returned array and its dtype, read for a thousand trials at a time without a Python loop.
-_ARRAY, _DTYPE = operator.attrgetter("array"), operator.attrgetter("description.dtype")
+_DTYPE = operator.attrgetter("dtype")
 _AT_FLOAT64 = _Above(PRECISIONS["float64"].eps, "at float64")
 _IN_EXTENDED = _Above(EXTENDED_EPS, "in extended precision")
 # The expected values and spreads of a return on the trials compared, as lists and end to end: a class
@@ -141,18 +141,10 @@ def plan_reruns(exercise: Exercise, references: References, first: Pass) -> Reru
 def compare_first_pass(spec: ReturnSpec, references: References, first: Pass) -> Compared:
     """Every trial that returned `spec`'s array, judged against the reference."""
     arrays = first.returned(spec.name)
-    compared = list(arrays)
+    compared = arrays.trials
     expected, spreads, flat = _expected_of(references, spec.name, compared)
-    items = arrays.values()
-    judged = compare_columns(
-        spec,
-        compared,
-        expected,
-        list(map(_ARRAY, items)),
-        list(map(_DTYPE, items)),
-        spreads,
-        flattened=flat,
-    )
+    dtypes = list(map(_DTYPE, arrays.descriptions))
+    judged = compare_columns(spec, compared, expected, arrays.arrays, dtypes, spreads, flattened=flat)
     # float64 values beyond float64 rounding but within float32's: float32 work widened before returning
     # (numpy makes float32 times int64 float64, and a rerun cannot lift astype(np.float32)). That is
     # correct code, as the same work returned in float32 would be; `grader validate` makes sure every

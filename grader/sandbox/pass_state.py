@@ -4,12 +4,11 @@ it, neither of which imports the other's module for it."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from grader.outcomes import Failure
 from grader.sandbox.protocol import Run
-from grader.sandbox.report import Overrun, Pass, Returned, TrialOutput
+from grader.sandbox.report import Overrun, Pass, Returns, TrialOutputs
 
 
 @dataclass
@@ -22,13 +21,17 @@ class Reading:
 
     run: Run
     pending: list[int]
-    outputs: dict[int, TrialOutput] = field(default_factory=dict)
-    returned: dict[str, dict[int, Returned]] = field(default_factory=dict)  # Pass.by_return, as they come
+    # The trials that returned, their arrays kept as columns per return (Pass.by_return), as they come.
+    returned: dict[str, Returns] = field(default_factory=dict)
+    outputs: TrialOutputs = field(init=False)
     failures: dict[int, Failure] = field(default_factory=dict)
     stopped: Failure | None = None
     overrun: Overrun | None = None  # when a trial's deadline stopped the pass
     done: bool = False  # the worker said the pass is over
     closing: bool = False
+
+    def __post_init__(self) -> None:
+        self.outputs = TrialOutputs(self.returned)
 
     @property
     def over(self) -> bool:
@@ -45,7 +48,7 @@ class Reading:
         return bool(self.outputs or self.failures)
 
     def result(self) -> Pass:
-        returned: dict[str, Mapping[int, Returned]] = dict(self.returned)
+        returned = dict(self.returned)
         if self.run is Run.FIRST:
             return Pass(self.outputs, self.failures, self.stopped, self.overrun, by_return=returned)
         # A rerun that ends early is no failure of the submission, whose first pass is complete: what it

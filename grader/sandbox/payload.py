@@ -99,18 +99,19 @@ class TrialFailed(_Message):
 
 
 ReturnKind = Annotated[ReturnedArray | ReturnProblem, Field(discriminator="ok")]
-_Count = Annotated[int, Field(ge=0)]
-TrialItem = tuple[_Count, Annotated[float, Field(ge=0)], list[_Count]]  # trial, seconds, kind of each return
+_MAX_COLUMNS = 1 << 16  # runs of one dtype and ndim in a frame: a return changes them seldom if ever
 
 
 class Trials(_Message):
-    """Trial results sent together: each distinct description of a return once (`kinds`), then each
-    trial as (trial, seconds, the kind of each of its returns); their arrays follow in that order."""
+    """Trial results sent together, as columns (worker Channel): each distinct description of a return once
+    (`kinds`); the frame's arrays give each trial's number, seconds and kind of each return; its columns
+    hold the returns' arrays, `returns` naming the return of each (checked against the frame by the
+    reader, reading.py)."""
 
     type: Literal["trials"]
     run: Run
     kinds: list[ReturnKind] = Field(min_length=1)
-    items: list[TrialItem] = Field(min_length=1)
+    returns: list[Annotated[int, Field(ge=0)]] = Field(max_length=_MAX_COLUMNS)
 
 
 WorkerMessage = Annotated[Ready | PassDone | Done | Fatal | Trials | TrialFailed, Field(discriminator="type")]

@@ -8,6 +8,7 @@ place end the pass as corrupted. What the results take is counted as it arrives 
 
 from __future__ import annotations
 
+import itertools
 import secrets
 import select
 import time
@@ -33,8 +34,8 @@ from grader.sandbox.payload import (
     Trials,
 )
 from grader.sandbox.process import Capture, WorkerProcess, read
-from grader.sandbox.protocol import Frame, ProtocolError, Run
-from grader.sandbox.report import Overrun, Returned, ReturnItem, TrialOutput
+from grader.sandbox.protocol import Column, Frame, ProtocolError, Run
+from grader.sandbox.report import Overrun, Returns
 
 PACE_SECONDS = 0.005  # how long small results may gather in the pipe before the grader reads them
 # The most bytes of results one exercise of a hand-in may send over all its trials and reruns, counted as
@@ -205,7 +206,7 @@ class FrameReader:
         elif isinstance(message, TrialFailed):
             self._trial_failed(reading, message)
         else:
-            self._receive_trials(reading, message, frame.arrays)
+            self._receive_trials(reading, message, frame)
 
     def _ready(self, message: Ready) -> None:
         process = self._process
@@ -238,55 +239,61 @@ class FrameReader:
         if kind is FailureKind.TIMEOUT:  # it would loop again on every trial: stop here
             reading.stopped = failure
 
-    def _receive_trials(self, reading: Reading, message: Trials, arrays: tuple[np.ndarray, ...]) -> None:
-        items = message.items
-        # The trials answered must be those owed, in order: checked for the whole frame at once.
-        owed = reading.pending[: len(items)] if message.run is reading.run else []
-        answered = [item[0] for item in items[: len(owed)]]
-        count = len(owed) if answered == owed else next(n for n, t in enumerate(answered) if t != owed[n])
-        layouts: dict[tuple[int, ...], tuple[ReturnedArray | ReturnProblem, ...]] = {}
-        names = self._names
-        outputs = reading.outputs
-        done = 0
-        trial = items[0][0]  # the one a malformed frame is reported at
+    def _receive_trials(self, reading: Reading, message: Trials, frame: Frame) -> None:
         try:
+            trials, seconds, rows, columns = _columns_of(message, frame, len(self._names))
+        except ProtocolError as exc:
+            reading.stopped = failures.corrupted(str(exc), reading.current())
+            return
+        # The trials answered must be those owed, in order: checked for the whole frame at once.
+        owed = reading.pending[: len(trials)] if message.run is reading.run else []
+        answered = trials[: len(owed)]
+        count = len(owed) if answered == owed else next(n for n, t in enumerate(answered) if t != owed[n])
+        names = self._names
+        done = 0
+        trial = trials[0]  # the one a malformed frame is reported at
+        try:
+            layouts: dict[tuple[int, ...], tuple[ReturnedArray | ReturnProblem, ...]] = {}
             chosen = []
-            carried = [0] * len(names)  # arrays per return: they travel return by return (worker Channel)
-            for item in items[:count]:
-                trial, key = item[0], tuple(item[2])
+            carried = [0] * len(names)  # arrays per return
+            for key in rows[:count]:
                 layout = layouts.get(key)
                 if layout is None:
                     layout = layouts[key] = _layout(message.kinds, key, names)
                 chosen.append(layout)
                 for position, kind in enumerate(layout):
                     carried[position] += type(kind) is ReturnedArray
-            declared = sum(carried)
-            if declared > len(arrays):
-                raise ProtocolError(f"the frame's trials declare {declared} arrays; it carries {len(arrays)}")
-            columns = []
-            start = 0
-            for number in carried:
-                columns.append(iter(arrays[start : start + number]))
-                start += number
-            returned = [reading.returned.setdefault(name, {}) for name in names]
-            for (trial, seconds, _kinds), layout in zip(items[:count], chosen, strict=True):
-                by_name: dict[str, ReturnItem] = {}
-                for column, kind, arrays_of in zip(columns, layout, returned, strict=True):
-                    if isinstance(kind, ReturnProblem):
-                        by_name[kind.name] = kind
-                    else:
-                        by_name[kind.name] = arrays_of[trial] = Returned.of(kind, next(column))
-                outputs[trial] = TrialOutput(trial, by_name, seconds)
-                done += 1
+            arrays_of = []
+            for position, column in enumerate(columns):
+                held = sum(len(c) for c in column)
+                needed = carried[position]
+                if needed > held or (needed < held and count == len(trials)):
+                    raise ProtocolError(
+                        f"the frame's trials declare {needed} arrays of return {names[position]!r}; "
+                        f"it carries {held}"
+                    )
+                arrays_of.append(iter([a for c in column for a in c.arrays()]))
+            answered = trials[:count]
+            returned = [reading.returned.setdefault(name, Returns()) for name in names]
+            if len(layouts) == 1:  # the common case: every trial's returns alike, added as columns
+                (layout,) = layouts.values()
+                for arrays, kind, kept in zip(arrays_of, layout, returned, strict=True):
+                    if isinstance(kind, ReturnedArray):
+                        kept.add(answered, [kind] * count, list(itertools.islice(arrays, count)))
+            else:
+                for trial, layout in zip(answered, chosen, strict=True):
+                    for arrays, kind, kept in zip(arrays_of, layout, returned, strict=True):
+                        if isinstance(kind, ReturnedArray):
+                            kept.add([trial], [kind], [next(arrays)])
+            reading.outputs.add(answered, seconds[:count], chosen)
+            done = count
         except ProtocolError as exc:
             del reading.pending[:done]
             reading.stopped = failures.corrupted(str(exc), trial)
             return
         del reading.pending[:done]
-        if count < len(items):
-            _in_order(reading, items[count][0], message.run)  # not the answer owed: the run is corrupted
-        elif start != len(arrays):
-            reading.stopped = failures.corrupted(f"{len(arrays) - start} arrays beyond the trials' returns")
+        if count < len(trials):
+            _in_order(reading, trials[count], message.run)  # not the answer owed: the run is corrupted
 
 
 def _in_order(reading: Reading, trial: int, run: Run) -> bool:
@@ -309,3 +316,42 @@ def _layout(
     if found != list(names):
         raise ProtocolError(f"a trial's returns are named {found}; the exercise's are {list(names)}")
     return tuple(kinds[k] for k in chosen)
+
+
+def _columns_of(
+    message: Trials, frame: Frame, width: int
+) -> tuple[list[int], list[float], list[tuple[int, ...]], list[list[Column]]]:
+    """A trials frame's trial numbers, seconds and kind of each return (per trial), and each return's
+    columns, in order; a ProtocolError for a frame whose arrays are not those a trials frame carries.
+    Each check is of whole arrays, not trial by trial."""
+    if len(frame.arrays) != 3:
+        raise ProtocolError(
+            f"a trials frame carries 3 arrays (trials, seconds, kinds), not {len(frame.arrays)}"
+        )
+    trials, seconds, kinds = frame.arrays
+    count = len(trials) if trials.ndim == 1 else 0
+    if (
+        count == 0
+        or trials.dtype != np.int64
+        or seconds.dtype != np.float64
+        or seconds.shape != (count,)
+        or kinds.dtype != np.int64
+        or kinds.shape != (count, width)
+    ):
+        raise ProtocolError(
+            f"a trials frame's arrays are {[(str(a.dtype), a.shape) for a in frame.arrays]}; expected "
+            f"int64 (n,), float64 (n,), int64 (n, {width}) for n > 0"
+        )
+    if trials.min() < 0 or not (seconds >= 0).all():  # NaN fails too
+        raise ProtocolError("a trials frame holds a negative trial number or time")
+    if kinds.min() < 0 or kinds.max() >= len(message.kinds):
+        raise ProtocolError(f"a trial names a return kind outside the frame's {len(message.kinds)}")
+    if len(message.returns) != len(frame.columns):
+        raise ProtocolError(f"{len(frame.columns)} columns, of which {len(message.returns)} are named")
+    columns: list[list[Column]] = [[] for _ in range(width)]
+    for position, column in zip(message.returns, frame.columns, strict=True):
+        if position >= width:
+            raise ProtocolError(f"a column of return {position}; the exercise has {width}")
+        columns[position].append(column)
+    rows = list(map(tuple, kinds.tolist()))
+    return trials.tolist(), seconds.tolist(), rows, columns

@@ -9,7 +9,7 @@ deadline (`Pass.overrun`) is carried on by a fresh worker from that trial, whose
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
@@ -60,6 +60,95 @@ class TrialOutput:
     seconds: float
 
 
+class Returns(Mapping[int, Returned]):
+    """One return's arrays over a pass, by trial in the order they came, kept as columns (the trials, the
+    worker's description of each, the arrays): the judging steps take the columns; a trial's `Returned`
+    is made only when one is asked for (a class's hand-ins pass nearly every trial, and an object per
+    trial and return cost more than comparing its entries did: 33,000 for a CS231n A2 hand-in)."""
+
+    def __init__(self) -> None:
+        self.trials: list[int] = []
+        self.descriptions: list[ReturnedArray] = []
+        self.arrays: list[np.ndarray] = []
+        self._where: dict[int, int] | None = None
+
+    def add(self, trials: list[int], descriptions: list[ReturnedArray], arrays: list[np.ndarray]) -> None:
+        self.trials += trials
+        self.descriptions += descriptions
+        self.arrays += arrays
+        self._where = None
+
+    def restricted(self, kept: Collection[int]) -> Returns:
+        """The same columns for the trials in `kept` only."""
+        chosen = [k for k, trial in enumerate(self.trials) if trial in kept]
+        returns = Returns()
+        returns.add(
+            [self.trials[k] for k in chosen],
+            [self.descriptions[k] for k in chosen],
+            [self.arrays[k] for k in chosen],
+        )
+        return returns
+
+    def _index(self) -> dict[int, int]:
+        if self._where is None:
+            self._where = {trial: k for k, trial in enumerate(self.trials)}
+        return self._where
+
+    def __getitem__(self, trial: int) -> Returned:
+        k = self._index()[trial]
+        return Returned.of(self.descriptions[k], self.arrays[k])
+
+    def __contains__(self, trial: object) -> bool:
+        return trial in self._index()
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self.trials)
+
+    def __len__(self) -> int:
+        return len(self.trials)
+
+
+Layout = tuple[ReturnedArray | ReturnProblem, ...]  # what each return of a trial was, in the exercise's order
+
+
+class TrialOutputs(Mapping[int, TrialOutput]):
+    """A pass's trials that returned, by trial in the order they came: each one's seconds and layout, its
+    arrays in the returns' columns (`Returns`); a trial's `TrialOutput` is made when it is asked for."""
+
+    def __init__(self, returns: Mapping[str, Returns]) -> None:
+        self.returns = returns
+        self._seconds: dict[int, float] = {}
+        self._layouts: dict[int, Layout] = {}
+
+    def add(self, trials: list[int], seconds: list[float], layouts: list[Layout]) -> None:
+        self._seconds.update(zip(trials, seconds, strict=True))
+        self._layouts.update(zip(trials, layouts, strict=True))
+
+    def restricted(self, kept: Collection[int]) -> TrialOutputs:
+        """The trials in `kept` only, with their returns' columns."""
+        outputs = TrialOutputs({name: r.restricted(kept) for name, r in self.returns.items()})
+        trials = [trial for trial in self._seconds if trial in kept]
+        outputs.add(trials, [self._seconds[t] for t in trials], [self._layouts[t] for t in trials])
+        return outputs
+
+    def __getitem__(self, trial: int) -> TrialOutput:
+        seconds, layout = self._seconds[trial], self._layouts[trial]
+        by_name: dict[str, ReturnItem] = {
+            kind.name: kind if isinstance(kind, ReturnProblem) else self.returns[kind.name][trial]
+            for kind in layout
+        }
+        return TrialOutput(trial, by_name, seconds)
+
+    def __contains__(self, trial: object) -> bool:
+        return trial in self._seconds
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._seconds)
+
+    def __len__(self) -> int:
+        return len(self._seconds)
+
+
 @dataclass(frozen=True)
 class Overrun:
     """A call past one of its deadlines, as measured: a timeout the machine's load may have caused, until
@@ -85,17 +174,28 @@ class Pass:
     overrun: Overrun | None = None
     # The arrays returned, by return and trial, as `returned` gives them: collected by the reader as the
     # trials arrive where it can (runner.py), else worked out from `outputs` on first use.
-    by_return: dict[str, Mapping[int, Returned]] = field(default_factory=dict, repr=False, compare=False)
+    by_return: dict[str, Returns] = field(default_factory=dict, repr=False, compare=False)
 
-    def returned(self, name: str) -> Mapping[int, Returned]:
+    def returned(self, name: str) -> Returns:
         """The arrays returned as `name`, by trial in the order they came (trials where it was a problem left
-        out): worked out once per pass, not by each of the steps that judge the return."""
+        out), as columns: the reader's where it kept them, else worked out once per pass from `outputs`."""
         kept = self.by_return.get(name)
         if kept is None:
+            kept = Returns()
             outputs = self.outputs.items()
-            kept = {i: item for i, output in outputs if type(item := output.by_name[name]) is Returned}
+            found = [(i, item) for i, output in outputs if type(item := output.by_name[name]) is Returned]
+            kept.add([i for i, _ in found], [r.description for _, r in found], [r.array for _, r in found])
             self.by_return[name] = kept
         return kept
+
+    def restricted(self, kept: Collection[int]) -> Pass:
+        """The pass for the trials in `kept` only (the others' results and failures left out)."""
+        failures = {i: f for i, f in self.failures.items() if i in kept}
+        if isinstance(self.outputs, TrialOutputs):
+            outputs = self.outputs.restricted(kept)
+            return replace(self, outputs=outputs, failures=failures, by_return=dict(outputs.returns))
+        narrowed = {i: o for i, o in self.outputs.items() if i in kept}
+        return replace(self, outputs=narrowed, failures=failures, by_return={})
 
     def before_overrun(self) -> Pass:
         """What the pass learnt before the call that overran: what a fresh worker running on keeps."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import array
 import contextlib
 import mmap
 import os
@@ -11,7 +12,17 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from grader.sandbox.protocol import PROGRESS, Run, WireArray, encode, encode_wire, to_wire
+from grader.sandbox.protocol import (
+    MAX_COLUMNS,
+    PROGRESS,
+    ColumnWriter,
+    Run,
+    WireArray,
+    column_bytes,
+    encode,
+    encode_wire,
+    little_endian,
+)
 
 _BATCH_SECONDS = 0.01  # trial results gathered at most this long before they are sent
 _BATCH_BYTES = 1 << 20
@@ -42,10 +53,12 @@ class Channel:
     each trial, the worker notes its number in the shared progress page, so that a process that dies
     mid-trial is still known to have died in that trial.
 
-    A frame of trial results lists each distinct description of a return once (its `kinds`: name, dtype
-    and source, or the problem), and each trial as [trial, seconds, [kind of each return]]. Its arrays
-    travel return by return (every trial's first return, then every trial's second...): a return keeps
-    its dtype from trial to trial, and the arrays of one dtype in a row are described and read as one run.
+    A frame of trial results is columnar: it lists each distinct description of a return once (its
+    `kinds`: name, dtype and source, or the problem); three flat arrays give each trial's number, its
+    seconds and the kind of each of its returns (trials × returns); and each return's arrays travel as
+    columns (`protocol.ColumnWriter`: their shapes and entries end to end, one per run of one dtype and
+    number of dimensions), `returns` naming the return each column belongs to. Nothing per trial is
+    JSON, and nothing per array is an object of its own.
     """
 
     def __init__(self, fd: int, progress_fd: int) -> None:
@@ -55,13 +68,21 @@ class Channel:
         os.close(progress_fd)
         self._trial = -1
         self._run = Run.FIRST
-        self._kinds: dict[tuple[str, str | None, str], int] = {}
-        self._items: list[list[Any]] = []
-        self._columns: list[list[WireArray]] = []  # per return, its arrays in the frame's trials
-        self._queued_bytes = 0
-        self._since = 0.0
         self._forked = False
+        self._since = 0.0
+        self._empty()
         os.register_at_fork(after_in_child=self._mark_forked)
+
+    def _empty(self) -> None:
+        self._kinds: dict[tuple[str, str | None, str], int] = {}
+        self._trials = array.array("q")
+        self._seconds = array.array("d")
+        self._kind_rows = array.array("q")  # per trial, the kind of each return
+        self._width = 0  # returns per trial
+        self._columns: list[ColumnWriter] = []
+        self._column_returns: list[int] = []  # the return each column holds
+        self._open: list[ColumnWriter | None] = []  # per return, the column its next array may join
+        self._queued_bytes = 0
 
     def starting(self, trial: int) -> None:
         self._guard()
@@ -83,35 +104,53 @@ class Channel:
         `returns`: per return, (name, dtype label, source, array) or (name, None, problem, None).
         """
         self._guard()
-        if self._items and run is not self._run:
+        if self._trials and (run is not self._run or len(returns) != self._width):
             self.flush()
-        if not self._items:
+        if not self._trials:
             # Since the trial began, not since it ended: a slow trial's result leaves at once instead of
             # waiting out the next trial too, so the grader's wall-clock cap, counted from the last frame
             # it received, starts at most a batch's time before the running trial did.
             self._since = time.monotonic() - seconds
             self._run = run
-        kinds = []
-        columns = self._columns
-        for position, (name, label, source, array) in enumerate(returns):
-            kinds.append(self._kinds.setdefault((name, label, source), len(self._kinds)))
-            if array is not None:
-                wire = to_wire(array)  # a copy now: the student's code may change its array later
-                while len(columns) <= position:  # a return before it may have been a problem
-                    columns.append([])
-                columns[position].append(wire)
-                self._queued_bytes += len(wire[2])
-        self._items.append([trial, seconds, kinds])
-        if self._queued_bytes >= _BATCH_BYTES or time.monotonic() - self._since >= _BATCH_SECONDS:
+            self._width = len(returns)
+            self._open = [None] * len(returns)
+        kinds, rows, opened = self._kinds, self._kind_rows, self._open
+        for position, (name, label, source, returned) in enumerate(returns):
+            kind = kinds.get((name, label, source))
+            if kind is None:
+                kind = kinds[name, label, source] = len(kinds)
+            rows.append(kind)
+            if returned is not None:
+                wire, values = little_endian(returned)
+                column = opened[position]
+                if column is None or column.dtype != wire or column.ndim != values.ndim:
+                    column = opened[position] = ColumnWriter(wire, values.ndim)
+                    self._columns.append(column)
+                    self._column_returns.append(position)
+                column.append(values)  # a copy now: the student's code may change its array later
+                self._queued_bytes += values.nbytes
+        self._trials.append(trial)
+        self._seconds.append(seconds)
+        if (
+            self._queued_bytes >= _BATCH_BYTES
+            or len(self._columns) + self._width > MAX_COLUMNS  # the next trial could pass the bound
+            or time.monotonic() - self._since >= _BATCH_SECONDS
+        ):
             self.flush()
 
     def flush(self) -> None:
-        if not self._items:
+        count = len(self._trials)
+        if not count:
             return
         kinds = [return_kind(name, label, source) for name, label, source in self._kinds]
-        header = {"type": "trials", "run": self._run.value, "kinds": kinds, "items": self._items}
-        frame = encode_wire(header, [wire for column in self._columns for wire in column])
-        self._kinds, self._items, self._columns, self._queued_bytes = {}, [], [], 0
+        header = {"type": "trials", "run": self._run.value, "kinds": kinds, "returns": self._column_returns}
+        described: list[WireArray] = [
+            ("int64", [count], column_bytes(self._trials)),
+            ("float64", [count], column_bytes(self._seconds)),
+            ("int64", [count, self._width], column_bytes(self._kind_rows)),
+        ]
+        frame = encode_wire(header, described, self._columns)
+        self._empty()
         self._write(frame)
 
     def _mark_forked(self) -> None:
