@@ -46,9 +46,9 @@ def channel_frames(tmp_path: Path, trials: list[tuple[int, list[Any]]], run: Run
     channel = Channel(write_fd, os.open(progress, os.O_RDWR))
     for trial, returns in trials:
         converted: list[Converted] = [
-            (name, None, value, None)
+            (name, None, value, None, None)
             if isinstance(value, str)
-            else (name, str(value.dtype), "numpy.ndarray", value)
+            else (name, str(value.dtype), "numpy.ndarray", None, value)
             for name, value in zip(NAMES, returns, strict=True)
         ]
         channel.queue(trial, run, 0.001, converted)

@@ -212,8 +212,8 @@ def _accepted(
     # Looked for only where they can be: a loose shape where the exercise allows one, a Python value.
     loose = arrays if spec.shape == "loose" else {}
     python = (
-        {i: item for i, item in arrays.items() if item.source.startswith("Python ")}
-        if any(d.source.startswith("Python ") for d in _descriptions(arrays))
+        {i: item for i, item in arrays.items() if item.python is not None}
+        if any(d.python is not None for d in _descriptions(arrays))
         else {}
     )
     for note, items in ((_loose_shape_note, loose), (_array_like_note, python)):
@@ -239,8 +239,8 @@ def _loose_shape_note(spec: ReturnSpec, item: Returned, due: np.ndarray) -> str 
 
 
 def _array_like_note(spec: ReturnSpec, item: Returned, due: np.ndarray) -> str | None:
-    kind = item.source.removeprefix("Python ")
-    if kind == item.source:
+    kind = item.python
+    if kind is None:
         return None  # a numpy array or scalar, a torch tensor
     if kind in ("float", "int", "bool") and due.ndim == 0:
         return None  # a number where a number is due

@@ -71,8 +71,8 @@ class _Collector:
 
     def queue(self, trial: int, run: Run, seconds: float, returns: list[channel.Converted]) -> None:
         by_name: dict[str, ReturnItem] = {}
-        for name, label, source, array in returns:
-            kind = _KIND.validate_python(channel.return_kind(name, label, source))
+        for name, label, source, python, array in returns:
+            kind = _KIND.validate_python(channel.return_kind(name, label, source, python))
             if isinstance(kind, ReturnProblem):
                 by_name[name] = kind
             else:

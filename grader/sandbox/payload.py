@@ -59,6 +59,8 @@ class ReturnedArray(_Message):
     ok: Literal[True]
     dtype: str = Field(max_length=20)
     source: Text = Field(max_length=_NAME)
+    # The Python type it was returned as, where not an array: graded as the array it describes.
+    python: Literal["float", "int", "bool", "list", "tuple"] | None = None
 
     @field_validator("dtype")
     @classmethod

@@ -49,6 +49,11 @@ class Returned:
     def source(self) -> str:
         return self.description.source
 
+    @property
+    def python(self) -> str | None:
+        """The Python type the array was returned as (a list, a float), None for an array or tensor."""
+        return self.description.python
+
 
 ReturnItem = Returned | ReturnProblem  # a return of one trial: an array, or what was wrong with it
 

@@ -26,7 +26,8 @@ from grader.sandbox.protocol import (
 
 _BATCH_SECONDS = 0.01  # trial results gathered at most this long before they are sent
 _BATCH_BYTES = 1 << 20
-Converted = tuple[str, str | None, str, np.ndarray | None]  # name, dtype label or None, source or problem
+# name, dtype label or None, source or problem, the Python type it was (float, list...) or None, array
+Converted = tuple[str, str | None, str, str | None, np.ndarray | None]
 
 
 class TrialSink(Protocol):
@@ -40,12 +41,14 @@ class TrialSink(Protocol):
     def queue(self, trial: int, run: Run, seconds: float, returns: list[Converted]) -> None: ...
 
 
-def return_kind(name: str, label: str | None, source: str) -> dict[str, Any]:
-    """A return's description as it travels (payload.ReturnKind): an array's dtype label and source, or
-    (label None) the problem with it."""
+def return_kind(name: str, label: str | None, source: str, python: str | None = None) -> dict[str, Any]:
+    """A return's description as it travels (payload.ReturnKind): an array's dtype label, source and the
+    Python type it was given as (a list, a float: None for an array or a tensor), or (label None) the
+    problem with it."""
     if label is None:
         return {"name": name, "ok": False, "problem": source}
-    return {"name": name, "ok": True, "dtype": label, "source": source}
+    kind = {"name": name, "ok": True, "dtype": label, "source": source}
+    return kind if python is None else {**kind, "python": python}
 
 
 class Channel:
@@ -74,7 +77,7 @@ class Channel:
         os.register_at_fork(after_in_child=self._mark_forked)
 
     def _empty(self) -> None:
-        self._kinds: dict[tuple[str, str | None, str], int] = {}
+        self._kinds: dict[tuple[str, str | None, str, str | None], int] = {}
         self._trials = array.array("q")
         self._seconds = array.array("d")
         self._kind_rows = array.array("q")  # per trial, the kind of each return
@@ -101,7 +104,8 @@ class Channel:
     def queue(self, trial: int, run: Run, seconds: float, returns: list[Converted]) -> None:
         """A trial's result, sent with the next ones unless enough time or data has gathered.
 
-        `returns`: per return, (name, dtype label, source, array) or (name, None, problem, None).
+        `returns`: per return, (name, dtype label, source, Python type, array) or (name, None, problem,
+        None, None).
         """
         self._guard()
         if self._trials and (run is not self._run or len(returns) != self._width):
@@ -115,10 +119,10 @@ class Channel:
             self._width = len(returns)
             self._open = [None] * len(returns)
         kinds, rows, opened = self._kinds, self._kind_rows, self._open
-        for position, (name, label, source, returned) in enumerate(returns):
-            kind = kinds.get((name, label, source))
+        for position, (name, label, source, python, returned) in enumerate(returns):
+            kind = kinds.get((name, label, source, python))
             if kind is None:
-                kind = kinds[name, label, source] = len(kinds)
+                kind = kinds[name, label, source, python] = len(kinds)
             rows.append(kind)
             if returned is not None:
                 wire, values = little_endian(returned)
@@ -142,7 +146,7 @@ class Channel:
         count = len(self._trials)
         if not count:
             return
-        kinds = [return_kind(name, label, source) for name, label, source in self._kinds]
+        kinds = [return_kind(*described) for described in self._kinds]
         header = {"type": "trials", "run": self._run.value, "kinds": kinds, "returns": self._column_returns}
         described: list[WireArray] = [
             ("int64", [count], column_bytes(self._trials)),

@@ -72,7 +72,9 @@ def run_trial(
             # still graded, and each return it did not get to says why.
             problem = f"not computed: {entry}() raised {message}"
             seconds = time.perf_counter() - started
-            partial = [converted(n, bound[n]) if n in bound else (n, None, problem, None) for n in names]
+            partial = [
+                converted(n, bound[n]) if n in bound else (n, None, problem, None, None) for n in names
+            ]
             channel.queue(index, run, seconds, partial)
             return
         error: dict[str, Any] = {"type": "trial-error", "trial": index, "run": run.value, "kind": kind.value}
