@@ -329,7 +329,8 @@ def test_a_deadline_switched_off_inside_the_worker_still_holds(layer: str, tmp_p
             continue
         error = record["error"]
         assert error is not None and error["kind"] == "timeout" and error["trial"] == 0, (student, error)
-        assert _cpu_reported(error["message"]) > 1.0, (student, error["message"])
+        # Told to the hundredth: a count stopped right at the 1 s deadline reads "1.00 s".
+        assert _cpu_reported(error["message"]) >= 1.0, (student, error["message"])
         assert record["score"] == 0, (student, record)
 
 
