@@ -1,7 +1,7 @@
-"""The README's table of the bundled exercises, made from their specs, so it never drifts from them.
+"""docs/exercises.md's table of the bundled exercises, made from their specs, so it never drifts from them.
 
-.venv/bin/python scripts/library_table.py            # rewrite the table in README.md
-.venv/bin/python scripts/library_table.py --check    # exit 1 if README.md's table is out of date
+.venv/bin/python scripts/library_table.py            # rewrite the table in docs/exercises.md
+.venv/bin/python scripts/library_table.py --check    # exit 1 if docs/exercises.md's table is out of date
 """
 
 from __future__ import annotations
@@ -91,9 +91,9 @@ def _with_table(readme: str) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="fail if README.md's table is out of date")
+    parser.add_argument("--check", action="store_true", help="fail if docs/exercises.md's table is out of date")
     args = parser.parse_args()
-    readme = ROOT / "README.md"
+    readme = ROOT / "docs" / "exercises.md"
     text = readme.read_text(encoding="utf-8")
     if START not in text or END not in text:
         sys.stderr.write(f"{readme}: no {START} ... {END} markers around the exercise table\n")

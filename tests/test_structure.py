@@ -84,7 +84,7 @@ def test_only_the_unstable_rerun_outcomes_make_instability() -> None:
     }
 
 
-def test_the_readmes_exercise_table_lists_every_bundled_exercise_as_its_spec_says() -> None:
+def test_the_docs_exercise_table_lists_every_bundled_exercise_as_its_spec_says() -> None:
     """The table is made from the specs (scripts/library_table.py); an exercise added or changed without
     remaking it fails here."""
     proc = subprocess.run(

@@ -38,7 +38,7 @@ from grader.results import SubmissionResult
 
 SHORT = {"float64": "f64", "float32": "f32", "float16": "f16", "bfloat16": "bf16"}
 
-REPORT_CORRECT_TRIALS = 10_000  # the measurement behind the README's table
+REPORT_CORRECT_TRIALS = 10_000  # the measurement behind docs/verdicts.md's table
 
 
 def ratio_text(value: float | None) -> str:
