@@ -91,7 +91,7 @@ def _with_table(readme: str) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="fail if docs/exercises.md's table is out of date")
+    parser.add_argument("--check", action="store_true", help="fail if the table is out of date")
     args = parser.parse_args()
     readme = ROOT / "docs" / "exercises.md"
     text = readme.read_text(encoding="utf-8")
