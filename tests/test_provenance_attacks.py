@@ -8,7 +8,7 @@ notices the check (5), recognizing the check from the seed, the engine's type or
 the job channel closed at import (7); plain and partial copies besides. None may keep user_grad's points.
 The stateful_* files are correct hand derivations with state (a call counter, a running mean, a cache,
 a list of earlier answers: case 8), which must keep every point. Before this check was rebuilt, all of the
-attacks but the plain copies got full marks (docs/verdicts.md, "Derived by hand, or copied from autograd").
+attacks but the plain copies got full marks (see the git log of judging/provenance.py).
 """
 
 from __future__ import annotations
