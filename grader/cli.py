@@ -120,7 +120,7 @@ def _parser() -> argparse.ArgumentParser:
         "--cluster",
         metavar="ADDRESS",
         help="grade on a Dask cluster instead: its scheduler's tcp://HOST:PORT, or local:N to start N "
-        "worker processes here (needs `pip install grader[dask]`; -j is then ignored)",
+        "worker processes here (needs `pip install gradient-grader[dask]`; -j is then ignored)",
     )
     run.add_argument("--json", action="store_true", help="print one JSON object per (student, exercise)")
     gradebook_options(run)
