@@ -187,6 +187,12 @@ def _parser() -> argparse.ArgumentParser:
         help=f"seeds in the pool (default {DEFAULT_POOL_SIZE})",
     )
 
+    handout = commands.add_parser(
+        "handout", help="write the exercises as students get them: no solution, no known-wrong files"
+    )
+    handout.add_argument("exercises", type=Path, nargs="+", help="exercise folders or folders of them")
+    handout.add_argument("out", type=Path, help="a new (or empty) folder for the handout")
+
     new = commands.add_parser("new", help="start a new exercise from a template that validates (authors)")
     new.add_argument("id", help="the exercise's id: its folder's name")
     new.add_argument(
@@ -242,6 +248,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _new(args, console)
         if args.command == "prepare":
             return _prepare(args, console, errors)
+        if args.command == "handout":
+            return _handout(args, console)
         return _validate(args, console, errors)
     except GraderError as exc:
         errors.print(f"[bold red]error:[/] {safe(str(exc))}")
@@ -792,6 +800,27 @@ def _validate(args: argparse.Namespace, console: Console, errors: Console) -> in
     if broken:
         return int(ExitCode.USAGE_OR_SPEC)
     return int(ExitCode.SOME_FAILED if failed else ExitCode.ALL_PASS)
+
+
+def _handout(args: argparse.Namespace, console: Console) -> int:
+    from grader.handout import README, write_handout
+
+    written = write_handout(args.exercises, args.out)
+    for exercise in written.exercises:
+        where = exercise.folder if exercise.checkable else f"{exercise.starter} (graded by the course only)"
+        console.print(f"  {safe(exercise.id)}: {safe(str(where))}")
+    only = sum(not e.checkable for e in written.exercises)
+    console.print(
+        f"wrote {written.files} files to {safe(str(args.out))}: {len(written.exercises)} exercises"
+        + (
+            f" ({only} graded by the course only: their expected values come from reference code)"
+            if only
+            else ""
+        )
+        + "; no solution, reference or known-wrong file among them (each compared, by name and content)"
+    )
+    console.print(f"Students start with {safe(str(args.out / README))}: how to install and check their work")
+    return int(ExitCode.ALL_PASS)
 
 
 def _new(args: argparse.Namespace, console: Console) -> int:
