@@ -565,6 +565,7 @@ def _gradescope(args: argparse.Namespace, console: Console, errors: Console) -> 
 
     import grader
     from grader.classrun import ClassRun, plan
+    from grader.environment import installed_versions
     from grader.exercise import reference_cache
     from grader.jobs import Task
     from grader.report.gradescope import gradescope_results, handout
@@ -626,7 +627,9 @@ def _gradescope(args: argparse.Namespace, console: Console, errors: Console) -> 
             f"autograder configuration error (not your fault): {len(broken)} exercise(s) of this assignment "
             "could not be graded; the course staff has the details"
         ]
-        output = gradescope_results(results, handouts, notes if broken else [], private, pool is None)
+        output = gradescope_results(
+            results, handouts, notes if broken else [], private, pool is None, installed_versions()
+        )
         for command in _staff_replays(results, handouts):
             errors.print(f"[dim]replay (staff): {safe(command)}[/]")
         found, missed = reference_cache.asked()
@@ -637,6 +640,7 @@ def _gradescope(args: argparse.Namespace, console: Console, errors: Console) -> 
             "score": 0,
             "output": "the autograder failed (not your fault; tell the staff)",
             "stdout_visibility": "hidden",  # the log below, the traceback and the seed: the staff's alone
+            "extra_data": {"versions": installed_versions()},
         }
         errors.print(safe(traceback.format_exc()))
     args.results.write_text(json.dumps(output, indent=1), encoding="utf-8")
