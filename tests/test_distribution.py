@@ -137,7 +137,15 @@ def student(image: Image) -> Path:
     the image's size was taken), at the pinned versions of what they share."""
     size = (image.venv / "environment-kb").read_text(encoding="utf-8")  # read before it grows
     assert int(size) > 0
-    pip = [image.venv / "bin" / "python", "-m", "pip", "install", "-q", "-c", ROOT / "constraints.txt"]
+    pip: list[str | Path] = [
+        image.venv / "bin" / "python",
+        "-m",
+        "pip",
+        "install",
+        "-q",
+        "-c",
+        ROOT / "constraints.txt",
+    ]
     done = _run([*pip, "nbclient", "ipykernel"], image.root)
     assert done.returncode == 0, done.stderr[-3000:]
     return image.venv
@@ -255,7 +263,15 @@ def test_a_student_checking_the_handout_gets_the_instructors_verdicts(
         mine = tmp_path / name / file
         mine.parent.mkdir()
         shutil.copyfile(wrong, mine)
-        command = [student / "bin" / "grader", "check", exercise_id, mine, "--trials", str(TRIALS), "--json"]
+        command: list[str | Path] = [
+            student / "bin" / "grader",
+            "check",
+            exercise_id,
+            mine,
+            "--trials",
+            str(TRIALS),
+            "--json",
+        ]
         done = _run(command, handout, timeout=300)
         assert done.returncode == 1, done.stderr[-3000:]
         assert _verdicts(json.loads(done.stdout)) == _verdicts(instructor[name])
@@ -295,7 +311,15 @@ def test_grader_check_in_a_notebook_of_the_installed_environment_gives_the_same_
     student: Path, handout: Path, instructor: dict[str, dict[str, Any]], tmp_path: Path
 ) -> None:
     code = (GRAPH2 / "wrong" / "transpose.py").read_text(encoding="utf-8")
-    command = [student / "bin" / "python", "-c", NOTEBOOK_RUNNER, tmp_path, handout, code, str(TRIALS)]
+    command: list[str | Path] = [
+        student / "bin" / "python",
+        "-c",
+        NOTEBOOK_RUNNER,
+        tmp_path,
+        handout,
+        code,
+        str(TRIALS),
+    ]
     done = _run(command, tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     found = json.loads(done.stdout.strip().splitlines()[-1])

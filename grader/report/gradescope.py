@@ -111,7 +111,7 @@ def gradescope_results(
     first = next((t for t in tests if "envelope" in t["output"] and t["visibility"] == "visible"), None)
     if first is not None:
         first["output"] += f"\n\n_{_escaped(ENVELOPE_MEANING)}_"
-    results_json = {
+    results_json: dict[str, Any] = {
         "score": sum(r.score for r in results),
         "max_score": sum(r.max_score for r in results),
         "execution_time": round(sum(r.seconds for r in results), 3),
