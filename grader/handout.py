@@ -18,7 +18,7 @@ from pathlib import Path
 
 import yaml
 
-from grader.errors import GraderError
+from grader.errors import GraderError, UsageError
 from grader.exercise.spec import SPEC_FILE, Exercise, ExerciseSpec, discover_exercises, load_exercise
 from grader.exercise.staging import StagedExercise, stage
 
@@ -56,7 +56,7 @@ class Handout:
 def write_handout(sources: Sequence[Path], out: Path) -> Handout:
     """Write the handout of every exercise under `sources` into `out` (a new or empty folder)."""
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        raise GraderError(f"{out}: not an empty folder; name a new folder for the handout, or empty this one")
+        raise UsageError(f"{out}: not an empty folder; name a new folder for the handout, or empty this one")
     exercises = [load_exercise(f) for s in sources for f in discover_exercises(s)]
     out.mkdir(parents=True, exist_ok=True)
     try:

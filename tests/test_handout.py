@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from conftest import EXERCISES, GRAPH2, grader_command
 
+from grader.errors import UsageError
 from grader.exercise.spec import SPEC_FILE, discover_exercises, load_exercise
 from grader.handout import INSTRUCTOR_FIELDS, README, HandoutError, instructor_files, write_handout
 
@@ -107,7 +108,7 @@ def test_a_folder_that_is_not_empty_is_left_alone(tmp_path: Path) -> None:
     out = tmp_path / "out"
     out.mkdir()
     (out / "notes.txt").write_text("mine\n", encoding="utf-8")
-    with pytest.raises(Exception, match="not an empty folder"):
+    with pytest.raises(UsageError, match="not an empty folder"):
         write_handout([GRAPH2], out)
     assert [p.name for p in out.iterdir()] == ["notes.txt"]
 
