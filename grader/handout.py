@@ -72,7 +72,8 @@ def write_handout(sources: Sequence[Path], out: Path) -> Handout:
 
 def _student_files(exercise: Exercise) -> list[Path]:
     spec = exercise.spec
-    named = [*([] if spec.reference is not None else [SPEC_FILE])]
+    # An exercise graded by reference code does not load without that code: its spec stays behind too.
+    named = [] if spec.reference is not None else [SPEC_FILE]
     if spec.starter is not None and exercise.path_of(spec.starter).is_file():
         named.append(spec.starter)
     named += spec.support
