@@ -120,7 +120,7 @@ def _parser() -> argparse.ArgumentParser:
         "--cluster",
         metavar="ADDRESS",
         help="grade on a Dask cluster instead: its scheduler's tcp://HOST:PORT, or local:N to start N "
-        "worker processes here (needs `pip install grader[dask]`; -j is then ignored)",
+        "worker processes here (needs `pip install gradient-grader[dask]`; -j is then ignored)",
     )
     run.add_argument("--json", action="store_true", help="print one JSON object per (student, exercise)")
     gradebook_options(run)
@@ -187,6 +187,12 @@ def _parser() -> argparse.ArgumentParser:
         help=f"seeds in the pool (default {DEFAULT_POOL_SIZE})",
     )
 
+    handout = commands.add_parser(
+        "handout", help="write the exercises as students get them: no solution, no known-wrong files"
+    )
+    handout.add_argument("exercises", type=Path, nargs="+", help="exercise folders or folders of them")
+    handout.add_argument("out", type=Path, help="a new (or empty) folder for the handout")
+
     new = commands.add_parser("new", help="start a new exercise from a template that validates (authors)")
     new.add_argument("id", help="the exercise's id: its folder's name")
     new.add_argument(
@@ -242,6 +248,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _new(args, console)
         if args.command == "prepare":
             return _prepare(args, console, errors)
+        if args.command == "handout":
+            return _handout(args, console)
         return _validate(args, console, errors)
     except GraderError as exc:
         errors.print(f"[bold red]error:[/] {safe(str(exc))}")
@@ -557,6 +565,7 @@ def _gradescope(args: argparse.Namespace, console: Console, errors: Console) -> 
 
     import grader
     from grader.classrun import ClassRun, plan
+    from grader.environment import installed_versions
     from grader.exercise import reference_cache
     from grader.jobs import Task
     from grader.report.gradescope import gradescope_results, handout
@@ -618,7 +627,9 @@ def _gradescope(args: argparse.Namespace, console: Console, errors: Console) -> 
             f"autograder configuration error (not your fault): {len(broken)} exercise(s) of this assignment "
             "could not be graded; the course staff has the details"
         ]
-        output = gradescope_results(results, handouts, notes if broken else [], private, pool is None)
+        output = gradescope_results(
+            results, handouts, notes if broken else [], private, pool is None, installed_versions()
+        )
         for command in _staff_replays(results, handouts):
             errors.print(f"[dim]replay (staff): {safe(command)}[/]")
         found, missed = reference_cache.asked()
@@ -629,6 +640,7 @@ def _gradescope(args: argparse.Namespace, console: Console, errors: Console) -> 
             "score": 0,
             "output": "the autograder failed (not your fault; tell the staff)",
             "stdout_visibility": "hidden",  # the log below, the traceback and the seed: the staff's alone
+            "extra_data": {"versions": installed_versions()},
         }
         errors.print(safe(traceback.format_exc()))
     args.results.write_text(json.dumps(output, indent=1), encoding="utf-8")
@@ -792,6 +804,27 @@ def _validate(args: argparse.Namespace, console: Console, errors: Console) -> in
     if broken:
         return int(ExitCode.USAGE_OR_SPEC)
     return int(ExitCode.SOME_FAILED if failed else ExitCode.ALL_PASS)
+
+
+def _handout(args: argparse.Namespace, console: Console) -> int:
+    from grader.handout import README, write_handout
+
+    written = write_handout(args.exercises, args.out)
+    for exercise in written.exercises:
+        where = exercise.folder if exercise.checkable else f"{exercise.starter} (graded by the course only)"
+        console.print(f"  {safe(exercise.id)}: {safe(str(where))}")
+    only = sum(not e.checkable for e in written.exercises)
+    console.print(
+        f"wrote {written.files} files to {safe(str(args.out))}: {len(written.exercises)} exercises"
+        + (
+            f" ({only} graded by the course only: their expected values come from reference code)"
+            if only
+            else ""
+        )
+        + "; no solution, reference or known-wrong file among them (each compared, by name and content)"
+    )
+    console.print(f"Students start with {safe(str(args.out / README))}: how to install and check their work")
+    return int(ExitCode.ALL_PASS)
 
 
 def _new(args: argparse.Namespace, console: Console) -> int:

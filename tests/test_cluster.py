@@ -256,7 +256,7 @@ def test_without_dask_the_cluster_flag_says_how_to_install_it(tmp_path: Path) ->
     command = [sys.executable, "-c", hide, "run", str(exercises), "--cluster", "local:2"]
     ran = subprocess.run(command, capture_output=True, text=True, timeout=60, cwd=tmp_path, check=False)
     assert ran.returncode == 2, ran.stderr
-    assert "pip install grader[dask]" in ran.stderr
+    assert "pip install gradient-grader[dask]" in ran.stderr
     assert not default_path(tmp_path / "submissions").exists()  # nothing graded, no gradebook begun
 
 

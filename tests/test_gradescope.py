@@ -362,3 +362,17 @@ def test_a_seed_of_the_pool_is_in_no_replay_the_student_reads() -> None:
         assert "grader check graph2 graph2.py" in hidden and "secret seed the course uses again" in hidden
         shown = json.dumps(gradescope_results([result]))
         assert f"graph2.py --seed {seed} --trial" in shown, shown
+
+
+def test_every_result_states_the_grader_torch_and_numpy_it_was_graded_with(graded: dict[str, Graded]) -> None:
+    from importlib import metadata
+
+    versions = {
+        "grader": grader.__version__,
+        "torch": metadata.version("torch"),
+        "numpy": metadata.version("numpy"),
+    }
+    for hand_in in graded.values():
+        assert hand_in.results["extra_data"]["versions"] == versions
+        stated = ", ".join(f"{name} {version}" for name, version in versions.items())
+        assert hand_in.results["output"].endswith(f"_Graded with {stated}._")

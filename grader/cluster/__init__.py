@@ -1,4 +1,5 @@
-"""Grading a class on a Dask cluster (`grader run --cluster`): an optional extra, `pip install grader[dask]`.
+"""Grading a class on a Dask cluster (`grader run --cluster`): an optional extra,
+`pip install gradient-grader[dask]`.
 
 The client (backend.py) plans, computes each exercise's references once and shares them with every
 worker, and records each result in the gradebook as it arrives; each Dask worker process (worker.py)
@@ -23,7 +24,7 @@ def connect(address: str) -> DaskBackend:
     except ImportError as exc:
         raise UsageError(
             f"--cluster {address}: Dask is not installed in this environment ({exc}); "
-            "install the extra with `pip install grader[dask]`, or grade here without --cluster"
+            "install the extra with `pip install gradient-grader[dask]`, or grade here without --cluster"
         ) from exc
     from grader.cluster.backend import DaskBackend
 

@@ -156,7 +156,8 @@ def _check_workers(client: distributed.Client, mine: dict[str, str]) -> None:
     except Exception as exc:  # a worker without the grader cannot even load the check
         raise UsageError(
             f"--cluster: a Dask worker could not run this client's grader ({type(exc).__name__}: {exc}); "
-            "install the same grader on every worker (`pip install grader[dask]` in its environment), "
+            "install the same grader on every worker (`pip install gradient-grader[dask]` in its "
+            "environment), "
             "then run the same command again"
         ) from exc
     others = {address: identity for address, identity in theirs.items() if identity["code"] != mine["code"]}

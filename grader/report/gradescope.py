@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePath
 from typing import Any, TypeVar
 
+from grader.environment import versions_line
 from grader.exercise.spec import Exercise, Visibility
 from grader.handin.prepare import Submission
 from grader.outcomes import Failure, FailureKind, Verdict
@@ -80,10 +81,12 @@ def gradescope_results(
     notes: Sequence[str] = (),
     private: Iterable[str] = (),
     seed_shown: bool = True,
+    versions: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """results.json for one student. `notes` go at the end of the top-level output (in Markdown);
     every string loses the `private` paths (the hand-in's, the exercises', the grader's), the hand-in's
-    files named relative to it. `seed_shown=False` (a pool's seed): no replay names the seed."""
+    files named relative to it. `seed_shown=False` (a pool's seed): no replay names the seed. `versions`
+    (environment.installed_versions): stated last in the output, and in `extra_data`."""
     replay = functools.partial(_replay, seed_shown=seed_shown)
     sections: list[str] = []
     tests: list[dict[str, Any]] = []
@@ -102,11 +105,13 @@ def gradescope_results(
             tests += _tests(shown.preview, shown, above, replay, preview=result.trials)
         tests += _tests(result, shown, above, replay)
     sections += notes
+    if versions:
+        sections.append(f"_Graded with {_escaped(versions_line(dict(versions)))}._")
     # What a rounding envelope is, where the word first appears (Gradescope shows the tests in order).
     first = next((t for t in tests if "envelope" in t["output"] and t["visibility"] == "visible"), None)
     if first is not None:
         first["output"] += f"\n\n_{_escaped(ENVELOPE_MEANING)}_"
-    results_json = {
+    results_json: dict[str, Any] = {
         "score": sum(r.score for r in results),
         "max_score": sum(r.max_score for r in results),
         "execution_time": round(sum(r.seconds for r in results), 3),
@@ -117,6 +122,8 @@ def gradescope_results(
         "stdout_visibility": "hidden",
         "tests": tests,
     }
+    if versions:
+        results_json["extra_data"] = {"versions": dict(versions)}
     # The longest first: the exercises' folder may lie inside the grader's.
     roots = sorted({p.rstrip("/") for p in private if p.strip("/")}, key=len, reverse=True)
     pattern = re.compile("|".join(rf"{re.escape(root)}(?:/|(?![\w.-]))" for root in roots)) if roots else None
