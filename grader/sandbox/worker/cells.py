@@ -14,9 +14,10 @@ from pathlib import Path
 from types import CodeType, ModuleType
 
 from grader.handin.notebooks import definition_lines
-from grader.sandbox.worker.tracebacks import exception_line
+from grader.sandbox.worker.tracebacks import clip, exception_line
 
 _NOTED = 20  # failed cells told
+_ERROR_SHOWN = 900  # characters of what each raised (the grader takes 1000)
 
 
 def run(
@@ -46,7 +47,8 @@ def run(
             if failed is None or failed.lineno in definitions:
                 raise
             if len(notes) < _NOTED:
-                notes.append({"file": relative, "line": line, "error": exception_line(exc, submission_dir)})
+                error = clip(exception_line(exc, submission_dir), _ERROR_SHOWN)
+                notes.append({"file": relative, "line": line, "error": error})
     return notes
 
 

@@ -19,7 +19,7 @@ from grader.sandbox.worker.channel import Channel
 from grader.sandbox.worker.tracebacks import exception_line, student_traceback
 
 _SKIPPED_SHOWN = 20  # imports a notebook skipped, named in the report
-_SKIPPED_NOTE = 200  # characters of each
+_SKIPPED_NOTE = 400  # characters of each: the import, and why an undeclared module is refused
 
 
 class Importer:
