@@ -24,7 +24,7 @@ SUFFIXES = (".py", notebooks.SUFFIX)
 
 
 def submission_from_path(
-    path: Path, entry: str, name: str | None = None, notebook: notebooks.Selection = notebooks.DEFAULT
+    path: Path, entry: str, name: str | None = None, notebook: notebooks.Selection = notebooks.ALL
 ) -> Submission:
     """A file is a submission on its own; a folder's .py and .ipynb files are, the one defining `entry` first.
 
@@ -68,7 +68,7 @@ def read_handin(path: Path) -> HandIn:
 
 
 def submission_of(
-    handin: HandIn, entry: str, name: str | None = None, notebook: notebooks.Selection = notebooks.DEFAULT
+    handin: HandIn, entry: str, name: str | None = None, notebook: notebooks.Selection = notebooks.ALL
 ) -> Submission:
     """The hand-in as a submission of the exercise whose entry is `entry` (submission_from_path)."""
     root, relatives = handin.root, handin.files

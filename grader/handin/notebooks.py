@@ -41,16 +41,16 @@ DEFAULT_TAG = "grade"  # nbgrader and Otter tag cells in JupyterLab's cell metad
 
 @dataclass(frozen=True)
 class Selection:
-    """What of a notebook an exercise grades: the `definitions` of every code cell (imports, functions,
-    classes, constants: the default, since notebooks hold try-out calls, plots and scratch); `all` its
-    code cells, as Jupyter runs them; or the code cells `tagged` with `tag`, whole."""
+    """What of a notebook an exercise grades: `all` its code cells, as Jupyter runs them; the
+    `definitions` of every code cell (imports, functions, classes, constants); or the code cells `tagged`
+    with `tag`, whole. An exercise's default is `definitions` (NotebookSpec): notebooks hold try-out
+    calls, plots and scratch. Here, converting a notebook without a selection takes it whole."""
 
-    cells: Cells = "definitions"
+    cells: Cells = "all"
     tag: str = DEFAULT_TAG
 
 
-DEFAULT = Selection()
-ALL = Selection("all")
+ALL = Selection()
 
 
 class NotebookError(UsageError):
@@ -75,7 +75,7 @@ class CellSpan:
 class ConvertedNotebook:
     source: str
     cells: tuple[CellSpan, ...]
-    selection: Selection = DEFAULT
+    selection: Selection = ALL
     # Left out by the selection: top-level statements (`definitions`) or code cells (`tagged`).
     left_out: int = 0
     code_cells: int = 0  # in the whole notebook, kept or not
@@ -88,7 +88,7 @@ class ConvertedNotebook:
         return None
 
 
-def convert(content: bytes, path: Path, selection: Selection = DEFAULT) -> ConvertedNotebook:
+def convert(content: bytes, path: Path, selection: Selection = ALL) -> ConvertedNotebook:
     """The code cells of the notebook `content` (read from `path`) that `selection` takes, as one Python
     source; NotebookError says what is wrong with it."""
     try:

@@ -29,7 +29,7 @@ class Submission:
     files: tuple[str, ...]
     contents: tuple[bytes, ...] = ()  # each file's bytes, read once without following links (files.py)
     runs_at_import: tuple[str, ...] = ()  # where the files imported run code at their top ("hw.py line 12")
-    notebook: notebooks.Selection = notebooks.DEFAULT  # the exercise's, for every notebook among the files
+    notebook: notebooks.Selection = notebooks.ALL  # the exercise's, for every notebook among the files
     left_out: int = 0  # of the notebooks, by the selection: top-level statements, or code cells
 
     @property

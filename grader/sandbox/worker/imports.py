@@ -18,7 +18,7 @@ import importlib.abc
 import os
 import sys
 from collections.abc import Iterable, Sequence
-from importlib.machinery import ModuleSpec
+from importlib.machinery import ModuleSpec, PathFinder
 from pathlib import Path
 from types import FrameType, ModuleType
 
@@ -62,9 +62,18 @@ class _CourseImports(importlib.abc.MetaPathFinder):
         top = name.partition(".")[0]
         if top in self._allowed or top in sys.stdlib_module_names:
             return None
-        if _importer_file(sys._getframe(1)).startswith(self._student_dirs):
+        # Only what is there to be imported is refused: a module missing here (google.colab) stays the
+        # ModuleNotFoundError Python says, by its name.
+        if _importer_file(sys._getframe(1)).startswith(self._student_dirs) and _installed(top):
             raise NotInCourse(refusal(top), name=top)
         return None
+
+
+def _installed(top: str) -> bool:
+    try:
+        return PathFinder.find_spec(top) is not None
+    except (ImportError, ValueError, OSError):
+        return False
 
 
 def _importer_file(frame: FrameType | None) -> str:
