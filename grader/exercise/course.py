@@ -14,6 +14,7 @@ scripts to install; nothing else goes to stdout.
 
 from __future__ import annotations
 
+import difflib
 import re
 import sys
 from collections.abc import Iterable, Sequence
@@ -23,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from grader.errors import GraderError, SpecError
 from grader.exercise.spec.locations import (
@@ -55,10 +56,15 @@ class _Model(BaseModel):
 
 class PackageSpec(_Model):
     """A package student code may import: its pip requirement, and its import name where that differs
-    from the requirement's name (scikit-learn is imported as sklearn)."""
+    from the requirement's name (scikit-learn is imported as sklearn). A plain string is the requirement."""
 
     pip: str = Field(min_length=1, max_length=_MAX_TEXT)
     import_: str | None = Field(default=None, alias="import", min_length=1, max_length=_MAX_TEXT)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _plain_requirement(cls, value: Any) -> Any:
+        return {"pip": value} if isinstance(value, str) else value
 
     @field_validator("pip")
     @classmethod
@@ -77,15 +83,23 @@ class PackageSpec(_Model):
 
 
 class CourseSpec(_Model):
-    packages: tuple[PackageSpec | str, ...] = Field(default=(), max_length=200)
+    packages: tuple[PackageSpec, ...] = Field(default=(), max_length=200)
     support: tuple[str, ...] = Field(default=(), max_length=50)
 
-    @field_validator("packages", mode="before")
-    @classmethod
-    def _requirements(cls, value: Any) -> Any:
-        if isinstance(value, list):
-            return [_checked_requirement(v) if isinstance(v, str) else v for v in value]
-        return value
+
+def _plain_string(data: dict[str, Any], location: tuple[Any, ...]) -> bool:
+    packages = data.get("packages")
+    if len(location) != 2 or not isinstance(packages, list) or not isinstance(location[1], int):
+        return False
+    return location[1] < len(packages) and isinstance(packages[location[1]], str)
+
+
+def _unknown_field(location: tuple[Any, ...]) -> str:
+    known = ["pip", "import"] if len(location) > 1 else ["packages", "support"]
+    close = difflib.get_close_matches(str(location[-1]), known, n=1)
+    what = "a package is {pip: REQUIREMENT, import: MODULE}" if len(location) > 1 else "a course.yaml has"
+    hint = f": did you mean '{close[0]}'?" if close else ""
+    return f"unknown field '{location[-1]}' ({what} {', '.join(known)}){hint}"
 
 
 def _checked_requirement(value: str) -> str:
@@ -170,15 +184,13 @@ def load_course(path: Path) -> Course:
         spec = CourseSpec.model_validate(data)
     except ValidationError as exc:
         first = first_error(exc.errors())
-        location = tuple(first["loc"])
-        message = describe(first, location)
-        if first["type"] == "extra_forbidden":
-            message = (
-                f"unknown field '{clean_location(location)[-1]}'; a course.yaml knows packages and support"
-            )
-        raise SpecError(
-            path, line_for(lines, clean_location(location)), field_name(location), message
-        ) from None
+        location = clean_location(tuple(first["loc"]))
+        if location[-1:] == ("pip",) and _plain_string(data, location[:-1]):
+            location = location[:-1]  # `- matplotlib>>3`: the entry is the requirement
+        message = (
+            _unknown_field(location) if first["type"] == "extra_forbidden" else describe(first, location)
+        )
+        raise SpecError(path, line_for(lines, location), field_name(location), message) from None
     folder = path.parent.resolve()
     support: list[Path] = []
     for i, relative in enumerate(spec.support):
@@ -195,13 +207,12 @@ def load_course(path: Path) -> Course:
     return Course(path=path.resolve(), packages=packages, support=tuple(support))
 
 
-def _package(declared: PackageSpec | str) -> Package:
-    requirement = declared if isinstance(declared, str) else declared.pip
-    match = _REQUIREMENT.match(requirement)
+def _package(declared: PackageSpec) -> Package:
+    match = _REQUIREMENT.match(declared.pip)
     assert match is not None  # checked by the model
-    named = declared.import_ if isinstance(declared, PackageSpec) else None
     # pip's name is not always the module's (scikit-learn, Pillow): the spec says so where it differs.
-    return Package(requirement, named or match.group(1).replace("-", "_").replace(".", "_").lower())
+    guessed = match.group(1).replace("-", "_").replace(".", "_").lower()
+    return Package(declared.pip, declared.import_ or guessed)
 
 
 def requirements(folders: Iterable[Path]) -> list[str]:
