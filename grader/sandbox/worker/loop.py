@@ -75,8 +75,9 @@ def main(job_dir: Path, jobs_fd: int, results_fd: int, progress_fd: int) -> None
     # Before the submission is imported: whatever it takes from torch at import is already checked.
     install_autograd_check()
     python2_names()
-    course_imports.install(handin["modules"], submission_dir, job_dir / "support")
     plots.headless(job_dir / "support", job_dir / "scratch")
+    # First on sys.meta_path: a refused import prepares nothing for it.
+    course_imports.install(handin["modules"], submission_dir, job_dir / "support")
     importer = Importer(submission_dir, handin["files"], handin["cells"])
     for frame in frames:
         if not _exercise(channel, frames, frame.header, importer, submission_dir):
