@@ -128,16 +128,18 @@ def test_student_code_cannot_reach_an_undeclared_package_another_way(
     exercise = _course(tmp_path / "course", None, cells_all=False)
     folder = tmp_path / "handin"
     write_source(folder / "helpers.py", "SCALE = 1.0\n")
+    write_source(folder / "src" / "nested.py", "SCALE = 2.0\n")  # found through the student's sys.path
     write_source(
         folder / "main.py",
-        "import importlib\nimport helpers\nimport util\n\n"
+        "import importlib\nimport os, sys\nimport helpers\nimport util\n"
+        "sys.path.insert(0, os.path.join(os.path.dirname(__file__), 'src'))\nimport nested\n"
         "plt = importlib.import_module('matplotlib.pyplot')\n" + textwrap.dedent(CORRECT_GRAPH2),
     )
     proc = run_grader("check", exercise, folder, "--trials", "5", "--json")
     error = _json(proc)["error"]
     assert error["kind"] == "import", error
     assert error["message"] == f"ModuleNotFoundError: {REFUSED}"
-    assert "main.py" in error["traceback"] and "line 5" in error["traceback"]
+    assert 'File "main.py", line 7, in <module>' in error["traceback"]
 
 
 def test_a_module_missing_here_is_still_pythons_own_error(run_grader: RunGrader, tmp_path: Path) -> None:
@@ -220,6 +222,12 @@ def test_the_course_support_is_part_of_the_exercise_hash(tmp_path: Path) -> None
     after = (exercise_hash(exercise), exercise_identity(exercise)["files"])
     assert before[0] != after[0]  # the gradebook grades again
     assert before[1] != after[1]  # the references are looked up again
+    (tmp_path / "course" / COURSE_FILE).write_text(
+        "support: [_helpers/coutils.py]\npackages: [matplotlib]\n", encoding="utf-8"
+    )
+    declared = load_exercise(folder)
+    assert exercise_hash(declared) != after[0]  # a hand-in refused matplotlib before grades again
+    assert exercise_identity(declared)["files"] == after[1]  # the references do not depend on it
 
 
 # --- course.yaml: what it may say, and its mistakes told by file, line, field and value -----------------

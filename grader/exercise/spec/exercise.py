@@ -165,8 +165,8 @@ def computed_names(spec: ExerciseSpec, program: Program) -> tuple[str, ...]:
 
 
 def exercise_hash(exercise: Exercise) -> str:
-    """sha256 over what grading reads: the spec and the support files (what the gradebook and the
-    reference cache key an exercise's results by)."""
+    """sha256 over what grading reads: the spec, the support files and the packages its course lets
+    student code import (what the gradebook and the reference cache key an exercise's results by)."""
     digest = hashlib.sha256()
     paths = [exercise.root / SPEC_FILE]
     if exercise.spec.reference_file is not None:
@@ -176,4 +176,6 @@ def exercise_hash(exercise: Exercise) -> str:
     for path in paths:
         # relpath, not relative_to: a support folder shared by an assignment lies beside the exercise
         digest.update(os.path.relpath(path, exercise.root).encode() + b"\0" + path.read_bytes() + b"\0")
+    if exercise.allowed_modules:  # a package declared since: the hand-ins that imported it grade again
+        digest.update(b"modules\0" + "\0".join(exercise.allowed_modules).encode())
     return digest.hexdigest()

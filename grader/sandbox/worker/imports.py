@@ -50,9 +50,13 @@ NotInCourse.__qualname__ = "ModuleNotFoundError"
 class _CourseImports(importlib.abc.MetaPathFinder):
     """The meta path finder: finds nothing itself, refuses what student code may not import."""
 
-    def __init__(self, allowed: frozenset[str], student_dirs: tuple[str, ...]) -> None:
+    def __init__(
+        self, allowed: frozenset[str], student_dirs: tuple[str, ...], own_dirs: tuple[str, ...]
+    ) -> None:
         self._allowed = allowed
-        self._student_dirs = student_dirs
+        self._student_dirs = student_dirs  # where student code's files are
+        # What student code may import from, whatever it is named: the hand-in's files, the support's.
+        self._own_dirs = own_dirs
 
     def find_spec(
         self, name: str, path: Sequence[str] | None, target: ModuleType | None = None
@@ -62,18 +66,29 @@ class _CourseImports(importlib.abc.MetaPathFinder):
         top = name.partition(".")[0]
         if top in self._allowed or top in sys.stdlib_module_names:
             return None
-        # Only what is there to be imported is refused: a module missing here (google.colab) stays the
-        # ModuleNotFoundError Python says, by its name.
-        if _importer_file(sys._getframe(1)).startswith(self._student_dirs) and _installed(top):
+        if not _importer_file(sys._getframe(1)).startswith(self._student_dirs):
+            return None
+        # Only what is installed is refused: a module missing here (google.colab) stays the
+        # ModuleNotFoundError Python says, by its name; one found among the hand-in's or the support's
+        # files (a folder the student put on sys.path) is their own.
+        origin = _found_at(top)
+        if origin is not None and not origin.startswith(self._own_dirs):
             raise NotInCourse(refusal(top), name=top)
         return None
 
 
-def _installed(top: str) -> bool:
+def _found_at(top: str) -> str | None:
+    """Where the module would be imported from ("" for one without a file); None where it is not there."""
     try:
-        return PathFinder.find_spec(top) is not None
+        spec = PathFinder.find_spec(top)
     except (ImportError, ValueError, OSError):
-        return False
+        return None
+    if spec is None:
+        return None
+    if spec.origin is not None and spec.has_location:
+        return spec.origin
+    locations = list(spec.submodule_search_locations or ())  # a namespace package: its folders
+    return locations[0] if locations else ""
 
 
 def _importer_file(frame: FrameType | None) -> str:
@@ -94,7 +109,8 @@ def install(declared: Iterable[str], submission_dir: Path, support_dir: Path) ->
     own = {_module_name(entry) for folder in (submission_dir, support_dir) for entry in _listing(folder)}
     allowed = frozenset(ALWAYS | {str(d) for d in declared} | own)
     student = (str(submission_dir) + os.sep,)
-    sys.meta_path.insert(0, _CourseImports(allowed, student))
+    own = (str(submission_dir) + os.sep, str(support_dir) + os.sep)
+    sys.meta_path.insert(0, _CourseImports(allowed, student, own))
 
 
 def _listing(folder: Path) -> list[str]:
