@@ -442,3 +442,42 @@ def test_a_function_in_an_untagged_cell_is_pointed_out(graph2: Exercise, tmp_pat
     assert untagged_hint(submission_from_path(path, "graph2", notebook=DEFINITIONS), "graph2") == ""
     tagged = write_notebook(tmp_path / "ok.ipynb", [_tagged("code", _lines(CORRECT_GRAPH2), "grade")])
     assert untagged_hint(submission_from_path(tagged, "graph2", notebook=TAGGED), "graph2") == ""
+
+
+def test_graded_whole_each_cell_runs_on_after_a_failing_one(tmp_path: Path) -> None:
+    """`all` runs the cells one by one: a cell failing outside its definitions is skipped with a note, the
+    next cells run; one needing what it would have made fails in turn, told the same way; the first
+    cell's `from __future__` applies to every cell, as to one module."""
+    exercise = load_exercise(copy_exercise(tmp_path / "graph2", append="notebook: {cells: all}\n"))
+    cells = [
+        _cell("code", "from __future__ import annotations\nimport numpy as np\nimport torch\n"),
+        _cell("code", "def scale(x: NotDefinedAnywhere) -> float:\n    return 1.0\n"),
+        _cell("code", "data = np.load('cifar10.npz')\nmean = data.mean()\n"),
+        _cell("code", "centred = mean - 1\n"),
+        _cell("code", _lines(CORRECT_GRAPH2)),
+    ]
+    path = write_notebook(tmp_path / "hw.ipynb", cells)
+    submission = submission_from_path(path, "graph2", notebook=exercise.spec.notebook.selection)
+    result = grade(exercise, submission, seed=2, trial_count=8)
+    assert result.error is None, result.error
+    assert result.score == result.max_score
+    assert result.notebook is not None
+    first, second = result.notebook.failed_cells
+    assert (first.cell, first.line) == (3, 1) and first.error.startswith("FileNotFoundError:")
+    assert (second.cell, second.line) == (4, 1)
+    assert second.error == "NameError: name 'mean' is not defined"
+    assert "hw.ipynb cell 4, line 1: NameError" in notebook_note(result.notebook)
+
+
+def test_graded_whole_a_failing_definition_still_fails_the_notebook(tmp_path: Path) -> None:
+    exercise = load_exercise(copy_exercise(tmp_path / "graph2", append="notebook: {cells: all}\n"))
+    cells = [
+        _cell("code", _lines(CORRECT_GRAPH2)),
+        _cell("code", "print('checked')\nimport no_such_helper\n"),
+    ]
+    path = write_notebook(tmp_path / "hw.ipynb", cells)
+    submission = submission_from_path(path, "graph2", notebook=exercise.spec.notebook.selection)
+    result = grade(exercise, submission, seed=2, trial_count=8)
+    assert result.error is not None and result.error.kind == "import"
+    assert result.error.message == "ModuleNotFoundError: No module named 'no_such_helper'"
+    assert 'File "hw.ipynb", cell 2, line 2, in <module>' in result.error.traceback

@@ -67,3 +67,9 @@ def stage(target: Path) -> None:
     staged.mkdir(exist_ok=True)
     for path in prepared.glob("fontlist-*.json"):
         shutil.copyfile(path, staged / path.name)
+
+
+if __name__ == "__main__":
+    # A setup script builds the font list once, in the image, so that no grading pays for it:
+    # `python -m grader.sandbox.plot_fonts` (nothing to do where matplotlib is not installed).
+    font_list()
