@@ -106,8 +106,10 @@ def _importer_file(frame: FrameType | None) -> str:
 def install(declared: Iterable[str], submission_dir: Path, support_dir: Path) -> None:
     """Refuse, from now on, student code's imports of what is neither allowed nor its own: `declared`
     (the course's packages), the modules of `support_dir` and of `submission_dir`."""
-    own = {_module_name(entry) for folder in (submission_dir, support_dir) for entry in _listing(folder)}
-    allowed = frozenset(ALWAYS | {str(d) for d in declared} | own)
+    # The files there by name, without a search of sys.path; one the student reaches otherwise is found
+    # in those folders when it is imported.
+    named = {_module_name(entry) for folder in (submission_dir, support_dir) for entry in _listing(folder)}
+    allowed = frozenset(ALWAYS | {str(d) for d in declared} | named)
     student = (str(submission_dir) + os.sep,)
     own = (str(submission_dir) + os.sep, str(support_dir) + os.sep)
     sys.meta_path.insert(0, _CourseImports(allowed, student, own))
