@@ -34,7 +34,7 @@ from grader.exercise.spec import Exercise
 from grader.handin.prepare import Submission
 from grader.judging.compare import EntryError
 from grader.outcomes import Failure, FailureKind, Verdict
-from grader.results import FailingCase, NotebookUse, ReturnResult, SubmissionResult
+from grader.results import FailedCell, FailingCase, NotebookUse, ReturnResult, SubmissionResult
 
 # Before 0.3 every class beside one exercises folder shared this one file, so that `grader report` showed
 # whichever class ran last; a class's gradebook is now named after its submissions folder.
@@ -377,7 +377,10 @@ def decode(text: str) -> SubmissionResult:
 def _notebook(data: dict[str, Any] | None) -> NotebookUse | None:
     if data is None:
         return None
-    return NotebookUse(**{**data, "skipped_imports": tuple(data.get("skipped_imports", ()))})
+    failed = tuple(FailedCell(**cell) for cell in data.get("failed_cells", ()))
+    return NotebookUse(
+        **{**data, "skipped_imports": tuple(data.get("skipped_imports", ())), "failed_cells": failed}
+    )
 
 
 def _error(data: dict[str, Any] | None) -> Failure | None:

@@ -186,12 +186,13 @@ def _worker_key(exercise: Exercise, handin: Prepared) -> Hashable:
     """What exercises must share to be served by one worker: the files it imports, what a process is
     allowed (its memory, files and processes), and the support files beside the hand-in."""
     limits = exercise.spec.limits
-    support = tuple(str(exercise.path_of(relative).resolve()) for relative in exercise.spec.support)
+    support = tuple(str(path.resolve()) for path in exercise.support_paths)
     return (
         handin.files,
         handin.imports,
         (limits.memory_mb, limits.file_mb, limits.open_files, limits.processes),
         support,
+        exercise.allowed_modules,  # what the worker lets student code import, set once per worker
     )
 
 
@@ -231,6 +232,7 @@ def _graded(
         plan = plan_reruns(exercise, ordinary, first)
         report = worker.rerun(provenance.with_reruns(plan.request, exercise, checked))
         report = report.relocated(handin.relocated)
+        report = replace(report, failed_cells=tuple(handin.located(c) for c in report.failed_cells))
     finally:
         worker.close()
     # Split again from the report's first pass: a runner may have rewritten its failures' places (a

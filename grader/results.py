@@ -45,6 +45,20 @@ class ReturnResult:
 
 
 @dataclass(frozen=True)
+class FailedCell:
+    """A cell of a notebook graded whole that failed outside its definitions: skipped, told, not scored."""
+
+    notebook: str  # the hand-in's notebook file
+    cell: int  # as a reader counts them, markdown included; 0 where the place is unknown
+    line: int  # within the cell
+    error: str  # the exception's last line
+
+    def __str__(self) -> str:
+        where = f"{self.notebook} cell {self.cell}, line {self.line}" if self.cell else self.notebook
+        return f"{where}: {self.error}"
+
+
+@dataclass(frozen=True)
 class NotebookUse:
     """How a hand-in's notebooks were graded: the exercise's `notebook.cells`, and what it left out."""
 
@@ -52,6 +66,7 @@ class NotebookUse:
     tag: str = ""  # for tagged: the tag the cells kept carry
     left_out: int = 0  # not run: top-level statements (definitions) or code cells (tagged)
     skipped_imports: tuple[str, ...] = ()  # kept imports of missing modules: "import x (cell 2, line 1)"
+    failed_cells: tuple[FailedCell, ...] = ()  # `all`: cells that failed outside their definitions, skipped
 
 
 @dataclass(frozen=True)

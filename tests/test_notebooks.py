@@ -134,14 +134,19 @@ def test_a_notebook_grades_like_the_equivalent_py(graph2: Exercise, tmp_path: Pa
 
 
 def test_an_error_in_a_notebook_names_its_cell_and_line(graph2: Exercise, tmp_path: Path) -> None:
+    """Graded whole: the try-out cell that calls the broken graph2 at import is skipped with a note naming
+    its cell and line (not the notebook's failure); the trials then fail by graph2's own cell and line."""
     broken = CORRECT_GRAPH2.replace("f.backward()", "f.backwards()")
     result = _grade(graph2, write_notebook(tmp_path / "hw.ipynb", homework(broken)))
-    assert result.error is not None
-    assert result.error.kind == "import"  # the try-out cell calls graph2 at import time
+    assert result.notebook is not None
+    (failed,) = result.notebook.failed_cells
+    assert (failed.notebook, failed.cell, failed.line) == ("hw.ipynb", 4, 2)
+    assert failed.error.startswith("AttributeError:") and "backwards" in failed.error
+    error = result.error  # every trial raises it
+    assert error is not None and error.kind == "exception"
     line = line_of(textwrap.dedent(broken).lstrip(), "f.backwards()")
-    assert f'File "hw.ipynb", cell 3, line {line}, in graph2' in result.error.traceback
-    assert 'File "hw.ipynb", cell 4, line 2, in <module>' in result.error.traceback
-    assert ".ipynb.py" not in result.error.traceback + result.error.message
+    assert f'File "hw.ipynb", cell 3, line {line}, in graph2' in error.traceback
+    assert ".ipynb.py" not in error.traceback + error.message + failed.error
 
 
 # --- what of a notebook an exercise grades: notebook: {cells: all | definitions | tagged, tag} ---------
@@ -375,6 +380,7 @@ def test_the_mode_and_what_it_left_out_reach_the_report_and_the_gradebook(
         "tag": None,
         "left_out": 6,
         "skipped_imports": list(result.notebook.skipped_imports),
+        "failed_cells": [],
     }
     assert notebook_note(result.notebook).startswith("notebook cells: definitions")
     as_py = grade(
@@ -389,8 +395,8 @@ def test_grader_check_grades_a_notebook_by_the_exercise_mode(
     """The real command: the notebook whose top-level code fails (a missing course helper, a download,
     a raise, sys.exit) passes by its definitions or its tagged cells, and fails as today graded whole."""
     notebook = write_notebook(tmp_path / "hw.ipynb", colab_homework(CORRECT_GRAPH2))
-    whole = copy_exercise(tmp_path / "whole")
-    definitions = copy_exercise(tmp_path / "definitions", append="notebook: {cells: definitions}\n")
+    whole = copy_exercise(tmp_path / "whole", append="notebook: {cells: all}\n")
+    definitions = copy_exercise(tmp_path / "definitions")  # the default
     tagged = copy_exercise(tmp_path / "tagged", append="notebook:\n  cells: tagged\n  tag: grade\n")
 
     proc = run_grader("check", definitions, notebook, "--trials", "10", "--json")
@@ -413,7 +419,13 @@ def test_grader_check_grades_a_notebook_by_the_exercise_mode(
     assert result["error"]["kind"] == "import"
     assert result["error"]["message"] == "ModuleNotFoundError: No module named 'coutils'"
     assert 'File "hw.ipynb", cell 3, line 1, in <module>' in result["error"]["traceback"]
-    assert result["notebook"] == {"cells": "all", "tag": None, "left_out": 0, "skipped_imports": []}
+    assert result["notebook"] == {
+        "cells": "all",
+        "tag": None,
+        "left_out": 0,
+        "skipped_imports": [],
+        "failed_cells": [],
+    }
 
 
 def test_a_function_in_an_untagged_cell_is_pointed_out(graph2: Exercise, tmp_path: Path) -> None:
@@ -430,3 +442,42 @@ def test_a_function_in_an_untagged_cell_is_pointed_out(graph2: Exercise, tmp_pat
     assert untagged_hint(submission_from_path(path, "graph2", notebook=DEFINITIONS), "graph2") == ""
     tagged = write_notebook(tmp_path / "ok.ipynb", [_tagged("code", _lines(CORRECT_GRAPH2), "grade")])
     assert untagged_hint(submission_from_path(tagged, "graph2", notebook=TAGGED), "graph2") == ""
+
+
+def test_graded_whole_each_cell_runs_on_after_a_failing_one(tmp_path: Path) -> None:
+    """`all` runs the cells one by one: a cell failing outside its definitions is skipped with a note, the
+    next cells run; one needing what it would have made fails in turn, told the same way; the first
+    cell's `from __future__` applies to every cell, as to one module."""
+    exercise = load_exercise(copy_exercise(tmp_path / "graph2", append="notebook: {cells: all}\n"))
+    cells = [
+        _cell("code", "from __future__ import annotations\nimport numpy as np\nimport torch\n"),
+        _cell("code", "def scale(x: NotDefinedAnywhere) -> float:\n    return 1.0\n"),
+        _cell("code", "data = np.load('cifar10.npz')\nmean = data.mean()\n"),
+        _cell("code", "centred = mean - 1\n"),
+        _cell("code", _lines(CORRECT_GRAPH2)),
+    ]
+    path = write_notebook(tmp_path / "hw.ipynb", cells)
+    submission = submission_from_path(path, "graph2", notebook=exercise.spec.notebook.selection)
+    result = grade(exercise, submission, seed=2, trial_count=8)
+    assert result.error is None, result.error
+    assert result.score == result.max_score
+    assert result.notebook is not None
+    first, second = result.notebook.failed_cells
+    assert (first.cell, first.line) == (3, 1) and first.error.startswith("FileNotFoundError:")
+    assert (second.cell, second.line) == (4, 1)
+    assert second.error == "NameError: name 'mean' is not defined"
+    assert "hw.ipynb cell 4, line 1: NameError" in notebook_note(result.notebook)
+
+
+def test_graded_whole_a_failing_definition_still_fails_the_notebook(tmp_path: Path) -> None:
+    exercise = load_exercise(copy_exercise(tmp_path / "graph2", append="notebook: {cells: all}\n"))
+    cells = [
+        _cell("code", _lines(CORRECT_GRAPH2)),
+        _cell("code", "print('checked')\nimport no_such_helper\n"),
+    ]
+    path = write_notebook(tmp_path / "hw.ipynb", cells)
+    submission = submission_from_path(path, "graph2", notebook=exercise.spec.notebook.selection)
+    result = grade(exercise, submission, seed=2, trial_count=8)
+    assert result.error is not None and result.error.kind == "import"
+    assert result.error.message == "ModuleNotFoundError: No module named 'no_such_helper'"
+    assert 'File "hw.ipynb", cell 2, line 2, in <module>' in result.error.traceback

@@ -363,8 +363,8 @@ def _notebook_spec_error(tmp_path: Path, block: str) -> tuple[Path, str, SpecErr
     return path, path.read_text(encoding="utf-8"), info.value
 
 
-def test_notebook_modes_load_with_all_as_the_default(tmp_path: Path, graph2: Exercise) -> None:
-    assert graph2.spec.notebook.selection == notebooks.Selection("all", "grade")
+def test_notebook_modes_load_with_definitions_as_the_default(tmp_path: Path, graph2: Exercise) -> None:
+    assert graph2.spec.notebook.selection == notebooks.Selection("definitions", "grade")
     tagged = load_exercise(
         copy_exercise(tmp_path / "ex", append="notebook: {cells: tagged, tag: autograde}\n")
     )
@@ -387,7 +387,7 @@ def test_a_tag_without_tagged_says_how_to_fix_it(tmp_path: Path) -> None:
         == "'tag' only goes with cells 'tagged', not 'definitions': remove tag, or set cells: tagged"
     )
     _, _, error = _notebook_spec_error(tmp_path / "default", "notebook: {tag: grade}\n")
-    assert "not 'all'" in error.message
+    assert "not 'definitions'" in error.message  # the default
     assert str(error).startswith(f"{tmp_path / 'default' / 'ex' / 'exercise.yaml'}:")
 
 

@@ -70,8 +70,7 @@ def _files_digest(exercise: Exercise) -> str:
     """sha256 over the reference file and the support files, each by its place beside the exercise."""
     spec = exercise.spec
     paths = [exercise.path_of(spec.reference_file)] if spec.reference_file is not None else []
-    for relative in spec.support:
-        source = exercise.path_of(relative)
+    for source in exercise.support_paths:  # the course's too: a reference may import a stand-in
         if source.is_dir():
             # Bytecode is what running them left behind, not what they say.
             paths += sorted(p for p in source.rglob("*") if p.is_file() and "__pycache__" not in p.parts)

@@ -5,8 +5,9 @@ they become a comment on the same line (`pass` inside a block), so every other l
 an error in the converted file can be told as "cell 3, line 2" of the notebook.
 
 Which code cells, and how much of each, an exercise takes is its `Selection` (the exercise's
-`notebook:` field): every cell (`all`), only the definitions of every cell (`definitions`), or only the
-cells carrying a tag (`tagged`). The student's text is only ever parsed here, never run.
+`notebook:` field): only the definitions of every cell (`definitions`, the default), every cell (`all`:
+the worker runs them one by one, and a cell failing outside its definitions is a note, not a failure),
+or only the cells carrying a tag (`tagged`). The student's text is only ever parsed here, never run.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ _PYTHON_CELL_MAGICS = {"%%time", "%%timeit", "%%capture", "%%prun"}
 _MAX_INT_DIGITS = 40  # execution counts, nbformat versions: a few digits
 # Where the worker finds the imports a `definitions` notebook skipped: a list in the module's globals.
 SKIPPED_IMPORTS = "__grader_skipped_imports__"
+_MISSING = "__grader_missing__"  # the guard's exception, deleted by Python after its handler
 _SHOWN_IMPORT = 120  # characters of an import statement named in the report
 
 Cells = Literal["all", "definitions", "tagged"]
@@ -39,8 +41,10 @@ DEFAULT_TAG = "grade"  # nbgrader and Otter tag cells in JupyterLab's cell metad
 
 @dataclass(frozen=True)
 class Selection:
-    """What of a notebook an exercise grades: `all` its code cells; the `definitions` of every code
-    cell (imports, functions, classes, constants); or the code cells `tagged` with `tag`, whole."""
+    """What of a notebook an exercise grades: `all` its code cells, as Jupyter runs them; the
+    `definitions` of every code cell (imports, functions, classes, constants); or the code cells `tagged`
+    with `tag`, whole. An exercise's default is `definitions` (NotebookSpec): notebooks hold try-out
+    calls, plots and scratch. Here, converting a notebook without a selection takes it whole."""
 
     cells: Cells = "all"
     tag: str = DEFAULT_TAG
@@ -213,6 +217,18 @@ def _definitions(lines: list[str], cell: int, bound: set[str]) -> tuple[list[str
     return kept, tuple(origin), left_out
 
 
+def definition_lines(statements: list[ast.stmt]) -> frozenset[int]:
+    """The first lines of the top-level `statements` (a notebook's, in order) that `definitions` keeps:
+    under `all`, a cell failing in any other statement is a note, not the notebook's failure."""
+    bound: set[str] = set()
+    kept: set[int] = set()
+    for node in statements:
+        if _declares(node, bound):
+            bound |= _bound_names(node)
+            kept.add(node.lineno)
+    return frozenset(kept)
+
+
 def _declares(node: ast.stmt, bound: set[str]) -> bool:
     if isinstance(node, _DEFINITIONS):
         return True
@@ -317,8 +333,11 @@ def _guarded(node: ast.stmt, text: list[str], cell: int, line: int) -> list[str]
     if len(shown) > _SHOWN_IMPORT:
         shown = shown[: _SHOWN_IMPORT - 3] + "..."
     note = repr(f"{shown} (cell {cell}, line {line})")
-    record = f"globals().setdefault({SKIPPED_IMPORTS!r}, []).append({note})"
-    return ["try: " + text[0], *text[1:], f"except ModuleNotFoundError: {record}"]
+    # A module the machine has but the course does not declare is refused by a subclass
+    # (worker/imports.py) whose message says how the instructor adds it: that message goes with the note.
+    why = f"('' if type({_MISSING}) is ModuleNotFoundError else ': ' + str({_MISSING}))"
+    record = f"globals().setdefault({SKIPPED_IMPORTS!r}, []).append({note} + {why})"
+    return ["try: " + text[0], *text[1:], f"except ModuleNotFoundError as {_MISSING}: {record}"]
 
 
 _LOCATION = re.compile(r'(?P<file>[^"\s]+\.ipynb)\.py", line (?P<line>\d+)')

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from grader.handin import notebooks
 from grader.outcomes import Failure
+from grader.results import FailedCell
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,25 @@ class Prepared:
     files: tuple[tuple[str, bytes], ...]  # path in the worker's submission folder, content
     imports: tuple[str, ...]  # the files the worker imports, in order (a notebook as its .py)
     notebooks: Mapping[str, notebooks.ConvertedNotebook] = field(default_factory=dict)
+
+    @property
+    def cell_starts(self) -> dict[str, list[int]]:
+        """For each notebook run whole (`all`), as the worker imports it: the converted file's line where
+        each code cell starts, for the worker to run them one by one."""
+        return {
+            relative + notebooks.CONVERTED: [span.first_line for span in notebook.cells]
+            for relative, notebook in self.notebooks.items()
+            if notebook.selection.cells == "all"
+        }
+
+    def located(self, failed: FailedCell) -> FailedCell:
+        """A failed cell as the worker told it (the converted file, its line) told as the notebook's."""
+        name = failed.notebook.removesuffix(notebooks.CONVERTED)
+        notebook = self.notebooks.get(name)
+        place = notebook.locate(failed.line) if notebook is not None else None
+        if place is None:
+            return replace(failed, notebook=name)
+        return replace(failed, notebook=name, cell=place[0], line=place[1])
 
     def relocated(self, failure: Failure) -> Failure:
         """Places in a converted notebook told as the notebook's cells and lines."""

@@ -137,6 +137,7 @@ def _notebook_use(submission: Submission, report: WorkerReport) -> NotebookUse |
         tag=selection.tag if selection.cells == "tagged" else "",
         left_out=submission.left_out,
         skipped_imports=report.skipped_imports,
+        failed_cells=report.failed_cells,
     )
 
 

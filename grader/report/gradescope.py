@@ -101,6 +101,7 @@ def gradescope_results(
             sections.append(f"{summary}: {_text(above.message)}")
         else:
             sections += [summary, _error_section(now, above, shown.file, replay)]
+        sections += _notebook_notes(result)
         if shown.preview is not None and not shown.seen_now:
             tests += _tests(shown.preview, shown, above, replay, preview=result.trials)
         tests += _tests(result, shown, above, replay)
@@ -158,6 +159,19 @@ def _file_in_handin(result: SubmissionResult) -> str:
     if result.student in parts:
         return str(PurePath(*path.parts[len(parts) - parts[::-1].index(result.student) :]))
     return path.name
+
+
+def _notebook_notes(result: SubmissionResult) -> list[str]:
+    """What of the notebook did not run, and why: notes on the student's own code, not scored."""
+    use = result.notebook
+    if use is None:
+        return []
+    notes = [f"Not imported: {_text(skipped)}" for skipped in use.skipped_imports]
+    notes += [
+        f"Cell skipped (it failed outside the definitions; not scored): {_text(str(c))}"
+        for c in use.failed_cells
+    ]
+    return notes
 
 
 def _summary(result: SubmissionResult, shown: Handout, now: SubmissionResult | None) -> str:

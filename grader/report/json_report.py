@@ -62,11 +62,19 @@ class ReturnOut(_Out):
     smallest_failing_case: CaseOut | None
 
 
+class FailedCellOut(_Out):
+    notebook: str
+    cell: int
+    line: int
+    error: str
+
+
 class NotebookOut(_Out):
     cells: str
     tag: str | None
     left_out: int
     skipped_imports: list[str]
+    failed_cells: list[FailedCellOut]
 
 
 class ResultOut(_Out):
@@ -156,6 +164,10 @@ def _notebook(use: NotebookUse | None) -> NotebookOut | None:
         tag=use.tag or None,
         left_out=use.left_out,
         skipped_imports=list(use.skipped_imports),
+        failed_cells=[
+            FailedCellOut(notebook=c.notebook, cell=c.cell, line=c.line, error=c.error)
+            for c in use.failed_cells
+        ],
     )
 
 

@@ -126,7 +126,13 @@ def notebook_note(use: NotebookUse) -> str:
     else:
         note = "notebook cells: all (every code cell runs at import)"
     if use.skipped_imports:
-        note += f"; not imported (no such module here): {', '.join(use.skipped_imports)}"
+        note += f"; not imported: {', '.join(use.skipped_imports)}"
+    if use.failed_cells:
+        failed = "; ".join(str(c) for c in use.failed_cells)
+        note += (
+            f"; {len(use.failed_cells)} cell(s) failed outside the definitions and were skipped (not "
+            f"scored; a later cell needing what they define fails in turn): {failed}"
+        )
     return note
 
 

@@ -19,6 +19,7 @@ from grader.text import valid_unicode
 
 _TEXT = 64_000
 _NAME = 200
+_NOTE = 1000
 # Text from the worker is the student's: a lone surrogate in it would break every JSON written later.
 Text = Annotated[str, BeforeValidator(lambda text: valid_unicode(text) if isinstance(text, str) else text)]
 
@@ -27,11 +28,22 @@ class _Message(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+class FailedCellOut(_Message):
+    """A cell of a notebook run whole that failed outside its definitions (worker/cells.py)."""
+
+    file: Annotated[Text, Field(max_length=_NOTE)]  # the converted notebook, as the worker imported it
+    line: int = Field(ge=0, le=10_000_000)  # of the converted file
+    error: Annotated[Text, Field(max_length=_NOTE)]
+
+
 class Ready(_Message):
     type: Literal["ready"]
     import_seconds: float = Field(default=0.0, ge=0)  # how long importing the hand-in took
     # What a `definitions` notebook did not import for want of the module ("import x (cell 2, line 1)")
-    skipped_imports: list[Annotated[Text, Field(max_length=_NAME)]] = Field(default=[], max_length=20)
+    skipped_imports: list[Annotated[Text, Field(max_length=_NOTE)]] = Field(default=[], max_length=20)
+    # Cells of a notebook run whole that failed outside its definitions, skipped ('nb.ipynb.py", line 14:
+    # NameError: ...'): notes, not failures
+    failed_cells: list[FailedCellOut] = Field(default=[], max_length=20)
     # The job's nonce, echoed: a "ready" written before the grader sent this job (by a hand-in that
     # patched the channel during an earlier exercise) cannot carry it.
     job: str = Field(default="", max_length=64)

@@ -26,7 +26,7 @@ from grader.errors import WorkerStartError
 from grader.exercise.spec import Exercise, Limits
 from grader.handin.prepare import Prepared
 from grader.outcomes import Failure
-from grader.sandbox import cpu_watch, failures, isolation, warm
+from grader.sandbox import cpu_watch, failures, isolation, plot_fonts, warm
 from grader.sandbox.isolation import ProcessLimit
 from grader.sandbox.protocol import PROGRESS, Frame, FrameDecoder, encode
 
@@ -75,6 +75,7 @@ class WorkerProcess:
         files, with `cpu_seconds` of CPU for all of them together."""
         self.started = time.monotonic()
         self.limits: Limits = exercise.spec.limits
+        self._modules = exercise.allowed_modules
         self._writer: threading.Thread | None = None
         self._process_limit = isolation.current().process_limit
         self._pool = pool or warm.shared_pool()
@@ -245,6 +246,10 @@ class WorkerProcess:
         return {
             "type": "handin",
             "files": list(handin.imports),
+            # What student code may import beyond the stdlib, torch, numpy and its support (worker/imports.py)
+            "modules": list(self._modules),
+            # Notebooks run cell by cell, where a cell's failure outside its definitions is a note
+            "cells": handin.cell_starts,
             "limits": {
                 "memory_mb": limits.memory_mb,
                 "file_mb": limits.file_mb,
@@ -299,9 +304,9 @@ def _stage(handin: Prepared, target: Path) -> None:
 def _stage_support(exercise: Exercise, target: Path) -> None:
     """The exercise's support files (a course's util.py), importable by the submission."""
     target.mkdir(exist_ok=True)
-    for relative in exercise.spec.support:
-        source = exercise.path_of(relative)
+    for source in exercise.support_paths:
         if source.is_dir():
             shutil.copytree(source, target / source.name, ignore=shutil.ignore_patterns("__pycache__"))
         else:
             shutil.copyfile(source, target / source.name)
+    plot_fonts.stage(target)

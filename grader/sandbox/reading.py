@@ -19,6 +19,7 @@ from pydantic import ValidationError
 
 from grader.exercise.spec import Exercise
 from grader.outcomes import Failure, FailureKind
+from grader.results import FailedCell
 from grader.sandbox import failures
 from grader.sandbox.deadlines import Deadlines
 from grader.sandbox.pass_state import Reading
@@ -72,6 +73,7 @@ class FrameReader:
         self._received = received
         self.import_seconds = 0.0  # how long importing took, as the worker measured it
         self.skipped_imports: tuple[str, ...] = ()  # a `definitions` notebook's, for want of the module
+        self.failed_cells: tuple[FailedCell, ...] = ()  # cells of a notebook run whole, failed
         self.finished = False  # the worker said it is done with the exercise: it takes no rerun request
         self.stopped = False  # a pass stopped early: the worker serves no other exercise
 
@@ -213,6 +215,7 @@ class FrameReader:
         self.deadlines.ready_at = self.deadlines.last_frame
         self.import_seconds = message.import_seconds
         self.skipped_imports = tuple(message.skipped_imports)
+        self.failed_cells = tuple(FailedCell(c.file, 0, c.line, c.error) for c in message.failed_cells)
         if process.import_output is None:
             # What the import printed, before this frame: every exercise the files are graded on shows it,
             # as it would graded alone.

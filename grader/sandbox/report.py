@@ -17,6 +17,7 @@ import numpy as np
 
 from grader.exercise.trials import Trial
 from grader.outcomes import Failure
+from grader.results import FailedCell
 from grader.sandbox import isolation
 from grader.sandbox.payload import ReturnedArray, ReturnProblem
 
@@ -238,6 +239,7 @@ class WorkerReport:
     seconds: float = 0.0
     import_seconds: float = 0.0  # of the hand-in, in the worker
     skipped_imports: tuple[str, ...] = ()  # a `definitions` notebook's imports of modules not there
+    failed_cells: tuple[FailedCell, ...] = ()  # a notebook run whole: cells skipped
     isolation: str = field(default_factory=lambda: isolation.current().description)
 
     @property
@@ -265,4 +267,5 @@ class WorkerReport:
             seconds=earlier.seconds + self.seconds,
             import_seconds=earlier.import_seconds,
             skipped_imports=earlier.skipped_imports,
+            failed_cells=earlier.failed_cells,
         )

@@ -216,6 +216,7 @@ class RunningWorker:
             seconds=time.monotonic() - self._deadlines.started,
             import_seconds=self._reader.import_seconds,
             skipped_imports=self._reader.skipped_imports,
+            failed_cells=self._reader.failed_cells,
         )
         return report if self._earlier is None else report.after(self._earlier)
 

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from grader.exercise.graph import Program, evaluate_size_expression
 from grader.exercise.spec.models import (
@@ -26,6 +26,9 @@ from grader.exercise.spec.models import (
     Visibility,
 )
 
+if TYPE_CHECKING:  # course.py reads YAML locations through this package: imported at run time by loading.py
+    from grader.exercise.course import Course
+
 
 @dataclass(frozen=True)
 class Exercise:
@@ -34,6 +37,7 @@ class Exercise:
     spec: ExerciseSpec
     root: Path
     program: Program
+    course: Course | None = None  # its course.yaml's environment; None: no course file governs it
 
     @property
     def id(self) -> str:
@@ -104,6 +108,20 @@ class Exercise:
     def path_of(self, relative: str) -> Path:
         return self.root / relative
 
+    @cached_property
+    def support_paths(self) -> tuple[Path, ...]:
+        """The support files and folders the worker stages beside the hand-in: the exercise's own, then its
+        course's whose names the exercise's do not take (its own util.py stands in for the course's)."""
+        own = [self.path_of(relative) for relative in self.spec.support]
+        names = {p.name for p in own}
+        course = [p for p in (self.course.support if self.course is not None else ()) if p.name not in names]
+        return (*own, *course)
+
+    @property
+    def allowed_modules(self) -> tuple[str, ...]:
+        """The top-level modules beyond the stdlib, torch and numpy its course lets student code import."""
+        return self.course.modules if self.course is not None else ()
+
 
 def _wire_args(args: tuple[Arg, ...], known: set[str]) -> list[Any]:
     """Arguments as the worker builds them: a name (an input, or what an earlier call bound), a list of
@@ -147,16 +165,17 @@ def computed_names(spec: ExerciseSpec, program: Program) -> tuple[str, ...]:
 
 
 def exercise_hash(exercise: Exercise) -> str:
-    """sha256 over what grading reads: the spec and the support files (what the gradebook and the
-    reference cache key an exercise's results by)."""
+    """sha256 over what grading reads: the spec, the support files and the packages its course lets
+    student code import (what the gradebook and the reference cache key an exercise's results by)."""
     digest = hashlib.sha256()
     paths = [exercise.root / SPEC_FILE]
     if exercise.spec.reference_file is not None:
         paths.append(exercise.path_of(exercise.spec.reference_file))
-    for relative in exercise.spec.support:
-        source = exercise.path_of(relative)
+    for source in exercise.support_paths:
         paths += sorted(p for p in source.rglob("*") if p.is_file()) if source.is_dir() else [source]
     for path in paths:
         # relpath, not relative_to: a support folder shared by an assignment lies beside the exercise
         digest.update(os.path.relpath(path, exercise.root).encode() + b"\0" + path.read_bytes() + b"\0")
+    if exercise.allowed_modules:  # a package declared since: the hand-ins that imported it grade again
+        digest.update(b"modules\0" + "\0".join(exercise.allowed_modules).encode())
     return digest.hexdigest()

@@ -14,6 +14,7 @@ from pydantic import (
 )
 
 from grader.errors import SpecError, UsageError
+from grader.exercise import course as courses  # a module: course.py reads YAML lines through this package
 from grader.exercise.spec.checks import cross_check
 from grader.exercise.spec.exercise import Exercise
 from grader.exercise.spec.locations import (
@@ -68,7 +69,8 @@ def load_exercise(folder: Path, authoring: bool = True) -> Exercise:
             describe(first, location),
         ) from None
     program = cross_check(spec, path, lines, authoring)
-    return Exercise(spec=spec, root=path.parent.resolve(), program=program)
+    course = courses.course_of(path.parent)
+    return Exercise(spec=spec, root=path.parent.resolve(), program=program, course=course)
 
 
 def discover_exercises(folder: Path) -> list[Path]:

@@ -187,13 +187,13 @@ class Limits(_Model):
 class NotebookSpec(_Model):
     """What of a notebook hand-in is graded (grader/handin/notebooks.py); a .py hand-in is graded whole.
 
-    `all` (the default) runs every code cell at import, as Jupyter would; `definitions` keeps only the
-    imports, functions, classes and constants of each cell, for notebooks full of try-out calls,
-    downloads and plots; `tagged` keeps only the code cells whose metadata tags hold `tag` ("grade" by
-    default), whole.
+    `definitions` (the default) keeps only the imports, functions, classes and constants of each cell, for
+    notebooks full of try-out calls, downloads, plots and scratch; `all` runs every code cell at import, as
+    Jupyter would, a cell that fails outside its definitions skipped with a note on the result; `tagged`
+    keeps only the code cells whose metadata tags hold `tag` ("grade" by default), whole.
     """
 
-    cells: notebooks.Cells = "all"
+    cells: notebooks.Cells = "definitions"
     tag: str | None = Field(default=None, min_length=1, max_length=200)
 
     @model_validator(mode="after")

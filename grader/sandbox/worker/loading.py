@@ -14,11 +14,12 @@ from typing import Any
 
 from grader.handin.notebooks import SKIPPED_IMPORTS
 from grader.outcomes import FailureKind
+from grader.sandbox.worker import cells
 from grader.sandbox.worker.channel import Channel
 from grader.sandbox.worker.tracebacks import exception_line, student_traceback
 
 _SKIPPED_SHOWN = 20  # imports a notebook skipped, named in the report
-_SKIPPED_NOTE = 200  # characters of each
+_SKIPPED_NOTE = 400  # characters of each: the import, and why an undeclared module is refused
 
 
 class Importer:
@@ -29,11 +30,15 @@ class Importer:
     imported only when a later exercise needs them.
     """
 
-    def __init__(self, submission_dir: Path, files: list[str]) -> None:
+    def __init__(self, submission_dir: Path, files: list[str], cells: dict[str, list[int]]) -> None:
         self._dir = submission_dir
         self._files = files
+        self._cells = cells  # for a notebook run whole: the line where each code cell starts
         self._modules: list[ModuleType] = []
         self.seconds = 0.0  # how long the imports took so far
+        # Cells of a notebook run whole that failed outside its definitions, skipped: {file, line (of the
+        # converted file: the grader tells it as the notebook's cell and line), error}
+        self.failed_cells: list[dict[str, object]] = []
 
     def functions(
         self, channel: Channel, wanted: list[str]
@@ -82,7 +87,10 @@ class Importer:
         module = importlib.util.module_from_spec(spec)
         sys.modules[name] = module
         try:
-            spec.loader.exec_module(module)
+            if relative in self._cells:
+                self.failed_cells += cells.run(module, path, relative, self._cells[relative], self._dir)
+            else:
+                spec.loader.exec_module(module)
         except BaseException as exc:
             kind = FailureKind.EXIT if isinstance(exc, SystemExit) else FailureKind.IMPORT
             channel.send(

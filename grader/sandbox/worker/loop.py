@@ -26,6 +26,8 @@ import numpy as np
 
 from grader.sandbox import seeding
 from grader.sandbox.protocol import Frame, Run, iter_frames
+from grader.sandbox.worker import imports as course_imports
+from grader.sandbox.worker import plots
 from grader.sandbox.worker.autograd_check import autograd_checked, install_autograd_check
 from grader.sandbox.worker.channel import Channel
 from grader.sandbox.worker.deadline import DEADLINE
@@ -73,7 +75,10 @@ def main(job_dir: Path, jobs_fd: int, results_fd: int, progress_fd: int) -> None
     # Before the submission is imported: whatever it takes from torch at import is already checked.
     install_autograd_check()
     python2_names()
-    importer = Importer(submission_dir, handin["files"])
+    plots.headless(job_dir / "support", job_dir / "scratch")
+    # First on sys.meta_path: a refused import prepares nothing for it.
+    course_imports.install(handin["modules"], submission_dir, job_dir / "support")
+    importer = Importer(submission_dir, handin["files"], handin["cells"])
     for frame in frames:
         if not _exercise(channel, frames, frame.header, importer, submission_dir):
             return
@@ -102,6 +107,7 @@ def _exercise(
         "type": "ready",
         "import_seconds": round(importer.seconds, 6),
         "skipped_imports": skipped,
+        "failed_cells": importer.failed_cells[:20],
         "job": job["job"],
     }
     channel.send(ready)
