@@ -5,6 +5,7 @@ them (the calls as the worker makes them, sizes, points, the hash of what gradin
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -146,11 +147,38 @@ def computed_names(spec: ExerciseSpec, program: Program) -> tuple[str, ...]:
     return tuple(dict.fromkeys(n for n in named if n not in spec.inputs and n not in program.defined))
 
 
+# Spec fields that only change how results are shown or exported, or that grading a student never
+# reads: left out of exercise_hash, so that editing them regrades nobody (a class of hundreds re-run
+# for a Gradescope visibility switch). Each stored result is the same whatever their values:
+#   title, description        shown by `grader show` and the reports, read from the spec when shown
+#   gradescope                visibility and visible_trials: applied when results.json is written; the
+#                             preview's own trial count is in the gradebook's settings key
+#   returns[].visibility      the same, per return
+#   solution, starter, wrong  the author's files and their expected verdicts: `grader validate` alone
+PRESENTATION_FIELDS: dict[str, Any] = {
+    "title": True,
+    "description": True,
+    "gradescope": True,
+    "solution": True,
+    "starter": True,
+    "wrong": True,
+    "returns": {"__all__": {"visibility"}},
+}
+
+
+def grading_spec(spec: ExerciseSpec) -> bytes:
+    """The spec as grading reads it: every field but the PRESENTATION_FIELDS, in a canonical form (YAML
+    comments, order and layout do not count either)."""
+    fields = spec.model_dump(mode="json", by_alias=True, exclude=PRESENTATION_FIELDS)
+    return json.dumps(fields, sort_keys=True, separators=(",", ":")).encode()
+
+
 def exercise_hash(exercise: Exercise) -> str:
-    """sha256 over what grading reads: the spec and the support files (what the gradebook and the
-    reference cache key an exercise's results by)."""
+    """sha256 over what grading reads: the spec's grading fields (grading_spec) and the reference and
+    support files (what the gradebook keys an exercise's results by)."""
     digest = hashlib.sha256()
-    paths = [exercise.root / SPEC_FILE]
+    digest.update(SPEC_FILE.encode() + b"\0" + grading_spec(exercise.spec) + b"\0")
+    paths: list[Path] = []
     if exercise.spec.reference_file is not None:
         paths.append(exercise.path_of(exercise.spec.reference_file))
     for relative in exercise.spec.support:
