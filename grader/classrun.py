@@ -78,7 +78,9 @@ def plan(
             submission: Submission | None = None
             problem = unreadable
             if handin is not None:
-                submission, problem = _usable(path, partial(submission_of, handin, entry, name, selection))
+                submission, problem = _usable(
+                    path, partial(submission_of, handin, entry, name, selection, exercise.file_rule)
+                )
             exercise_key, kept_under = keys[exercise.id]
             key = Key(name, exercise.id, submission_hash(submission, path), exercise_key, kept_under)
             tasks.append(Task(exercise, name, path, submission, problem, key))

@@ -279,7 +279,7 @@ def _check(args: argparse.Namespace, console: Console, errors: Console) -> int:
     exercise = load_exercise(args.exercise, authoring=False)
     _warn_if_reduced(errors)
     cells = exercise.spec.notebook.selection
-    submission = submission_from_path(args.file, exercise.spec.entry, notebook=cells)
+    submission = submission_from_path(args.file, exercise.spec.entry, notebook=cells, rule=exercise.file_rule)
     trials = None if replay else args.trials
     settings = Settings(args.seed, trials, args.trial)
     references = references_first([exercise], settings).get(exercise.id)
@@ -306,7 +306,12 @@ def _check_library(args: argparse.Namespace, console: Console, errors: Console) 
     exercises, broken = _load_all(args.exercise, errors)
     _warn_if_reduced(errors)
     handed = [
-        (e, submission_from_path(args.file, e.spec.entry, notebook=e.spec.notebook.selection))
+        (
+            e,
+            submission_from_path(
+                args.file, e.spec.entry, notebook=e.spec.notebook.selection, rule=e.file_rule
+            ),
+        )
         for e in exercises
     ]
     handed = [(e, s) for e, s in handed if may_define(s, e.spec.entry)]

@@ -81,6 +81,7 @@ def judge(
         only_trial=only_trial,
         import_seconds=report.import_seconds,
         runs_at_import=submission.runs_at_import,
+        file_choice=submission.choice,
         notebook=_notebook_use(submission, report),
     )
 
@@ -120,6 +121,7 @@ def not_run(
         error=failure,
         isolation=isolation,
         runs_at_import=submission.runs_at_import,
+        file_choice=submission.choice,
     )
 
 

@@ -17,6 +17,7 @@ from grader.report.common import (
     ENVELOPE_MEANING,
     STYLE,
     error_summary,
+    file_choice_note,
     focus_trial,
     grid,
     isolation_summary,
@@ -89,6 +90,9 @@ def render_result(
         )
     if result.notebook is not None:
         console.print(f"  [dim]{safe(notebook_note(result.notebook))}[/]")
+    if result.file_choice is not None:
+        style = "yellow" if result.file_choice.also_defined else "dim"
+        console.print(f"  [{style}]{safe(file_choice_note(result.file_choice))}[/]")
     for ret in result.returns:
         if shows_failure(ret):
             _render_failure(console, result, ret)

@@ -26,6 +26,7 @@ from grader.exercise.spec.models import (
     TokensArg,
     Visibility,
 )
+from grader.handin.choice import FileRule
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,14 @@ class Exercise:
     spec: ExerciseSpec
     root: Path
     program: Program
+
+    @property
+    def file_rule(self) -> FileRule:
+        """Which of a hand-in's files is graded (handin/choice.py): the pinned one, else one named after
+        the entry, the id's last part, this folder or the assignment's (the folder holding it)."""
+        spec = self.spec
+        names = {spec.entry, spec.id.rsplit(".", 1)[-1], self.root.name, self.root.parent.name}
+        return FileRule(frozenset(names), spec.handin.file)
 
     @property
     def id(self) -> str:

@@ -227,6 +227,22 @@ class GradescopeSpec(_Model):
         return self
 
 
+class HandinSpec(_Model):
+    """Which file of a student's folder is graded (grader/handin/choice.py has the rule). `file` pins it:
+    `layers.py` is that path in the folder, or the one file of that name in a sub-folder; without it, of
+    the files that define the entry, the one named after the exercise, then a notebook, then the first
+    alphabetically."""
+
+    file: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_][A-Za-z0-9_./-]*\.(py|ipynb)$")
+
+    @field_validator("file")
+    @classmethod
+    def _inside(cls, file: str | None) -> str | None:
+        if file is not None and ".." in file.split("/"):
+            raise ValueError(f"'{file}' leaves the hand-in's folder: give a path inside it, as layers.py")
+        return file
+
+
 class WrongSolution(_Model):
     file: str
     mistake: str
@@ -426,6 +442,7 @@ class ExerciseSpec(_Model):
     support: tuple[str, ...] = ()  # files or folders beside exercise.yaml that submissions may import
     limits: Limits = Limits()
     notebook: NotebookSpec = NotebookSpec()
+    handin: HandinSpec = HandinSpec()
     gradescope: GradescopeSpec = GradescopeSpec()
 
     @model_validator(mode="after")
