@@ -129,9 +129,21 @@ class ReturnSpec(_Model):
     rtol: float | None = Field(default=None, ge=0)
     # Derived by hand: the grader checks that it does not come from torch's autograd (judging/provenance.py).
     by_hand: bool = False
-    # loose: an extra or missing axis of length 1 is accepted ((1, d) for (d,), as CS224n's checks do).
-    shape: Literal["strict", "loose"] = "strict"
+    # The shape rule is one for every return (grader/judging/shapes.py): axes of length 1 added or dropped
+    # are graded, with a note. `loose` is what that rule was called when a return had to ask for it: still
+    # read, changing nothing; `strict` is refused (no return may differ).
+    shape: Literal["loose"] | None = None
     visibility: Visibility | None = None  # on Gradescope; None: the exercise's `gradescope.visibility`
+
+    @field_validator("shape", mode="before")
+    @classmethod
+    def _one_shape_rule(cls, value: object) -> object:
+        if value == "strict":
+            raise ValueError(
+                "shape 'strict' is no more: every return is graded by the same shape rule (axes of length 1 "
+                "added or dropped are accepted, with a note; grader/judging/shapes.py). Remove `shape:`"
+            )
+        return value
 
     @model_validator(mode="after")
     def _one_kind(self) -> ReturnSpec:
