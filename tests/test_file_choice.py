@@ -24,7 +24,13 @@ RIGHT, WRONG, OTHER = CORRECT_GRAPH2, TRANSPOSED_GRAPH2, "def helper():\n    ret
 
 def _notebook(source: str) -> str:
     lines = textwrap.dedent(source).lstrip().splitlines(keepends=True)
-    cell = {"cell_type": "code", "metadata": {}, "source": lines, "execution_count": None, "outputs": []}
+    cell: dict[str, object] = {
+        "cell_type": "code",
+        "metadata": {},
+        "source": lines,
+        "execution_count": None,
+        "outputs": [],
+    }
     return json.dumps({"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
 
 
@@ -174,6 +180,13 @@ def test_a_class_run_names_the_other_files_in_the_table_the_json_and_the_html(tm
         check=False,
     )
     assert table.returncode == 1, table.stderr
+    told = " ".join(table.stdout.split())
+    assert "ana / graph2: graded graph2.py (named after the exercise); also defined in a_draft.py" in told
+    assert (
+        "caio / graph2: graded work.ipynb (a notebook, before the other files); also defined in answers.py"
+        in told
+    )
+    assert "ben / graph2" not in told
     as_json = subprocess.run(
         [*command, "--json"], capture_output=True, text=True, timeout=300, cwd=tmp_path, check=False
     )

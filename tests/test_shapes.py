@@ -17,7 +17,7 @@ from grader.judging.compare import compare
 from grader.outcomes import Verdict
 
 VALUE = ReturnSpec(name="g", value="g")
-GRADIENT = ReturnSpec(name="dgamma", vjp={"of": "out", "wrt": "gamma", "upstream": "dout"})  # type: ignore[arg-type]
+GRADIENT = ReturnSpec(name="dgamma", vjp={"of": "out", "wrt": "gamma", "upstream": "dout"})
 
 sizes = st.integers(min_value=0, max_value=5)
 any_shape = st.lists(sizes, min_size=0, max_size=4).map(tuple)

@@ -288,6 +288,13 @@ def render_class(
         shown = [e for e in exercises_missing if e in attempted]
         if shown:
             console.print(f"  [bold]{safe(student)}[/] did not hand in: {safe(', '.join(shown))}")
+    chosen = [r for r in results if r.file_choice is not None and r.file_choice.also_defined]
+    if chosen:
+        console.print("[bold]several files define the function[/] (handin/choice.py's rule picks one)")
+    for result in chosen:
+        assert result.file_choice is not None
+        note = file_choice_note(result.file_choice)
+        console.print(f"  [bold]{safe(result.student)}[/] / {safe(result.exercise)}: [yellow]{safe(note)}[/]")
     told = [
         ret.message
         for r in problems
