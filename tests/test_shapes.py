@@ -128,3 +128,43 @@ def test_a_bias_gradient_not_summed_is_told_it_has_the_upstream_shape(tmp_path: 
     db = next(r for r in result.returns if r.name == "db")
     assert db.verdict is Verdict.ERROR
     assert "a gradient has the shape of what it is taken with respect to, b" in db.message, db.message
+
+
+@pytest.mark.parametrize(
+    ("exercise_id", "edits", "told"),
+    [
+        # the 2022 docstring's (C,) where this exercise (and gamma) has (1, C, 1, 1): once a wrong file
+        (
+            "cs231n.a2.spatial_groupnorm",
+            (("axis=(0, 2, 3), keepdims=True)", "axis=(0, 2, 3))"),) * 2,
+            "where (1, {C}, 1, 1) is due: graded as (1, {C}, 1, 1)",
+        ),
+        # keepdims=True: (1, C, 1, 1) where (C,) is due, once a wrong file too
+        (
+            "cs231n.a2.spatial_batchnorm",
+            (
+                ("dbeta = dout.sum(axis=0)", "dbeta = dout.sum(axis=0).reshape(1, -1, 1, 1)"),
+                (
+                    "dgamma = (dout * x_hat).sum(axis=0)",
+                    "dgamma = (dout * x_hat).sum(axis=0).reshape(1, -1, 1, 1)",
+                ),
+            ),
+            "where ({C},) is due: graded as ({C},)",
+        ),
+    ],
+)
+def test_a_parameter_gradient_with_or_without_its_axes_of_length_one_is_graded_with_a_note(
+    tmp_path: Path, exercise_id: str, edits: tuple[tuple[str, str], ...], told: str
+) -> None:
+    exercise = load_exercise(exercise_folder(exercise_id))
+    source = (exercise.root / "solution.py").read_text(encoding="utf-8")
+    for old, new in edits:
+        assert old in source
+        source = source.replace(old, new, 1)
+    result = grade_source(exercise, tmp_path, "hw.py", source, trials=20)
+    assert result.error is None and result.score == result.max_score
+    for name in ("dgamma", "dbeta"):
+        ret = next(r for r in result.returns if r.name == name)
+        assert ret.verdict is Verdict.PASS
+        sizes = [c for c in range(1, 10) if told.format(C=c) in ret.message]
+        assert sizes, ret.message
