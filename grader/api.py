@@ -72,7 +72,7 @@ def grade(
     untrusted_process()  # the caller's process: a notebook's code may have patched torch before this call
     loaded = load_exercise(exercise)
     cells = loaded.spec.notebook.selection
-    handed = submission_from_path(Path(submission), loaded.spec.entry, notebook=cells)
+    handed = submission_from_path(Path(submission), loaded.spec.entry, notebook=cells, rule=loaded.file_rule)
     return graded(loaded, handed, seed, trials, only_trial=trial)
 
 
@@ -105,7 +105,9 @@ def grade_file(
     handed = []
     for exercise in loaded:
         cells = exercise.spec.notebook.selection
-        handin = submission_from_path(Path(submission), exercise.spec.entry, notebook=cells)
+        handin = submission_from_path(
+            Path(submission), exercise.spec.entry, notebook=cells, rule=exercise.file_rule
+        )
         if may_define(handin, exercise.spec.entry):
             handed.append((exercise, handin))
     if not handed:

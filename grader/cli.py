@@ -25,6 +25,7 @@ from grader.report.terminal import safe
 from grader.results import SubmissionResult
 
 if TYPE_CHECKING:
+    from grader.classrun import RunOutcome
     from grader.report.gradescope import Handout
     from grader.report.roster import Roster
 
@@ -286,7 +287,7 @@ def _check(args: argparse.Namespace, console: Console, errors: Console) -> int:
     exercise = load_exercise(args.exercise, authoring=False)
     _warn_if_reduced(errors)
     cells = exercise.spec.notebook.selection
-    submission = submission_from_path(args.file, exercise.spec.entry, notebook=cells)
+    submission = submission_from_path(args.file, exercise.spec.entry, notebook=cells, rule=exercise.file_rule)
     trials = None if replay else args.trials
     settings = Settings(args.seed, trials, args.trial)
     references = references_first([exercise], settings).get(exercise.id)
@@ -313,7 +314,12 @@ def _check_library(args: argparse.Namespace, console: Console, errors: Console) 
     exercises, broken = _load_all(args.exercise, errors)
     _warn_if_reduced(errors)
     handed = [
-        (e, submission_from_path(args.file, e.spec.entry, notebook=e.spec.notebook.selection))
+        (
+            e,
+            submission_from_path(
+                args.file, e.spec.entry, notebook=e.spec.notebook.selection, rule=e.file_rule
+            ),
+        )
         for e in exercises
     ]
     handed = [(e, s) for e, s in handed if may_define(s, e.spec.entry)]
@@ -407,7 +413,7 @@ def _run(args: argparse.Namespace, console: Console, errors: Console) -> int:
         args, console, errors, list(outcome.results), shown, [name for name, _ in students], roster, graded_at
     )
     errors.print(
-        f"[dim]{outcome.graded} graded, {outcome.reused} unchanged since the last run (from the gradebook "
+        f"[dim]{_run_counts(outcome, len(students), len(exercises))} (from the gradebook "
         f"{safe(str(path))}); {_seed_note(settings)}; submissions from {safe(str(folder))}[/]"
     )
     if outcome.interrupted:
@@ -417,6 +423,24 @@ def _run(args: argparse.Namespace, console: Console, errors: Console) -> int:
     if broken:
         return int(ExitCode.USAGE_OR_SPEC)
     return int(ExitCode.ALL_PASS if all(r.passed for r in outcome.results) else ExitCode.SOME_FAILED)
+
+
+def _counted(count: int, noun: str) -> str:
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
+def _run_counts(outcome: RunOutcome, students: int, exercises: int) -> str:
+    """Hand-ins counted apart from the (student, exercise) results: a library's exercises nobody hands in
+    each have a result too, and counting those as graded told 414 graded where 35 hand-ins were."""
+    unchanged = outcome.reused_handins
+    results = len(outcome.results)
+    nothing = results - outcome.graded_handins - unchanged
+    pairs = f"{_counted(students, 'student')} × {_counted(exercises, 'exercise')}"
+    return (
+        f"{_counted(outcome.graded_handins, 'hand-in')} graded, {unchanged} unchanged since the last run; "
+        f"{_counted(results, 'exercise result')} ({pairs}), {nothing} of them with nothing to grade (not "
+        "handed in, or the hand-in unusable)"
+    )
 
 
 def _cache_unless(secret: bool) -> contextlib.AbstractContextManager[None]:

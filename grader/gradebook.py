@@ -31,6 +31,7 @@ import grader
 from grader.errors import UsageError
 from grader.exercise.settings import Settings
 from grader.exercise.spec import Exercise
+from grader.handin.choice import ChosenBy, FileChoice
 from grader.handin.prepare import Submission
 from grader.judging.compare import EntryError
 from grader.outcomes import Failure, FailureKind, Verdict
@@ -370,8 +371,15 @@ def decode(text: str) -> SubmissionResult:
             "first_trial_error": _error(data["first_trial_error"]),
             "runs_at_import": tuple(data.get("runs_at_import", ())),
             "notebook": _notebook(data.get("notebook")),
+            "file_choice": _file_choice(data.get("file_choice")),
         }
     )
+
+
+def _file_choice(data: dict[str, Any] | None) -> FileChoice | None:
+    if data is None:
+        return None
+    return FileChoice(data["graded"], ChosenBy(data["chosen_by"]), tuple(data["also_defined"]))
 
 
 def _notebook(data: dict[str, Any] | None) -> NotebookUse | None:

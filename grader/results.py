@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
+from grader.handin.choice import FileChoice
 from grader.judging.compare import EntryError
 from grader.outcomes import Failure, Verdict
 
@@ -88,6 +89,8 @@ class SubmissionResult:
     import_seconds: float = 0.0  # how long importing the hand-in took
     runs_at_import: tuple[str, ...] = ()  # where its files run code at their top level ("hw.py line 12")
     notebook: NotebookUse | None = None  # None: no notebook handed in
+    # Which file was graded where several define the entry (or the exercise pins one); None: no choice.
+    file_choice: FileChoice | None = None
 
     @property
     def score(self) -> float:

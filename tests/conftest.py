@@ -262,3 +262,8 @@ def run_grader() -> Callable[..., subprocess.CompletedProcess[str]]:
         )
 
     return run
+
+
+def handins(count: int) -> str:
+    """How `grader run`'s summary counts hand-ins: "1 hand-in", "3 hand-ins"."""
+    return f"{count} hand-in" if count == 1 else f"{count} hand-ins"

@@ -52,7 +52,7 @@ TYPED = """
 """
 
 
-def exercise(tmp_path: Path, shape: str = "strict") -> Exercise:
+def exercise(tmp_path: Path, shape: str = "loose") -> Exercise:
     return load_exercise(write_exercise(tmp_path / f"kinds_{shape}", SPEC.replace("SHAPE", shape)))
 
 
@@ -75,15 +75,14 @@ def test_a_mistake_with_typed_inputs_is_logic(tmp_path: Path) -> None:
     assert {r.name: r.verdict for r in result.returns}["dx"] is Verdict.LOGIC
 
 
-def test_a_loose_return_takes_a_row_for_a_vector_and_says_so(tmp_path: Path) -> None:
+def test_a_row_for_a_vector_is_graded_and_said_so_and_strict_is_refused(tmp_path: Path) -> None:
     row = TYPED.replace("RETURN", "(2 * reg * Wn.T @ s).reshape(1, -1)")
     loose = grade_source(exercise(tmp_path, "loose"), tmp_path, "row.py", row)
     dx = next(r for r in loose.returns if r.name == "dx")
     assert dx.verdict is Verdict.PASS, dx.message
-    assert "returned with shape (1, 2) where (2,) is due, as this exercise allows" in dx.message
-    strict = grade_source(exercise(tmp_path, "strict"), tmp_path, "row.py", row)
-    dx = next(r for r in strict.returns if r.name == "dx")
-    assert dx.verdict is Verdict.ERROR and "an extra axis of length 1" in dx.message
+    assert "returned with shape (1, 2) where (2,) is due: graded as (2,)" in dx.message
+    with pytest.raises(SpecError, match="shape 'strict' is no more"):
+        exercise(tmp_path, "strict")
 
 
 def test_a_loose_return_still_needs_the_same_entries(tmp_path: Path) -> None:
@@ -109,7 +108,7 @@ def test_a_loose_return_still_needs_the_same_entries(tmp_path: Path) -> None:
     ],
 )
 def test_a_wrong_kind_is_a_spec_error_at_its_line(tmp_path: Path, old: str, new: str, field: str) -> None:
-    spec = SPEC.replace("SHAPE", "strict")
+    spec = SPEC.replace("SHAPE", "loose")
     assert old in spec
     folder = write_exercise(tmp_path / "bad", spec.replace(old, new))
     with pytest.raises(SpecError) as info:

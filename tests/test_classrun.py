@@ -18,6 +18,7 @@ from conftest import (
     exercise_folder,
     grader_command,
     grader_in_background,
+    handins,
     write_source,
 )
 
@@ -50,20 +51,20 @@ def test_a_rerun_with_nothing_changed_grades_nothing(tmp_path: Path) -> None:
     exercises, submissions = _class(tmp_path)
     first = _run(exercises, "--trials", "20", cwd=tmp_path)
     assert first.returncode == 1, first.stderr  # two transposed students
-    assert f"{STUDENTS} graded, 0 unchanged" in first.stderr
+    assert f"{STUDENTS} hand-ins graded, 0 unchanged" in first.stderr
     book = default_path(tmp_path / "submissions")
     before = _rows(book)
     again = _run(exercises, "--trials", "20", cwd=tmp_path)
-    assert f"0 graded, {STUDENTS} unchanged" in again.stderr
+    assert f"0 hand-ins graded, {STUDENTS} unchanged" in again.stderr
     assert again.stdout == first.stdout  # the same table, from the gradebook
     assert _rows(book) == before
     write_source(submissions / "s1" / "hw.py", TRANSPOSED_GRAPH2)  # one student hands in again
     third = _run(exercises, "--trials", "20", cwd=tmp_path)
-    assert f"1 graded, {STUDENTS - 1} unchanged" in third.stderr
+    assert f"1 hand-in graded, {STUDENTS - 1} unchanged" in third.stderr
     changed = {row[0] for row in _rows(book)} - {row[0] for row in set(_rows(book)) & set(before)}
     assert changed == {"s1"}
     other_seed = _run(exercises, "--trials", "20", "--seed", "5", cwd=tmp_path)
-    assert f"{STUDENTS} graded, 0 unchanged" in other_seed.stderr
+    assert f"{STUDENTS} hand-ins graded, 0 unchanged" in other_seed.stderr
 
 
 @pytest.mark.skipif(not hasattr(os, "killpg"), reason="needs process groups")
@@ -76,7 +77,9 @@ def test_a_run_killed_halfway_resumes_without_regrading(tmp_path: Path) -> None:
     finished = _safe_rows(book)
     assert 2 <= len(finished) < STUDENTS, "the run was not killed halfway"
     resumed = _run(exercises, "--trials", "200", cwd=tmp_path)
-    assert f"{STUDENTS - len(finished)} graded, {len(finished)} unchanged" in resumed.stderr, resumed.stderr
+    assert f"{handins(STUDENTS - len(finished))} graded, {len(finished)} unchanged" in resumed.stderr, (
+        resumed.stderr
+    )
     rows = _rows(book)
     assert sorted(r[0] for r in rows) == [f"s{i}" for i in range(STUDENTS)]  # each exactly once
     assert set(finished) <= set(rows)  # the finished ones were not regraded
@@ -179,7 +182,7 @@ def test_ctrl_c_stops_cleanly_and_keeps_what_is_done(tmp_path: Path) -> None:
     assert 1 <= len(kept) < STUDENTS
     assert f"interrupted: {STUDENTS - len(kept)} left to grade" in " ".join(stderr.split())
     resumed = _run(exercises, "--trials", "200", cwd=tmp_path)
-    assert f"{STUDENTS - len(kept)} graded, {len(kept)} unchanged" in resumed.stderr
+    assert f"{handins(STUDENTS - len(kept))} graded, {len(kept)} unchanged" in resumed.stderr
 
 
 def test_two_classes_beside_one_exercises_folder_keep_their_own_gradebooks(tmp_path: Path) -> None:

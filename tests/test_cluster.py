@@ -25,6 +25,7 @@ from conftest import (
     copy_exercise,
     grader_command,
     grader_in_background,
+    handins,
     write_source,
 )
 
@@ -189,7 +190,7 @@ def test_a_class_graded_on_the_cluster_has_the_same_gradebook_as_here(
         cwd=tmp_path,
     )
     assert ran.returncode == 1, ran.stderr
-    assert f"{STUDENTS} graded, 0 unchanged" in ran.stderr
+    assert f"{STUDENTS} hand-ins graded, 0 unchanged" in ran.stderr
     assert _table(tmp_path / "out") == graded_here
     stored = _stored(default_path(tmp_path / "submissions"))
     # Each result names the isolation of the machine its worker ran on: on loopback, this one's.
@@ -218,7 +219,7 @@ def test_a_worker_killed_mid_run_has_its_jobs_graded_on_the_other(cluster: Clust
     _, stderr = process.communicate(timeout=120)
     assert killed_at < STUDENTS, "the run was not killed halfway"
     assert process.returncode == 1, stderr
-    assert f"{STUDENTS} graded, 0 unchanged" in stderr
+    assert f"{STUDENTS} hand-ins graded, 0 unchanged" in stderr
     stored = [(student, exercise) for student, exercise, _ in _stored(book)]
     assert stored == [(f"s{i}", "graph2") for i in range(STUDENTS)]  # each exactly once
     table = _table(tmp_path / "out")
@@ -242,7 +243,7 @@ def test_ctrl_c_on_a_local_cluster_keeps_what_it_graded_and_another_backend_fini
     resumed = _grader(
         exercises, "--trials", "200", "--cluster", cluster.address, "--out", tmp_path / "out", cwd=tmp_path
     )
-    assert f"{STUDENTS - kept} graded, {kept} unchanged" in resumed.stderr, resumed.stderr
+    assert f"{handins(STUDENTS - kept)} graded, {kept} unchanged" in resumed.stderr, resumed.stderr
     assert _table(tmp_path / "out") == graded_here  # the same scores as 20 trials here
 
 

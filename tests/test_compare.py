@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 
 import grader.judging.compare as compare_module
 from grader.exercise.spec import ReturnSpec
-from grader.judging.compare import PrecisionBasis, compare, infer_precision, shape_problem
+from grader.judging.compare import PrecisionBasis, compare, infer_precision
+from grader.judging.shapes import problem as shape_problem
 from grader.outcomes import Verdict
 
 DEFAULT = ReturnSpec(name="g", value="g")
@@ -26,14 +27,12 @@ def grad(d: int = 4, seed: int = 0) -> np.ndarray:
     ("expected", "got", "hint"),
     [
         ((3, 2), (2, 3), "transposed?"),
-        ((5, 1), (1, 5), "transposed?"),
-        ((5, 1), (5,), "an axis of length 1 missing"),
-        ((6,), (6, 1), "an extra axis of length 1"),
-        ((7,), (1, 7), "an extra axis of length 1: keepdims=True"),
-        ((2, 1, 3), (2, 3), "an axis of length 1 missing"),
+        ((2, 3, 4), (4, 3, 2), "transposed?"),
+        ((2, 3, 4), (3, 2, 4), "transposed or permuted?"),
         ((3, 3), (9,), "flattened?"),
         ((2, 6), (3, 4), "reshape?"),
-        ((4, 4), (4, 1), "summed over an axis"),
+        ((4, 4), (4, 1), "summed over an axis that is due"),
+        ((5,), (3, 5), "an array broadcast against one with more axes"),
         ((4, 4), (3, 3), ""),
     ],
 )

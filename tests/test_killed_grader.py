@@ -138,7 +138,8 @@ def test_a_hand_in_that_kills_the_grader_twice_is_an_error_and_the_class_is_grad
     assert _in_flight(book) == {}
     # Not retried forever: the next run keeps that result; a new hand-in is graded as any other.
     _, again, stderr = _run(exercises, book, layer)
-    assert again[KILLER]["error"] == error and f"0 graded, {len(CLASS)} unchanged" in " ".join(stderr.split())
+    assert again[KILLER]["error"] == error
+    assert f"0 hand-ins graded, {len(CLASS)} unchanged" in " ".join(stderr.split())
     write_source(exercises.parent / "submissions" / KILLER / "hw.py", CORRECT_GRAPH2)
     code, mended, stderr = _run(exercises, book, layer)
     assert code == 0, stderr

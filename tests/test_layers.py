@@ -26,7 +26,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("grader.handin",),  # reading hand-ins: what a notebook's selection is, known to the spec too
     ("grader.exercise",),  # spec, graph, trials, references and where they come from
     ("grader.sandbox",),  # the trust boundary: the worker and everything that runs beside student code
-    ("grader.judging.compare",),  # per-entry errors: what a result names
+    ("grader.judging.compare", "grader.judging.shapes"),  # per-entry errors, the shape rule
     ("grader.results",),
     ("grader.judging",),  # classify, diagnose, judge: makes results
     ("grader.report", "grader.gradebook"),  # results shown, exported, kept

@@ -328,7 +328,7 @@ def test_two_runs_draw_different_seeds_and_a_rerun_keeps_each_result_and_seed(co
     with sqlite3.connect(course / "a.sqlite") as db:  # the instructor finds it in the gradebook too
         assert db.execute("SELECT seed FROM runs").fetchall() == [(first["transposed"]["seed"],)]
     again = _run(course, "a.sqlite")
-    assert "0 graded, 4 unchanged" in again[""]["stderr"]
+    assert "0 hand-ins graded, 4 unchanged" in again[""]["stderr"]
     for student in (*FORGERS, "transposed"):
         assert again[student]["seed"] == first[student]["seed"]
         assert again[student]["returns"] == first[student]["returns"]
@@ -342,7 +342,7 @@ def test_an_explicit_seed_reproduces_a_run(course: Path) -> None:
         assert one[student]["returns"] == two[student]["returns"]
     assert "seed 7;" in one[""]["stderr"] and "(secret" not in one[""]["stderr"]
     again = _run(course, "seven-a.sqlite", "--seed", "7")  # the gradebook keys on 7: nothing to regrade
-    assert "0 graded, 4 unchanged" in again[""]["stderr"]
+    assert "0 hand-ins graded, 4 unchanged" in again[""]["stderr"]
 
 
 def test_the_recorded_seed_replays_a_failing_trial(course: Path) -> None:

@@ -18,22 +18,28 @@ from pathlib import Path
 
 from grader.errors import UsageError
 from grader.handin import files, notebooks
+from grader.handin.choice import NO_RULE, FileRule, choose, sort_key
 from grader.handin.prepare import Submission
 
 SUFFIXES = (".py", notebooks.SUFFIX)
 
 
 def submission_from_path(
-    path: Path, entry: str, name: str | None = None, notebook: notebooks.Selection = notebooks.ALL
+    path: Path,
+    entry: str,
+    name: str | None = None,
+    notebook: notebooks.Selection = notebooks.ALL,
+    rule: FileRule = NO_RULE,
 ) -> Submission:
-    """A file is a submission on its own; a folder's .py and .ipynb files are, the one defining `entry` first.
+    """A file is a submission on its own; a folder's .py and .ipynb files are, the one graded first (of
+    those defining `entry`, the one `rule` chooses: choice.py).
 
     Notebooks are read as the exercise's `notebook` selection makes them: the entry is looked for, and
     code at import found, in what will run.
     What cannot be graded is a UsageError naming it, before anything runs: a link or special file, a file
     too large, a notebook that is not one (NotebookError).
     """
-    return submission_of(read_handin(path), entry, name, notebook)
+    return submission_of(read_handin(path), entry, name, notebook, rule)
 
 
 @dataclass(frozen=True)
@@ -45,6 +51,7 @@ class HandIn:
     files: tuple[str, ...]  # relative to root
     contents: tuple[bytes, ...]
     name: str  # the student's, from the folder or file name
+    folder: bool = True  # False: one file handed in, graded whatever its name
 
 
 def read_handin(path: Path) -> HandIn:
@@ -64,17 +71,26 @@ def read_handin(path: Path) -> HandIn:
             raise UsageError(f"{path}: a submission is {kinds}, not '{path.suffix}'")
         root, relatives, default_name = path.parent.resolve(), [path.name], path.stem
     contents = tuple(files.read(root, relative) for relative in relatives)
-    return HandIn(root, tuple(relatives), contents, default_name)
+    return HandIn(root, tuple(relatives), contents, default_name, stat.S_ISDIR(os.lstat(path).st_mode))
 
 
 def submission_of(
-    handin: HandIn, entry: str, name: str | None = None, notebook: notebooks.Selection = notebooks.ALL
+    handin: HandIn,
+    entry: str,
+    name: str | None = None,
+    notebook: notebooks.Selection = notebooks.ALL,
+    rule: FileRule = NO_RULE,
 ) -> Submission:
-    """The hand-in as a submission of the exercise whose entry is `entry` (submission_from_path)."""
+    """The hand-in as a submission of the exercise whose entry is `entry` (submission_from_path): the
+    file `rule` chooses among those defining it first, then the others that do, then the rest."""
     root, relatives = handin.root, handin.files
     contents = dict(zip(relatives, handin.contents, strict=True))
     outlines = {relative: _outline(root / relative, contents[relative], notebook) for relative in relatives}
-    defining = [f for f in relatives if entry in outlines[f].binds]
+    rule = rule if handin.folder else NO_RULE  # one file handed in: graded, whatever its name
+    defining = sorted((f for f in relatives if entry in outlines[f].binds), key=lambda f: sort_key(f, rule))
+    choice = choose(relatives, defining, rule, str(handin.root))
+    if choice is not None:
+        defining = [choice.graded, *(f for f in defining if f != choice.graded)]
     ordered = defining + [f for f in relatives if f not in defining]
     converted = {f: o.converted for f, o in outlines.items() if o.converted is not None}
     return Submission(
@@ -85,6 +101,7 @@ def submission_of(
         runs_at_import=_runs_at_import([(f, outlines[f]) for f in ordered], entry),
         notebook=notebook,
         left_out=sum(c.left_out for c in converted.values()),
+        choice=choice if choice is not None and (choice.also_defined or rule.pinned is not None) else None,
     )
 
 

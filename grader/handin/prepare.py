@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from grader.handin import notebooks
+from grader.handin.choice import FileChoice
 from grader.outcomes import Failure
 from grader.results import FailedCell
 
@@ -31,6 +32,8 @@ class Submission:
     runs_at_import: tuple[str, ...] = ()  # where the files imported run code at their top ("hw.py line 12")
     notebook: notebooks.Selection = notebooks.ALL  # the exercise's, for every notebook among the files
     left_out: int = 0  # of the notebooks, by the selection: top-level statements, or code cells
+    # Where several files define the entry, or the exercise pins one: which is graded, and the others.
+    choice: FileChoice | None = None
 
     @property
     def has_notebook(self) -> bool:

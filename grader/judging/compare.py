@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import MISSING, dataclass, fields
 from enum import Enum
 
 import numpy as np
 
 from grader.exercise.spec import ReturnSpec
+from grader.judging import shapes
 from grader.outcomes import Verdict
 
 # Calibrated on graph2 (2000 trials, sizes 2-9; see README): correct float32/float16/bfloat16 code with
@@ -32,6 +33,8 @@ SPREAD_FACTOR = 16.0
 # alone: correct float32 graph2 reaches 14 units of eps · (|expected| + max|expected|).
 FALLBACK_MAGNITUDE_FACTOR = 64.0
 MAX_LISTED_ENTRIES = 10
+# A trial's inputs' shapes by its number: for the likely cause of a returned shape refused (shapes.py).
+InputShapes = Callable[[int], Mapping[str, tuple[int, ...]]]
 
 
 @dataclass(frozen=True)
@@ -298,38 +301,6 @@ def _abs_errors(
     return abs_error
 
 
-def loosely_fits(expected_shape: tuple[int, ...], got_shape: tuple[int, ...]) -> bool:
-    """The same entries in the same order, but for axes of length 1: (1, d) or (d, 1) for (d,)."""
-    return [n for n in got_shape if n != 1] == [n for n in expected_shape if n != 1]
-
-
-def shape_problem(expected_shape: tuple[int, ...], got_shape: tuple[int, ...]) -> str | None:
-    """Words for a shape mismatch, or None when shapes are compatible (one-element returns are scalars)."""
-    if tuple(got_shape) == tuple(expected_shape):
-        return None
-    expected_size, got_size = math.prod(expected_shape), math.prod(got_shape)
-    if expected_size == 1 and got_size == 1:
-        return None
-    hint = ""
-    squeezed_got = tuple(n for n in got_shape if n != 1)
-    squeezed_expected = tuple(n for n in expected_shape if n != 1)
-    if len(got_shape) == 2 and tuple(got_shape) == tuple(reversed(expected_shape)):
-        hint = " (transposed?)"
-    elif squeezed_got == squeezed_expected and len(got_shape) > len(expected_shape):
-        hint = " (an extra axis of length 1: keepdims=True, or a column where a vector belongs? squeeze it)"
-    elif squeezed_got == squeezed_expected and len(got_shape) < len(expected_shape):
-        hint = " (an axis of length 1 missing: keepdims=True, or reshape to the expected shape)"
-    elif got_size == expected_size and (len(got_shape) == 1 or len(expected_shape) == 1):
-        hint = " (flattened?)"
-    elif got_size == expected_size:
-        hint = " (same entries, other shape: reshape?)"
-    elif len(got_shape) == len(expected_shape) and all(
-        g in (e, 1) for g, e in zip(got_shape, expected_shape, strict=True)
-    ):
-        hint = " (summed over an axis, or broadcasting missing?)"
-    return f"shape {tuple(got_shape)}, expected {tuple(expected_shape)}{hint}"
-
-
 def compare(
     trial: int,
     spec: ReturnSpec,
@@ -389,6 +360,7 @@ def compare_many(
     spreads: Sequence[np.ndarray] | None = None,
     at: Precision | None = None,
     flattened: Flattened | None = None,
+    inputs_of: InputShapes | None = None,
 ) -> list[Comparison]:
     """Judge many trials of one return; all trials of one dtype are judged in one pass over their entries.
 
@@ -396,8 +368,9 @@ def compare_many(
     them the envelope falls back to its magnitude terms alone. `at` imposes the precision whose
     envelope applies (a rerun is judged by the precision of the run it checks), instead of inferring it.
     `flattened`: `flatten(expected, spreads)`, from a caller that judges many submissions on them.
+    `inputs_of`: a trial's inputs' shapes by its number, for the likely cause of a shape refused.
     """
-    groups, others = _compare_groups(spec, trials, expected, got, dtypes, spreads, at, flattened)
+    groups, others = _compare_groups(spec, trials, expected, got, dtypes, spreads, at, flattened, inputs_of)
     results = dict(others)
     for members, passing in groups:
         results.update((k, passing.comparison(j)) for j, k in enumerate(members))
@@ -412,9 +385,10 @@ def compare_columns(
     dtypes: Sequence[str],
     spreads: Sequence[np.ndarray],
     flattened: Flattened | None = None,
+    inputs_of: InputShapes | None = None,
 ) -> Compared:
     """`compare_many`'s judgement, by trial, with the passing trials kept as columns."""
-    groups, others = _compare_groups(spec, trials, expected, got, dtypes, spreads, None, flattened)
+    groups, others = _compare_groups(spec, trials, expected, got, dtypes, spreads, None, flattened, inputs_of)
     return Compared([passing for _, passing in groups], {trials[k]: c for k, c in others.items()})
 
 
@@ -427,6 +401,7 @@ def _compare_groups(
     spreads: Sequence[np.ndarray] | None,
     at: Precision | None,
     flattened: Flattened | None,
+    inputs_of: InputShapes | None = None,
 ) -> tuple[list[tuple[list[int], Passing]], dict[int, Comparison]]:
     """Per dtype, the positions of its trials that passed and them as columns; the other trials' judgement
     by position."""
@@ -436,7 +411,7 @@ def _compare_groups(
         # The common case, every trial in the shape due and of one dtype: no trial to sort out.
         by_dtype, misfits = {dtypes[0]: list(range(len(got)))}, {}
     else:
-        by_dtype, misfits = _by_dtype(spec, expected, got, dtypes)
+        by_dtype, misfits = _by_dtype(spec, expected, got, dtypes, trials, inputs_of)
     for k, problem in misfits.items():
         others[k] = Comparison(trials[k], Verdict.ERROR, problem=problem, entries=int(expected[k].size))
     groups = []
@@ -493,14 +468,23 @@ def within_rounding(
 
 
 def _by_dtype(
-    spec: ReturnSpec, expected: Sequence[np.ndarray], got: Sequence[np.ndarray], dtypes: Sequence[str]
+    spec: ReturnSpec,
+    expected: Sequence[np.ndarray],
+    got: Sequence[np.ndarray],
+    dtypes: Sequence[str],
+    trials: Sequence[int] | None = None,
+    inputs_of: InputShapes | None = None,
 ) -> tuple[dict[str, list[int]], dict[int, str]]:
-    """The positions of the trials to compare, by returned dtype; and those whose shape does not fit."""
+    """The positions of the trials to compare, by returned dtype; and those whose shape the shape rule
+    (shapes.py) refuses, with the likely cause."""
     by_dtype: dict[str, list[int]] = defaultdict(list)
     misfits: dict[int, str] = {}
+    wrt = spec.grad.wrt if spec.grad is not None else spec.vjp.wrt if spec.vjp is not None else None
     for k, (e, g, d) in enumerate(zip(expected, got, dtypes, strict=True)):
-        fits = e.shape == g.shape or (spec.shape == "loose" and loosely_fits(e.shape, g.shape))
-        problem = None if fits else shape_problem(e.shape, g.shape)
+        problem = None
+        if e.shape != g.shape and not shapes.fits(e.shape, g.shape):
+            inputs = inputs_of(trials[k]) if inputs_of is not None and trials is not None else None
+            problem = shapes.problem(e.shape, g.shape, inputs, wrt)
         if problem is not None:
             misfits[k] = problem
         else:

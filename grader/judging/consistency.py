@@ -17,6 +17,7 @@ import numpy as np
 
 from grader.exercise.spec import Exercise, ReturnSpec
 from grader.exercise.trials import Trial
+from grader.judging import shapes
 
 PROBE_BASE = 1 << 40  # probe ids: beyond any trial index
 _STEP = 1e-4  # relative to the input's largest entry
@@ -74,8 +75,9 @@ def consistent(probe: Probe, gradient: np.ndarray, values: Mapping[int, np.ndarr
     plus, minus = values.get(probe.plus.index), values.get(probe.minus.index)
     if plus is None or minus is None or plus.size != 1 or minus.size != 1:
         return None
-    if gradient.shape != probe.direction.shape:
+    if not shapes.fits(probe.direction.shape, gradient.shape):
         return None
+    gradient = gradient.reshape(probe.direction.shape)  # the shape rule's: axes of length 1 do not count
     with np.errstate(all="ignore"):  # infinities and NaN make it undecidable, not a warning
         difference = (float(plus.reshape(())) - float(minus.reshape(()))) / (2 * probe.step)
         projected = float(np.sum(gradient.astype(np.float64) * probe.direction))

@@ -19,6 +19,7 @@ import numpy as np
 
 from grader.exercise.graph import parse
 from grader.exercise.spec import MISCONCEPTION, Exercise, ReturnSpec
+from grader.judging import shapes
 from grader.judging.compare import Comparison, within_rounding
 from grader.memo import PerObject
 from grader.outcomes import Verdict
@@ -72,7 +73,11 @@ def _matches(
     trials: list[int],
     returned: Mapping[int, Returned],
 ) -> bool:
-    if any(i not in mistake.outputs or mistake.outputs[i].shape != returned[i].array.shape for i in trials):
+    # The shape rule holds for mistakes too: a (1, d) return is matched against a (d,) mistake.
+    if any(
+        i not in mistake.outputs or not shapes.fits(mistake.outputs[i].shape, returned[i].array.shape)
+        for i in trials
+    ):
         return False
     for chunk in (trials[:_SAMPLE], trials[_SAMPLE:]):
         if not chunk:

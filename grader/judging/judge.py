@@ -17,9 +17,9 @@ import numpy as np
 from grader.exercise.spec import Exercise, ReturnSpec
 from grader.handin.discover import untagged_hint
 from grader.handin.prepare import Submission
-from grader.judging import consistency, diagnosis, provenance
+from grader.judging import consistency, diagnosis, provenance, shapes
 from grader.judging.classify import NOTHING_COMPARED, classify_return
-from grader.judging.compare import Compared, Comparison, loosely_fits
+from grader.judging.compare import Compared, Comparison
 from grader.judging.reruns import RerunPlan, finite_somewhere, resolve_beyond_rounding
 from grader.outcomes import Failure, FailureKind, Verdict
 from grader.results import NotebookUse, ReturnResult, SubmissionResult, display_path, student_location
@@ -81,6 +81,7 @@ def judge(
         only_trial=only_trial,
         import_seconds=report.import_seconds,
         runs_at_import=submission.runs_at_import,
+        file_choice=submission.choice,
         notebook=_notebook_use(submission, report),
     )
 
@@ -120,6 +121,7 @@ def not_run(
         error=failure,
         isolation=isolation,
         runs_at_import=submission.runs_at_import,
+        file_choice=submission.choice,
     )
 
 
@@ -167,25 +169,24 @@ def _judge_return(
                 judged[trial.index] = Comparison(
                     trial.index, Verdict.ERROR, problem=f"{spec.name} {item.problem}"
                 )
-    got: Mapping[int, np.ndarray]
-    if spec.shape == "loose":
-        expected = references.expected
-        got = {i: _as_expected(spec, item.array, expected[i][spec.name]) for i, item in arrays.items()}
-    else:
-        got = _Arrays(arrays)
+    got = _Arrays(arrays, references.expected, spec.name)
     judged.update(resolve_beyond_rounding(spec, references, report, compared, got))
     return finite_somewhere(compared.with_others(judged)), got
 
 
 class _Arrays(Mapping[int, np.ndarray]):
-    """The arrays of a return by trial, as returned: looked up for the few trials that fail, not copied
-    out for all."""
+    """The arrays of a return by trial, in the expected shape where the shape rule grades them so
+    (shapes.py): looked up for the few trials that fail, not copied out for all."""
 
-    def __init__(self, returned: Mapping[int, Returned]) -> None:
-        self._returned = returned
+    def __init__(
+        self, returned: Mapping[int, Returned], expected: Mapping[int, Mapping[str, np.ndarray]], name: str
+    ) -> None:
+        self._returned, self._expected, self._name = returned, expected, name
 
     def __getitem__(self, trial: int) -> np.ndarray:
-        return self._returned[trial].array
+        array = self._returned[trial].array
+        due = self._expected[trial][self._name].shape
+        return array.reshape(due) if array.shape != due and shapes.fits(due, array.shape) else array
 
     def __iter__(self) -> Iterator[int]:
         return iter(self._returned)
@@ -194,24 +195,25 @@ class _Arrays(Mapping[int, np.ndarray]):
         return len(self._returned)
 
 
-def _as_expected(spec: ReturnSpec, array: np.ndarray, expected: np.ndarray) -> np.ndarray:
-    """A return of a loose shape in the expected one, where it fits: the failing case is shown in it."""
-    return array.reshape(expected.shape) if _loosely_shaped(spec, array.shape, expected.shape) else array
-
-
-def _loosely_shaped(spec: ReturnSpec, shape: tuple[int, ...], due: tuple[int, ...]) -> bool:
-    return spec.shape == "loose" and shape != due and loosely_fits(due, shape)
-
-
 def _accepted(
     spec: ReturnSpec, judged: ReturnResult, references: References, report: WorkerReport
 ) -> ReturnResult:
-    """A return taken in another form than the array due (a loose shape, a list, a tuple, a Python number
-    where an array is due) is graded as the array it describes; the message says which, on the first trial
-    that shows it, so the student knows what the exercise asks for."""
+    """A return taken in another form than the array due (another shape the shape rule grades, a list, a
+    tuple, a Python number where an array is due) is graded as the array it describes; the message says
+    which, on the first trial that shows it, so the student knows what the exercise asks for."""
     arrays = report.first.returned(spec.name)
-    # Looked for only where they can be: a loose shape where the exercise allows one, a Python value.
-    loose = arrays if spec.shape == "loose" else {}
+    expected = references.expected
+    # Looked for only where they can be: another shape (compared without a Returned per trial), a Python
+    # value.
+    reshaped = next(
+        (
+            trial
+            for trial, array in zip(arrays.trials, arrays.arrays, strict=True)
+            if array.shape != (due := expected[trial][spec.name].shape) and shapes.fits(due, array.shape)
+        ),
+        None,
+    )
+    loose = {reshaped: arrays[reshaped]} if reshaped is not None else {}
     python = (
         {i: item for i, item in arrays.items() if item.python is not None}
         if any(d.python is not None for d in _descriptions(arrays))
@@ -234,9 +236,7 @@ def _descriptions(arrays: Returns) -> list[ReturnedArray]:
 
 
 def _loose_shape_note(spec: ReturnSpec, item: Returned, due: np.ndarray) -> str | None:
-    if not _loosely_shaped(spec, item.array.shape, due.shape):
-        return None
-    return f"returned with shape {item.array.shape} where {due.shape} is due, as this exercise allows"
+    return shapes.note(due.shape, item.array.shape)
 
 
 def _array_like_note(spec: ReturnSpec, item: Returned, due: np.ndarray) -> str | None:

@@ -31,6 +31,7 @@ from grader.judging.compare import (
     Compared,
     Comparison,
     Flattened,
+    InputShapes,
     Precision,
     PrecisionBasis,
     PrecisionReason,
@@ -49,6 +50,7 @@ from grader.sandbox.report import Pass, RerunRequest, WorkerReport
 
 if TYPE_CHECKING:
     from grader.exercise.reference import References
+    from grader.exercise.trials import Trial
 
 # numpy's extended precision where it is wider than float64 (not on Windows or macOS, where it is float64).
 EXTENDED_EPS = float(np.finfo(np.longdouble).eps)
@@ -138,13 +140,35 @@ def plan_reruns(exercise: Exercise, references: References, first: Pass) -> Reru
     return RerunPlan(comparisons, tuple(probes), request)
 
 
+def _input_shapes(references: References) -> InputShapes:
+    """A trial's inputs' shapes by its number, looked up only where a shape is refused."""
+    by_index: dict[int, Trial] = {}
+
+    def shapes_of(trial: int) -> dict[str, tuple[int, ...]]:
+        if not by_index:
+            by_index.update((t.index, t) for t in references.trials)
+        found = by_index.get(trial)
+        return {} if found is None else {name: np.shape(value) for name, value in found.inputs.items()}
+
+    return shapes_of
+
+
 def compare_first_pass(spec: ReturnSpec, references: References, first: Pass) -> Compared:
     """Every trial that returned `spec`'s array, judged against the reference."""
     arrays = first.returned(spec.name)
     compared = arrays.trials
     expected, spreads, flat = _expected_of(references, spec.name, compared)
     dtypes = list(map(_DTYPE, arrays.descriptions))
-    judged = compare_columns(spec, compared, expected, arrays.arrays, dtypes, spreads, flattened=flat)
+    judged = compare_columns(
+        spec,
+        compared,
+        expected,
+        arrays.arrays,
+        dtypes,
+        spreads,
+        flattened=flat,
+        inputs_of=_input_shapes(references),
+    )
     # float64 values beyond float64 rounding but within float32's: float32 work widened before returning
     # (numpy makes float32 times int64 float64, and a rerun cannot lift astype(np.float32)). That is
     # correct code, as the same work returned in float32 would be; `grader validate` makes sure every

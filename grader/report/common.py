@@ -7,6 +7,7 @@ import re
 
 import numpy as np
 
+from grader.handin.choice import FileChoice
 from grader.outcomes import FailureKind, Verdict
 from grader.results import FailingCase, ReturnResult, SubmissionResult
 
@@ -113,3 +114,16 @@ def isolation_summary(description: str) -> str:
 def mentions_envelopes(result: SubmissionResult) -> bool:
     """Whether a report of the result speaks of rounding envelopes: its messages, or an entries table."""
     return any("envelope" in r.message or r.failing_entries for r in result.returns)
+
+
+def file_choice_note(choice: FileChoice) -> str:
+    """Which file was graded and which others define the function too: a student whose scratch copy was
+    graded learns it (the rule is handin/choice.py's)."""
+    note = f"graded {choice.graded} ({choice.chosen_by.reason})"
+    if not choice.also_defined:
+        return note
+    others = ", ".join(choice.also_defined)
+    return (
+        f"{note}; also defined in {others}: not graded. To have another graded, keep the function in one "
+        "file only, or name that file after the exercise"
+    )

@@ -37,7 +37,7 @@ from grader.environment import versions_line
 from grader.exercise.spec import Exercise, Visibility
 from grader.handin.prepare import Submission
 from grader.outcomes import Failure, FailureKind, Verdict
-from grader.report.common import ENVELOPE_MEANING, grid, number, sizes_text
+from grader.report.common import ENVELOPE_MEANING, file_choice_note, grid, number, sizes_text
 from grader.results import ReturnResult, SubmissionResult
 from grader.text import valid_unicode, visible
 
@@ -95,6 +95,8 @@ def gradescope_results(
         now = result if shown.seen_now else shown.preview
         above = now.error if now is not None else None
         summary = _summary(result, shown, now)
+        if result.file_choice is not None:  # which file was graded is no grade: shown whatever the visibility
+            summary += f" — {_escaped(file_choice_note(result.file_choice))}"
         if now is None or above is None or all(shown.of(r.name) == "hidden" for r in result.returns):
             sections.append(summary)
         elif above.kind is FailureKind.NOT_SUBMITTED:  # nothing to show but why: on the exercise's line

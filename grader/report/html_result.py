@@ -17,6 +17,7 @@ from grader.report.common import (
     STYLE,
     VERDICT_MEANINGS,
     error_summary,
+    file_choice_note,
     focus_trial,
     grid,
     isolation_summary,
@@ -128,6 +129,8 @@ def result_html(
         )
     if result.notebook is not None:
         notes.append(escape(notebook_note(result.notebook)))
+    if result.file_choice is not None:
+        notes.append(escape(file_choice_note(result.file_choice)))
     parts += [f'<p class="note">{note}</p>' for note in notes]
     for ret in result.returns:
         if shows_failure(ret):

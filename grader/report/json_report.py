@@ -7,7 +7,9 @@ import math
 import numpy as np
 from pydantic import BaseModel, ConfigDict, field_validator
 
+from grader.handin.choice import FileChoice
 from grader.judging.compare import EntryError
+from grader.report.common import file_choice_note
 from grader.results import FailingCase, NotebookUse, SubmissionResult
 from grader.text import valid_unicode
 
@@ -77,6 +79,15 @@ class NotebookOut(_Out):
     failed_cells: list[FailedCellOut]
 
 
+class FileChoiceOut(_Out):
+    """Which file was graded where several define the entry (or the exercise pins one)."""
+
+    graded: str
+    chosen_by: str  # pinned, named, notebook or first (handin/choice.py's ChosenBy)
+    also_defined: list[str]  # the other files that define it: not graded
+    note: str  # the sentence the other reports show
+
+
 class ResultOut(_Out):
     exercise: str
     submission: str
@@ -93,6 +104,7 @@ class ResultOut(_Out):
     import_seconds: float
     runs_at_import: list[str]
     notebook: NotebookOut | None
+    file_choice: FileChoiceOut | None = None
 
 
 def _entry(entry: EntryError) -> EntryOut:
@@ -153,6 +165,18 @@ def result_model(result: SubmissionResult) -> ResultOut:
         import_seconds=round(result.import_seconds, 3),
         runs_at_import=list(result.runs_at_import),
         notebook=_notebook(result.notebook),
+        file_choice=_file_choice(result.file_choice),
+    )
+
+
+def _file_choice(choice: FileChoice | None) -> FileChoiceOut | None:
+    if choice is None:
+        return None
+    return FileChoiceOut(
+        graded=choice.graded,
+        chosen_by=choice.chosen_by.value,
+        also_defined=[valid_unicode(f) for f in choice.also_defined],
+        note=file_choice_note(choice),
     )
 
 

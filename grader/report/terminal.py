@@ -17,6 +17,7 @@ from grader.report.common import (
     ENVELOPE_MEANING,
     STYLE,
     error_summary,
+    file_choice_note,
     focus_trial,
     grid,
     isolation_summary,
@@ -89,6 +90,9 @@ def render_result(
         )
     if result.notebook is not None:
         console.print(f"  [dim]{safe(notebook_note(result.notebook))}[/]")
+    if result.file_choice is not None:
+        style = "yellow" if result.file_choice.also_defined else "dim"
+        console.print(f"  [{style}]{safe(file_choice_note(result.file_choice))}[/]")
     for ret in result.returns:
         if shows_failure(ret):
             _render_failure(console, result, ret)
@@ -290,6 +294,13 @@ def render_class(
         shown = [e for e in exercises_missing if e in attempted]
         if shown:
             console.print(f"  [bold]{safe(student)}[/] did not hand in: {safe(', '.join(shown))}")
+    chosen = [r for r in results if r.file_choice is not None and r.file_choice.also_defined]
+    if chosen:
+        console.print("[bold]several files define the function[/] (handin/choice.py's rule picks one)")
+    for result in chosen:
+        assert result.file_choice is not None
+        note = file_choice_note(result.file_choice)
+        console.print(f"  [bold]{safe(result.student)}[/] / {safe(result.exercise)}: [yellow]{safe(note)}[/]")
     told = [
         ret.message
         for r in problems

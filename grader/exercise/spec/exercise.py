@@ -5,6 +5,7 @@ them (the calls as the worker makes them, sizes, points, the hash of what gradin
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -25,6 +26,7 @@ from grader.exercise.spec.models import (
     TokensArg,
     Visibility,
 )
+from grader.handin.choice import FileRule
 
 if TYPE_CHECKING:  # course.py reads YAML locations through this package: imported at run time by loading.py
     from grader.exercise.course import Course
@@ -38,6 +40,14 @@ class Exercise:
     root: Path
     program: Program
     course: Course | None = None  # its course.yaml's environment; None: no course file governs it
+
+    @property
+    def file_rule(self) -> FileRule:
+        """Which of a hand-in's files is graded (handin/choice.py): the pinned one, else one named after
+        the entry, the id's last part, this folder or the assignment's (the folder holding it)."""
+        spec = self.spec
+        names = {spec.entry, spec.id.rsplit(".", 1)[-1], self.root.name, self.root.parent.name}
+        return FileRule(frozenset(names), spec.handin.file)
 
     @property
     def id(self) -> str:
@@ -164,11 +174,38 @@ def computed_names(spec: ExerciseSpec, program: Program) -> tuple[str, ...]:
     return tuple(dict.fromkeys(n for n in named if n not in spec.inputs and n not in program.defined))
 
 
+# Spec fields that only change how results are shown or exported, or that grading a student never
+# reads: left out of exercise_hash, so that editing them regrades nobody (a class of hundreds re-run
+# for a Gradescope visibility switch). Each stored result is the same whatever their values:
+#   title, description        shown by `grader show` and the reports, read from the spec when shown
+#   gradescope                visibility and visible_trials: applied when results.json is written; the
+#                             preview's own trial count is in the gradebook's settings key
+#   returns[].visibility      the same, per return
+#   solution, starter, wrong  the author's files and their expected verdicts: `grader validate` alone
+PRESENTATION_FIELDS: dict[str, Any] = {
+    "title": True,
+    "description": True,
+    "gradescope": True,
+    "solution": True,
+    "starter": True,
+    "wrong": True,
+    "returns": {"__all__": {"visibility"}},
+}
+
+
+def grading_spec(spec: ExerciseSpec) -> bytes:
+    """The spec as grading reads it: every field but the PRESENTATION_FIELDS, in a canonical form (YAML
+    comments, order and layout do not count either)."""
+    fields = spec.model_dump(mode="json", by_alias=True, exclude=PRESENTATION_FIELDS)
+    return json.dumps(fields, sort_keys=True, separators=(",", ":")).encode()
+
+
 def exercise_hash(exercise: Exercise) -> str:
-    """sha256 over what grading reads: the spec, the support files and the packages its course lets
-    student code import (what the gradebook and the reference cache key an exercise's results by)."""
+    """sha256 over what grading reads: the spec's grading fields (grading_spec), the reference and support
+    files, and the packages its course lets student code import (what the gradebook keys results by)."""
     digest = hashlib.sha256()
-    paths = [exercise.root / SPEC_FILE]
+    digest.update(SPEC_FILE.encode() + b"\0" + grading_spec(exercise.spec) + b"\0")
+    paths: list[Path] = []
     if exercise.spec.reference_file is not None:
         paths.append(exercise.path_of(exercise.spec.reference_file))
     for source in exercise.support_paths:

@@ -129,9 +129,21 @@ class ReturnSpec(_Model):
     rtol: float | None = Field(default=None, ge=0)
     # Derived by hand: the grader checks that it does not come from torch's autograd (judging/provenance.py).
     by_hand: bool = False
-    # loose: an extra or missing axis of length 1 is accepted ((1, d) for (d,), as CS224n's checks do).
-    shape: Literal["strict", "loose"] = "strict"
+    # The shape rule is one for every return (grader/judging/shapes.py): axes of length 1 added or dropped
+    # are graded, with a note. `loose` is what that rule was called when a return had to ask for it: still
+    # read, changing nothing; `strict` is refused (no return may differ).
+    shape: Literal["loose"] | None = None
     visibility: Visibility | None = None  # on Gradescope; None: the exercise's `gradescope.visibility`
+
+    @field_validator("shape", mode="before")
+    @classmethod
+    def _one_shape_rule(cls, value: object) -> object:
+        if value == "strict":
+            raise ValueError(
+                "shape 'strict' is no more: every return is graded by the same shape rule (axes of length 1 "
+                "added or dropped are accepted, with a note; grader/judging/shapes.py). Remove `shape:`"
+            )
+        return value
 
     @model_validator(mode="after")
     def _one_kind(self) -> ReturnSpec:
@@ -225,6 +237,22 @@ class GradescopeSpec(_Model):
                 f"'{self.visibility}' there is none: set visibility after_due_date or after_published"
             )
         return self
+
+
+class HandinSpec(_Model):
+    """Which file of a student's folder is graded (grader/handin/choice.py has the rule). `file` pins it:
+    `layers.py` is that path in the folder, or the one file of that name in a sub-folder; without it, of
+    the files that define the entry, the one named after the exercise, then a notebook, then the first
+    alphabetically."""
+
+    file: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_][A-Za-z0-9_./-]*\.(py|ipynb)$")
+
+    @field_validator("file")
+    @classmethod
+    def _inside(cls, file: str | None) -> str | None:
+        if file is not None and ".." in file.split("/"):
+            raise ValueError(f"'{file}' leaves the hand-in's folder: give a path inside it, as layers.py")
+        return file
 
 
 class WrongSolution(_Model):
@@ -426,6 +454,7 @@ class ExerciseSpec(_Model):
     support: tuple[str, ...] = ()  # files or folders beside exercise.yaml that submissions may import
     limits: Limits = Limits()
     notebook: NotebookSpec = NotebookSpec()
+    handin: HandinSpec = HandinSpec()
     gradescope: GradescopeSpec = GradescopeSpec()
 
     @model_validator(mode="after")
