@@ -2,8 +2,8 @@
 
 The exercise here declares a misconception the way authors write them, from the graph's names: the
 prediction without its intercept as `pred - c`, which passes through the intercept c (300 to 600). Its
-float64 values carry c's rounding (about 1e-13), ten times more than the right gradient's (x, rounded to
-about 1e-16); a student who computes w * x directly is exact, and used to be named by nothing: the
+float64 values carry c's rounding (about 1e-13), ten times the envelope the right gradient gives
+them (about 1e-14); a student who computes w * x directly is exact, and used to be named by nothing: the
 match was judged within the right formula's envelope.
 """
 
@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 import subprocess
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -181,7 +182,7 @@ def test_correct_values_of_a_bundled_exercise_are_named_by_no_candidate(exercise
     for spec in exercise.spec.returns:
         for dtype in (np.float64, np.float32):
             returned = returned_by(
-                references, spec.name, lambda t, n=spec.name, d=dtype: _right(references, t, n, d)
+                references, spec.name, partial(_right, references, name=spec.name, dtype=dtype)
             )
             trials = sorted(returned)
             judged = compare_many(
@@ -232,3 +233,18 @@ def test_validate_says_how_far_a_misconception_that_did_not_fire_was(tmp_path: P
         "FAIL declared misconceptions expected by known-wrong files: 1 of 2 declared misconceptions are "
         "expected by no known-wrong file: 'the intercept kept in the gradient' (return dw)"
     ) in out
+
+
+def test_a_results_near_misses_are_kept_in_the_gradebook(tmp_path: Path) -> None:
+    from grader import gradebook
+    from grader.grading import grade
+    from grader.handin.discover import submission_from_path
+
+    folder = intercept_folder(tmp_path / "intercept")
+    exercise = load_exercise(folder)
+    submission = submission_from_path(folder / "wrong" / "prediction_scaled.py", exercise.spec.entry)
+    result = grade(exercise, submission, 0, 20)
+    (ret,) = result.returns
+    assert ret.misconception is None
+    assert {m.name for m in ret.near_misses} == {NAME, "the intercept kept in the gradient"}
+    assert gradebook.decode(gradebook.encode(result)).returns[0].near_misses == ret.near_misses

@@ -159,7 +159,8 @@ def _spread(references: References, name: str, mistake: Mistake, trial: int) -> 
     own = None if mistake.spread is None else mistake.spread.get(trial)
     if own is None or own.shape != mistaken.shape:
         return bound
-    return np.maximum(bound, own)
+    widest: np.ndarray = np.maximum(bound, own)
+    return widest
 
 
 def _loose(spec: ReturnSpec, due: tuple[int, ...], shape: tuple[int, ...]) -> bool:
@@ -183,7 +184,9 @@ def _allowed(spec: ReturnSpec, values: np.ndarray, spread: np.ndarray, precision
     _, envelope = entry_errors(values, values, spread, precision)
     if not spec.explicit_tolerance:
         return envelope
-    return np.maximum(envelope, (spec.atol or 0.0) + (spec.rtol or 0.0) * np.abs(values))
+    tolerance = (spec.atol or 0.0) + (spec.rtol or 0.0) * np.abs(values)
+    allowed: np.ndarray = np.maximum(envelope, tolerance)
+    return allowed
 
 
 def _separated(
@@ -218,7 +221,8 @@ def _distance(
 ) -> NearMiss:
     """How far the returned values are from the mistake's, in its envelopes, over `trials`."""
     precisions = _precisions(trials, returned)
-    worst, where, beyond, entries = 0.0, (trials[0], ()), 0, 0
+    worst, beyond, entries = 0.0, 0, 0
+    where: tuple[int, tuple[int, ...]] = (trials[0], ())
     for i in trials:
         got = returned[i].array
         mistaken = mistake.outputs.get(i)
