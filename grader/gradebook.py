@@ -35,7 +35,7 @@ from grader.handin.choice import ChosenBy, FileChoice
 from grader.handin.prepare import Submission
 from grader.judging.compare import EntryError
 from grader.outcomes import Failure, FailureKind, Verdict
-from grader.results import FailedCell, FailingCase, NotebookUse, ReturnResult, SubmissionResult
+from grader.results import FailedCell, FailingCase, NearMiss, NotebookUse, ReturnResult, SubmissionResult
 
 # Before 0.3 every class beside one exercises folder shared this one file, so that `grader report` showed
 # whichever class ran last; a class's gradebook is now named after its submissions folder.
@@ -402,6 +402,9 @@ def _return(data: dict[str, Any]) -> ReturnResult:
             **data,
             "verdict": Verdict(data["verdict"]),
             "failing_entries": tuple(_entry(e) for e in data["failing_entries"]),
+            "near_misses": tuple(
+                NearMiss(**{**n, "index": tuple(n["index"])}) for n in data.get("near_misses", ())
+            ),
             "case": None
             if case is None
             else FailingCase(

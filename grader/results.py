@@ -26,6 +26,21 @@ class FailingCase:
 
 
 @dataclass(frozen=True)
+class NearMiss:
+    """How far a logic return's values were from a misconception the exercise declares, which did not
+    name them: in units of that misconception's own rounding envelope, on the trials compared."""
+
+    name: str
+    envelopes: float  # the largest |got - misconception| / envelope; inf where a shape differs
+    beyond: int  # entries beyond one envelope
+    entries: int  # entries compared
+    trials: int  # trials compared
+    trial: int  # the trial of the largest
+    index: tuple[int, ...]  # its entry
+    separated: bool  # whether the misconception differs from the right values beyond rounding anywhere
+
+
+@dataclass(frozen=True)
 class ReturnResult:
     name: str
     verdict: Verdict
@@ -43,6 +58,8 @@ class ReturnResult:
     shrink: float | None = None
     misconception: str | None = None  # the mistake the values show, when they match one
     feedback: str = ""  # what that mistake means and how to fix it
+    # The exercise's declared misconceptions, and how far the values were from each, where none named them.
+    near_misses: tuple[NearMiss, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import math
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
@@ -17,7 +18,7 @@ from grader.handin.discover import submission_from_path
 from grader.judging.compare import PRECISIONS, compare_many
 from grader.judging.mistakes import Mistake, standard_mistakes
 from grader.outcomes import Verdict
-from grader.results import SubmissionResult
+from grader.results import ReturnResult, SubmissionResult
 
 FD_TRIALS = 3
 FD_STEP = 1e-6
@@ -80,6 +81,8 @@ def validate(
         for wrong in exercise.spec.wrong:
             note(f"{exercise.id}: grading {wrong.file}")
             checks.append(_wrong_file_check(wrong, graded[wrong.file].result()))
+        if exercise.spec.misconceptions:
+            checks.append(misconceptions_covered(exercise))
     return checks
 
 
@@ -87,6 +90,7 @@ def _wrong_file_check(wrong: WrongSolution, result: SubmissionResult) -> Check:
     """Whether a known-wrong file got the verdicts (and misconceptions) its entry declares."""
     verdicts = {r.name: r.verdict for r in result.returns}
     named = {r.name: r.misconception for r in result.returns}
+    by_name = {r.name: r for r in result.returns}
     mismatched = [
         f"{n}: expected {v.value}, got {verdicts[n].value}"
         for n, v in wrong.expect.items()
@@ -94,6 +98,7 @@ def _wrong_file_check(wrong: WrongSolution, result: SubmissionResult) -> Check:
     ]
     mismatched += [
         f"{n}: expected the misconception '{m}...', got {named[n]!r}"
+        + misconception_miss(by_name[n], m, result)
         for n, m in wrong.misconceptions.items()
         if not (named[n] or "").startswith(m)
     ]
@@ -106,6 +111,78 @@ def _wrong_file_check(wrong: WrongSolution, result: SubmissionResult) -> Check:
         detail = ", ".join(f"{n}={v.value}" for n, v in wrong.expect.items())
         detail += "".join(f"; {n}: {named[n]}" for n in wrong.misconceptions)
     return Check(f"known-wrong {wrong.file} ({wrong.mistake})", not mismatched, detail)
+
+
+def misconception_miss(ret: ReturnResult, expected: str, result: SubmissionResult) -> str:
+    """Why a misconception a known-wrong file expects did not name its values: how far they were from it,
+    in its own rounding envelopes, where it was tried; what to change; the command that shows the trial."""
+    if ret.verdict is not Verdict.LOGIC:
+        return f" (mistakes are named only on a logic return; {ret.name} is {ret.verdict.value})"
+    misses = [m for m in ret.near_misses if m.name.startswith(expected)]
+    if not misses:
+        known = ", ".join(f"'{m.name}'" for m in ret.near_misses)
+        return (
+            f" (no misconception the exercise declares for {ret.name} starts with '{expected}'"
+            + (f"; it declares {known}" if known else "")
+            + "; a standard mistake's name must be spelled as the grader names it)"
+        )
+    miss = min(misses, key=lambda m: m.envelopes)
+    entry = f"[{', '.join(map(str, miss.index))}]" if miss.index else "its shape"
+    where = (
+        f"closest: misconception '{miss.name}' at {miss.envelopes:.3g} envelopes on {ret.name} (needs <= 1), "
+        f"{miss.beyond} of {miss.entries} entries beyond over {miss.trials} trials, the largest at trial "
+        f"{miss.trial} entry {entry}"
+    )
+    if not miss.separated:
+        cause = (
+            "it is within rounding of the right values wherever the trials look, so they cannot tell the "
+            "two apart: choose inputs or sizes where the misconception changes the return"
+        )
+    elif math.isinf(miss.envelopes):
+        cause = "its shape is not the file's: its expression computes another shape than the mistake"
+    else:
+        cause = (
+            "the file computes something else than the misconception's expression: compare the two on that "
+            "trial, and fix the expression (or the file, or the name it expects)"
+        )
+    repro = (
+        f"grader repro {result.exercise_dir} {result.submission} --seed {result.seed} --trial {miss.trial}"
+    )
+    return f" — {where}; likely cause: {cause}; see it: {repro}"
+
+
+def misconceptions_covered(exercise: Exercise) -> Check:
+    """Every misconception the exercise declares is expected by some known-wrong file: otherwise nothing
+    shows that it ever names a student's values (an expression that rounds, or is written, otherwise)."""
+    uncovered = []
+    covering: list[str] = []
+    for misconception in exercise.spec.misconceptions:
+        files = [
+            w.file for w in exercise.spec.wrong if _expects(w, misconception.return_, misconception.name)
+        ]
+        if files:
+            covering.append(f"'{misconception.name}' by {', '.join(files)}")
+        else:
+            uncovered.append(misconception)
+    name = "declared misconceptions expected by known-wrong files"
+    total = len(exercise.spec.misconceptions)
+    if not uncovered:
+        return Check(name, True, f"all {total}: " + "; ".join(covering))
+    listed = "; ".join(f"'{m.name}' (return {m.return_})" for m in uncovered)
+    example = uncovered[0]
+    return Check(
+        name,
+        False,
+        f"{len(uncovered)} of {total} declared misconceptions are expected by no known-wrong file: "
+        f"{listed}; nothing then checks that they name a student's values (their expression may compute, "
+        "or round, otherwise than the code that makes the mistake); add a file under wrong/ that makes "
+        f'the mistake, with `misconceptions: {{{example.return_}: "{example.name}"}}` in its entry',
+    )
+
+
+def _expects(wrong: WrongSolution, ret: str, name: str) -> bool:
+    expected = wrong.misconceptions.get(ret)
+    return expected is not None and name.startswith(expected)
 
 
 def _grade_file(exercise: Exercise, relative: str, seed: int, references: References) -> SubmissionResult:

@@ -298,8 +298,10 @@ def test_run_exits_1_when_a_return_fails_and_specs_are_fine(run_grader: Run, wor
 def test_validate_a_good_exercise_exits_0(run_grader: Run, work: Path) -> None:
     folder = copy_exercise(work / "validate_good")
     spec = folder / "exercise.yaml"
-    # the reference solution only: the known-wrong files are the exercise author's, checked in test_cases
-    spec.write_text(without_top_level_block(spec.read_text(encoding="utf-8"), "wrong"), encoding="utf-8")
+    # the reference solution only: the known-wrong files are the exercise author's, checked in test_cases;
+    # and so its declared misconceptions, which validate fails where no known-wrong file shows them fire
+    text = without_top_level_block(spec.read_text(encoding="utf-8"), "wrong")
+    spec.write_text(without_top_level_block(text, "misconceptions"), encoding="utf-8")
     proc = run_grader("validate", folder, "--trials", "30")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "FAIL" not in proc.stdout

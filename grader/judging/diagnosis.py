@@ -5,7 +5,16 @@ names for what the return would be), the standard mistakes (transposed, sign, a 
 wrong input, a term of a sum dropped or scaled) and mutants of the graph (an elementwise product for a
 matrix product, a function left out so its derivative is missing, an operand transposed), each evaluated
 in float64 on the same trials. A candidate names the mistake only if the student's values lie within the
-rounding envelope of its values on every trial compared: a mistake that matches none is named by none.
+rounding envelope of its values on every trial compared, and it differs from the right values beyond both
+formulas' envelopes somewhere: a mistake that matches none is named by none, and values that are right
+are named by no candidate, even one that agrees with the right values to rounding on every trial.
+
+A declared misconception's envelope is its own: its expression is evaluated with the references' Monte
+Carlo arithmetic too, since an author writes it from the graph's names (dropout's `dout * out * p / x`,
+a prediction less its intercept), often through intermediates that round far more than the right
+formula, or than a student's direct code. The standard mistakes and mutants, dozens of graphs, take the
+right formula's envelope scaled to their values. Where no declared misconception names the values, how
+far they were from each (in its envelopes) goes with the result: `grader validate` says it.
 When nothing matches, failing entries confined to the diagonal, or to one row or column, are said so.
 """
 
@@ -20,9 +29,16 @@ import numpy as np
 from grader.exercise.graph import parse
 from grader.exercise.spec import MISCONCEPTION, Exercise, ReturnSpec
 from grader.judging import shapes
-from grader.judging.compare import Comparison, within_rounding
+from grader.judging.compare import (
+    Comparison,
+    Precision,
+    entry_errors,
+    infer_precision,
+    within_rounding,
+)
 from grader.memo import PerObject
 from grader.outcomes import Verdict
+from grader.results import NearMiss
 from grader.sandbox.report import Returned
 
 if TYPE_CHECKING:
@@ -58,12 +74,48 @@ def diagnose(
     for mistake in _candidates(exercise, references, tuple(sample)).get(spec.name, []):
         if not _matches(spec, references, mistake, sample, returned):
             continue
-        for whole in _candidates(exercise, references, None, mistake.name).get(spec.name, []):
-            if (whole.name, whole.feedback) == (mistake.name, mistake.feedback) and _matches(
+        for whole in _on_every_trial(exercise, references, spec, mistake):
+            if _matches(spec, references, whole, trials, returned) and _separated(
                 spec, references, whole, trials, returned
             ):
                 return Diagnosis(whole.name, whole.feedback)
     return _spatial_pattern([c for c in comparisons.values() if c.verdict is Verdict.LOGIC])
+
+
+def near_misses(
+    exercise: Exercise, references: References, spec: ReturnSpec, returned: Mapping[int, Returned]
+) -> tuple[NearMiss, ...]:
+    """How far a return's values are from each misconception the exercise declares for it, in that
+    misconception's envelopes: on the sample `diagnose` tried first, or on every trial where the values
+    match it there (what it computed already, so this costs one comparison per misconception)."""
+    trials = [i for i in sorted(returned) if i in references.spread]
+    sample = trials[:_SAMPLE]
+    closest: dict[str, NearMiss] = {}
+    for mistake in _candidates(exercise, references, tuple(sample)).get(spec.name, []):
+        if not mistake.declared:
+            continue
+        miss = _distance(spec, references, mistake, sample, returned)
+        if miss.envelopes <= 1.0:  # within it on the sample: the other trials tell how far
+            wholes = [
+                _distance(spec, references, w, trials, returned)
+                for w in _on_every_trial(exercise, references, spec, mistake)
+            ]
+            miss = min(wholes, key=lambda m: m.envelopes, default=miss)
+        if mistake.name not in closest or miss.envelopes < closest[mistake.name].envelopes:
+            closest[mistake.name] = miss  # a misconception of several forms: the nearest
+    return tuple(closest.values())
+
+
+def _on_every_trial(
+    exercise: Exercise, references: References, spec: ReturnSpec, mistake: Mistake
+) -> list[Mistake]:
+    """The candidate `mistake` computed on every trial rather than the sample: each of its forms (a
+    misconception may have several, under one name)."""
+    return [
+        whole
+        for whole in _candidates(exercise, references, None, mistake.name).get(spec.name, [])
+        if (whole.name, whole.feedback, whole.declared) == (mistake.name, mistake.feedback, mistake.declared)
+    ]
 
 
 def _matches(
@@ -96,13 +148,99 @@ def _matches(
 def _spread(references: References, name: str, mistake: Mistake, trial: int) -> np.ndarray:
     """The rounding sensitivity of the mistaken formula's entries, bounded by the right formula's largest
     (its entries may sit elsewhere: transposed), scaled up with its values (a sum where a mean belongs is
-    N times larger, and so is its rounding)."""
+    N times larger, and so is its rounding); and, where it was measured (a declared misconception), by
+    its own: the larger of the two, entry by entry, so that a student who computes the mistake more
+    directly than its expression, or less, is within it either way."""
     spread = references.spread[trial][name]
     expected, mistaken = references.expected[trial][name], mistake.outputs[trial]
     if spread.size == 0 or mistaken.size == 0:
-        return np.zeros(mistaken.shape)
-    scale = float(np.max(np.abs(mistaken))) / max(float(np.max(np.abs(expected))), np.finfo(np.float64).tiny)
-    return np.full(mistaken.shape, float(np.max(spread)) * max(1.0, scale))
+        bound = np.zeros(mistaken.shape)
+    else:
+        scale = float(np.max(np.abs(mistaken))) / max(
+            float(np.max(np.abs(expected))), np.finfo(np.float64).tiny
+        )
+        bound = np.full(mistaken.shape, float(np.max(spread)) * max(1.0, scale))
+    own = None if mistake.spread is None else mistake.spread.get(trial)
+    if own is None or own.shape != mistaken.shape:
+        return bound
+    widest: np.ndarray = np.maximum(bound, own)
+    return widest
+
+
+def _precisions(trials: list[int], returned: Mapping[int, Returned]) -> dict[int, Precision]:
+    """The precision each trial is judged at, as within_rounding infers it: per returned dtype."""
+    by_dtype: dict[str, list[int]] = {}
+    for i in trials:
+        by_dtype.setdefault(returned[i].dtype, []).append(i)
+    found = {}
+    for dtype, members in by_dtype.items():
+        precision, _ = infer_precision([returned[i].array for i in members], dtype)
+        found.update(dict.fromkeys(members, precision))
+    return found
+
+
+def _allowed(spec: ReturnSpec, values: np.ndarray, spread: np.ndarray, precision: Precision) -> np.ndarray:
+    """How far from `values` rounding (or the return's own tolerance, which grading accepts too) reaches."""
+    _, envelope = entry_errors(values, values, spread, precision)
+    if not spec.explicit_tolerance:
+        return envelope
+    tolerance = (spec.atol or 0.0) + (spec.rtol or 0.0) * np.abs(values)
+    allowed: np.ndarray = np.maximum(envelope, tolerance)
+    return allowed
+
+
+def _separated(
+    spec: ReturnSpec,
+    references: References,
+    mistake: Mistake,
+    trials: list[int],
+    returned: Mapping[int, Returned],
+) -> bool:
+    """Whether the mistake's values leave the right ones beyond both envelopes on some entry: there values
+    within its envelope cannot be right. A mistake that agrees with the right formula wherever the trials
+    look (a term dropped that the gradient never sees, a factor on zeros) would otherwise name right code."""
+    precisions = _precisions(trials, returned)
+    for i in trials:
+        mistaken, expected = mistake.outputs[i], references.expected[i][spec.name]
+        if mistaken.shape != expected.shape:
+            return True  # another shape: nothing right is within its envelope
+        right = _allowed(spec, expected, references.spread[i][spec.name], precisions[i])
+        own = _allowed(spec, mistaken, _spread(references, spec.name, mistake, i), precisions[i])
+        with np.errstate(invalid="ignore"):
+            if bool(np.any(np.abs(mistaken - expected) > right + own)):
+                return True
+    return False
+
+
+def _distance(
+    spec: ReturnSpec,
+    references: References,
+    mistake: Mistake,
+    trials: list[int],
+    returned: Mapping[int, Returned],
+) -> NearMiss:
+    """How far the returned values are from the mistake's, in its envelopes, over `trials`."""
+    precisions = _precisions(trials, returned)
+    worst, beyond, entries = 0.0, 0, 0
+    where: tuple[int, tuple[int, ...]] = (trials[0], ())
+    for i in trials:
+        got = returned[i].array
+        mistaken = mistake.outputs.get(i)
+        if mistaken is None or not shapes.fits(mistaken.shape, got.shape):
+            worst, where = np.inf, (i, ())
+            entries += got.size
+            beyond += got.size
+            continue
+        got = got.reshape(mistaken.shape)  # a size-1 axis added or dropped: graded as the due shape
+        error, _ = entry_errors(mistaken, got, None, precisions[i])
+        ratio = error / _allowed(spec, mistaken, _spread(references, spec.name, mistake, i), precisions[i])
+        entries += ratio.size
+        beyond += int(np.count_nonzero(ratio > 1.0))
+        if ratio.size and float(np.max(ratio)) > worst:
+            worst = float(np.max(ratio))
+            where = (i, tuple(int(k) for k in np.unravel_index(int(np.argmax(ratio)), ratio.shape)))
+    separated = _separated(spec, references, mistake, trials, returned)
+    return NearMiss(mistake.name, worst, beyond, entries, len(trials), where[0], where[1], separated)
 
 
 def _spatial_pattern(failing: list[Comparison]) -> Diagnosis | None:
@@ -164,7 +302,7 @@ def _compute_candidates(
 
 
 def _declared(exercise: Exercise, trials: list[Trial], only: str | None) -> list[tuple[str, Mistake]]:
-    from grader.exercise.reference import reference_returns
+    from grader.exercise.reference import compute_references
     from grader.judging.mistakes import Mistake
 
     known = [*exercise.spec.inputs, *exercise.spec.sizes, *exercise.computed]
@@ -180,11 +318,15 @@ def _declared(exercise: Exercise, trials: list[Trial], only: str | None) -> list
             spec = exercise.spec.model_copy(update={"returns": returns})
             variant = replace(exercise, program=program, spec=spec)
             try:
-                computed = reference_returns(variant, trials)
+                # Its values and its own envelope, measured as the right formula's: an expression written
+                # from the graph's names may round far more than the code that makes the mistake.
+                computed = compute_references(variant, trials)
             except Exception:  # a form that fails on some sizes cannot be what the student computed there
                 continue
-            outputs = {i: np.asarray(values[ret]) for i, values in computed.items()}
-            declared.append((ret, Mistake(misconception.name, outputs, misconception.feedback)))
+            outputs = {i: np.asarray(values[ret]) for i, values in computed.expected.items()}
+            spread = {i: np.asarray(values[ret]) for i, values in computed.spread.items()}
+            mistake = Mistake(misconception.name, outputs, misconception.feedback, spread, declared=True)
+            declared.append((ret, mistake))
     return declared
 
 

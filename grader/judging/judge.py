@@ -258,6 +258,8 @@ def _diagnosed(
 ) -> ReturnResult:
     arrays = report.first.returned(spec.name)
     found = diagnosis.diagnose(exercise, references, spec, arrays, comparisons.others)
+    if any(m.return_ == spec.name for m in exercise.spec.misconceptions):  # how far each was: validate says
+        judged = replace(judged, near_misses=diagnosis.near_misses(exercise, references, spec, arrays))
     if found is None:
         return judged
     return replace(judged, misconception=found.name, feedback=found.feedback)

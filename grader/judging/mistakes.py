@@ -30,6 +30,10 @@ class Mistake:
     name: str
     outputs: dict[int, np.ndarray]  # trial index -> what the mistaken code would return
     feedback: str = ""  # what to tell a student whose values match it
+    # Trial index -> each entry's rounding sensitivity of the mistaken formula itself, measured as the
+    # references' is; None where it was not (the standard mistakes and mutants, too many to measure).
+    spread: dict[int, np.ndarray] | None = None
+    declared: bool = False  # one of the misconceptions the exercise declares
 
 
 _ELEMENTWISE = frozenset("exp log log1p expm1 sqrt square abs sin cos sigmoid tanh relu softplus".split())
