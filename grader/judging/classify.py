@@ -9,9 +9,11 @@ import numpy as np
 
 from grader.exercise.spec import Exercise
 from grader.exercise.trials import Trial
+from grader.judging.amounts import how_wrong
 from grader.judging.compare import Compared, Comparison, EntryError, PrecisionReason, RerunOutcome
 from grader.outcomes import Verdict
 from grader.results import FailingCase, ReturnResult
+from grader.text import counted
 
 # The precision a return is said to be judged at where nothing of it was compared (every trial erred).
 NOTHING_COMPARED = "float64"
@@ -116,7 +118,7 @@ def _message(
     exercise: Exercise,
     name: str,
 ) -> str:
-    of = f"{len(decisive)} of {total} trials"
+    of = f"{len(decisive)} of {counted(total, 'trial')}"
     envelopes = f"{worst_ratio:.3g} {precision} rounding envelopes{inferred}"
     if verdict is Verdict.PASS:
         every = "the only trial" if total == 1 else f"all {total} trials"
@@ -135,23 +137,18 @@ def _message(
             f"outside the exercise's tolerance ({tolerance}) on {of}, but within "
             f"{precision} rounding (max {envelopes}): rounding, not a mistake; compute in float64 to pass"
         )
-    # A mistake is measured where the values are finite: an overflowing trial would only say "inf".
-    finite = [c for c in decisive if np.isfinite(c.max_ratio)] if verdict is Verdict.LOGIC else []
-    worst = max(finite or decisive, key=lambda c: c.max_ratio)
-    ratio = f"{worst.max_ratio:.3g} {worst.precision} rounding envelopes"
-    if not np.isfinite(worst.max_ratio):
-        ratio = f"NaN or infinite values where finite ones were due, in {worst.precision}"
-    relative = worst.max_rel_error
-    size = f"{relative:.0%}" if 0.01 <= relative < 100 else f"{relative:.2g}"
-    if not np.isfinite(relative) and worst.failing:  # no relative error where the answer is 0
-        size = f"{max(e.abs_error for e in worst.failing):.3g} on entries that should be 0"
+    how = how_wrong(decisive, total) or f"beyond rounding on {of}"
+    worst = max(decisive, key=lambda c: c.max_ratio if np.isfinite(c.max_ratio) else -1.0)
+    # Rounding envelopes only where they are a number: a NaN is named by how_wrong instead.
+    envelopes = f" ({worst.max_ratio:.3g} {worst.precision} rounding envelopes)"
+    ratio = envelopes if np.isfinite(worst.max_ratio) else ""
     if verdict is Verdict.INSTABILITY:
-        why = worst.note
+        why = max(decisive, key=lambda c: c.max_ratio).note
         return (
-            f"beyond rounding on {of} ({ratio}), but {why}: a numerically unstable formula "
+            f"{how}{ratio}, beyond rounding, but {why}: a numerically unstable formula "
             "(overflow in exp, cancellation), not a mistake in the maths; rewrite it stably "
             "(subtract the max before exp, use log-sum-exp, avoid subtracting nearly equal numbers)"
         )
     if worst.rerun is RerunOutcome.STILL_WRONG:
-        return f"wrong by up to {size} at any precision on {of} ({ratio}): a mistake in the formula"
-    return f"wrong by up to {size} on {of} ({ratio}); {worst.note}: a mistake in the formula, not rounding"
+        return f"{how}, at any precision{ratio}: a mistake in the formula"
+    return f"{how}{ratio}; {worst.note}: a mistake in the formula, not rounding"

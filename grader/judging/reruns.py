@@ -251,17 +251,15 @@ def resolve_with_rerun(
         if not _same_values(array, got):
             # float64 values, yet computed otherwise when lifted: float32 inside, which the rerun lifted.
             return _judged_by_scaling(original, expected, spread, got, array, _AT_FLOAT64)
-        why = "no precision above float64 could check it"
+        why = "the grader could not rerun it above float64 to tell rounding from a mistake"
         # torch.tensor() of an extended input raises, say: torch stops at float64. Its message (torch's
-        # list of supported dtypes) tells a student nothing about their formula: the exception's name does.
+        # list of supported dtypes) tells a student nothing about their formula: that torch is why does.
         if isinstance(extended, str):
-            raised = extended.split(":", 1)[0].strip()
-            raised = raised if raised.isidentifier() and len(raised) <= 40 else "an exception"
-            why += f" (rerun in extended precision, your code raised {raised}, as torch code does)"
+            why += " (torch code cannot run above float64)"
         elif extended is not None:
             why += (
-                ": its rerun in extended precision returned float64 (float(), .item(), torch tensors or an "
-                "explicit dtype drop the extra precision)"
+                " (it came back in float64: float(), .item(), torch tensors or an explicit dtype drop the "
+                "extra precision)"
             )
         return _without_rerun(original, expected, got, precision, why)
     note = f"the code hard-codes {lifted.name}, so it could not be rerun higher: judged at {lifted.name}"
@@ -309,7 +307,10 @@ def _without_rerun(
     """Judged on the first run alone: NaN or infinities where finite values were due are the format's
     range, anything else beyond its rounding a mistake."""
     if _overflows(expected, got, precision):
-        note = f"it overflows {precision.name} ({why}): the range of the precision used, not a mistake"
+        note = (
+            f"NaN or infinity where finite values were due, which running out of {precision.name}'s range "
+            f"gives, and {why}"
+        )
         return _decided(original, RerunOutcome.OVERFLOWS, note)
     return _decided(original, outcome, why)
 
