@@ -10,7 +10,14 @@ import numpy as np
 from grader.exercise.spec import Exercise
 from grader.exercise.trials import Trial
 from grader.judging.amounts import how_wrong
-from grader.judging.compare import Compared, Comparison, EntryError, PrecisionReason, RerunOutcome
+from grader.judging.compare import (
+    PRECISIONS,
+    Compared,
+    Comparison,
+    EntryError,
+    PrecisionReason,
+    RerunOutcome,
+)
 from grader.outcomes import Verdict
 from grader.results import FailingCase, ReturnResult
 from grader.text import counted
@@ -108,6 +115,25 @@ def _inferred(reasons: Counter[PrecisionReason]) -> str:
     return f"; {reason.text}" if reason is not None and reason.basis.said else ""
 
 
+def asked_precision(exercise: Exercise) -> str:
+    """The precision the exercise hands its inputs out in (the finest of its float inputs): what it asks
+    the returns to be computed in."""
+    floats = [i.dtype for i in exercise.spec.inputs.values() if i.dtype in PRECISIONS]
+    return min(floats, key=lambda d: PRECISIONS[d].eps, default="float64")
+
+
+def _coarser_note(exercise: Exercise, precision: str) -> str:
+    """For a pass in a coarser precision than the exercise's (`.half()`, float32 work): what was seen,
+    since it passed only within that coarser format's rounding."""
+    asked = asked_precision(exercise)
+    if precision not in PRECISIONS or PRECISIONS[precision].eps <= PRECISIONS[asked].eps:
+        return ""
+    return (
+        f"; your values were {precision}, the exercise asks for {asked}: passed within {precision}'s "
+        f"rounding, compute in {asked} to get its accuracy"
+    )
+
+
 def _message(
     verdict: Verdict,
     total: int,
@@ -122,7 +148,7 @@ def _message(
     envelopes = f"{worst_ratio:.3g} {precision} rounding envelopes{inferred}"
     if verdict is Verdict.PASS:
         every = "the only trial" if total == 1 else f"all {total} trials"
-        return f"correct on {every} (max error {envelopes})"
+        return f"correct on {every} (max error {envelopes}){_coarser_note(exercise, precision)}"
     if verdict is Verdict.ERROR:
         first = min(decisive, key=lambda c: c.trial)
         if not any(c.ran for c in decisive):  # nothing was called: no count of trials to give

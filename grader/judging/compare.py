@@ -624,7 +624,8 @@ def _failing(
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         rel_error = np.where(abs_error == 0, 0.0, abs_error / np.abs(expected))
         units_off = abs_error / ulp(expected, precision)  # overflows to inf where 0 is due: as it should
-    finite = np.isfinite(got64) & np.isfinite(abs_error)
+    # The error is told where it fails: an entry within its rounding is no part of the mistake.
+    finite = failing_mask & np.isfinite(got64) & np.isfinite(abs_error)
     flat = np.flatnonzero(failing_mask)
     worst = flat[np.argsort(-ratio.reshape(-1)[flat], kind="stable")][:MAX_LISTED_ENTRIES]
     # Each column taken for the listed entries at once, as Python numbers: a trial of a logic verdict

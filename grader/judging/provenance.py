@@ -257,22 +257,24 @@ def checked(judged: ReturnResult, spec: ReturnSpec, checks: Checks) -> ReturnRes
         return replace(judged, message=f"{judged.message}; {note}")
     first = off[0]
     moved = f"off by {first.off:.0%} of its largest entry" if np.isfinite(first.off) else "not finite"
-    others = f" and {counted(len(off) - 1, 'other')}" if len(off) > 1 else ""
+    others = f" and {counted(len(off) - 1, 'other trial')} like it" if len(off) > 1 else ""
     judged = replace(judged, failed_trials=judged.failed_trials + len(off))
     # What the check is, said once: on a few secret trials the grader multiplies every gradient autograd
     # gives (autograd_check.py); a return that moves with them is autograd's, not the student's formula.
-    altered = "a trial where the grader secretly altered autograd's gradients to check that"
+    altered = (
+        f"on those trials the grader secretly altered autograd's gradients, to check that {name} is derived "
+        "by hand"
+    )
     if right < ACCUSE_AFTER:
         message = (
-            f"{name} was {moved} on trial {first.trial}{others}, {altered} {name} is derived by hand; "
-            f"with only {counted(right, 'other trial')} right, the grader cannot tell a copy of autograd "
-            f"from a formula wrong on some inputs, and {name} must be right there too to earn its points"
+            f"{name} was {moved} on trial {first.trial}{others}; {altered}. It passed "
+            f"{counted(right, 'other trial')}: too few for the grader to tell a copy of autograd from a "
+            f"formula wrong on some inputs, and {name} must be right on those trials too to earn its points"
         )
         return _zero(judged, Verdict.LOGIC, message, "")
     message = (
         f"{name} comes from autograd, not from your own derivation: it was right on every other trial, "
-        f"but {moved} on trial {first.trial}{others}, {altered} {name} is derived by hand, and it "
-        "changed with autograd's gradients"
+        f"but {moved} on trial {first.trial}{others}; {altered}, and your {name} changed with them"
     )
     return _zero(judged, Verdict.AUTOGRAD, message, _FEEDBACK.format(name=name))
 

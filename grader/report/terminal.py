@@ -278,14 +278,14 @@ def render_class(
             where = student_location(result.error.traceback)
             where = f" ({where})" if where else ""
             console.print(f"    error ({result.error.kind}): {safe(result.error.message)}{safe(where)}")
-            console.print(f"    [dim]{safe(result.repro(focus_trial(result)))}[/]")
+            console.print(f"    [dim]{REPLAY_LABEL} {safe(result.repro(focus_trial(result)))}[/]")
             continue
         for ret in result.returns:
             if ret.verdict is not Verdict.PASS:
                 named = f" — likely mistake: {ret.misconception}" if ret.misconception else ""
                 line = f"{safe(ret.name)} {verdict_text(ret.verdict)}: {safe(ret.message + named)}"
                 console.print(f"    {line}")
-        console.print(f"    [dim]{safe(result.repro(focus_trial(result)))}[/]")
+        console.print(f"    [dim]{REPLAY_LABEL} {safe(result.repro(focus_trial(result)))}[/]")
     for student, exercises_missing in missing.items():
         shown = [e for e in exercises_missing if e in attempted]
         if shown:
