@@ -21,6 +21,8 @@ NAMED_ENTRIES = 3
 def percent(fraction: float) -> str:
     """`fraction` as a percentage of two significant digits, or whole above 10%: "0.52%", "37%", "4819%"."""
     value = 100.0 * fraction
+    if not math.isfinite(value):  # 1.7e308 against 0.5: more than a float holds
+        return "vastly more than 100%"
     if value >= 1e6:
         return f"{value:.2g}%"
     return f"{value:.0f}%" if value >= 10 else f"{value:.2g}%"
@@ -35,9 +37,9 @@ def relative(comparison: Comparison) -> float:
 
 def amount(comparison: Comparison) -> str:
     """ "37% (0.52 absolute, on values up to 1.4)", or "0.52 where 0 was due"."""
-    size = relative(comparison)
-    if math.isinf(size):
+    if not comparison.largest_expected > 0:
         return f"{comparison.max_abs_error:.2g} where 0 was due"
+    size = relative(comparison)
     return (
         f"{percent(size)} ({comparison.max_abs_error:.2g} absolute, "
         f"on values up to {comparison.largest_expected:.2g})"
