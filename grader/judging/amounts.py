@@ -50,11 +50,8 @@ def how_wrong(decisive: Sequence[Comparison], total: int) -> str:
     """What the failing trials returned: NaN and infinities named with where, and the largest finite
     error, each with its count of trials, joined by '; '."""
     pieces = []
-    for word, has in (
-        ("NaN", lambda c: c.nan_entries > 0),
-        ("infinity", lambda c: c.inf_entries > 0),
-    ):
-        hit = [c for c in decisive if has(c)]
+    for word in ("NaN", "infinity"):
+        hit = [c for c in decisive if (c.nan_entries if word == "NaN" else c.inf_entries) > 0]
         if hit:
             pieces.append(f"returned {word} on {len(hit)} of {counted(total, 'trial')}{_where(hit, word)}")
     wrong = [c for c in decisive if c.max_abs_error > 0]

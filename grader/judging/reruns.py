@@ -251,11 +251,11 @@ def resolve_with_rerun(
         if not _same_values(array, got):
             # float64 values, yet computed otherwise when lifted: float32 inside, which the rerun lifted.
             return _judged_by_scaling(original, expected, spread, got, array, _AT_FLOAT64)
-        why = "the grader could not rerun it above float64 to tell rounding from a mistake"
+        why = "it could not be rerun above float64"
         # torch.tensor() of an extended input raises, say: torch stops at float64. Its message (torch's
         # list of supported dtypes) tells a student nothing about their formula: that torch is why does.
         if isinstance(extended, str):
-            why += " (torch code cannot run above float64)"
+            why += " (torch code cannot be)"
         elif extended is not None:
             why += (
                 " (it came back in float64: float(), .item(), torch tensors or an explicit dtype drop the "
@@ -312,7 +312,7 @@ def _without_rerun(
             f"gives, and {why}"
         )
         return _decided(original, RerunOutcome.OVERFLOWS, note)
-    return _decided(original, outcome, why)
+    return _decided(original, outcome, f"{why}, so it was judged against {precision.name}'s rounding alone")
 
 
 def _judged_by_scaling(
