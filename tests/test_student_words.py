@@ -26,6 +26,7 @@ import pytest
 from conftest import copy_exercise, exercise_folder, grader_command, write_source
 
 import grader
+from grader.text import counted, plural
 
 TRIALS = 20  # enough for the autograd check to accuse (8 right trials), few enough to stay quick
 SEED = 5
@@ -309,3 +310,10 @@ def test_moodle_keeps_a_name_whole_where_the_roster_does_not_split_it(seen: Seen
         rows = {row["Email address"]: row for row in csv.DictReader(handle)}
     maria = rows["maria@uni.edu"]
     assert (maria["First name"], maria["Last name"], maria["ID number"]) == ("Maria da Silva", "", "1001")
+
+
+def test_counted_agrees_with_its_count() -> None:
+    assert [counted(n, "trial") for n in (0, 1, 2)] == ["0 trials", "1 trial", "2 trials"]
+    assert (counted(1, "entry"), counted(3, "entry")) == ("1 entry", "3 entries")
+    assert (plural(1, "is"), plural(2, "is")) == ("is", "are")
+    assert (plural(1, "has"), plural(4, "has")) == ("has", "have")
