@@ -239,6 +239,8 @@ def test_a_replay_runs_its_one_trial_and_shows_it_whole() -> None:
     assert "trial 4 (d=" in text and "W_np (shape (" in text and "user_grad expected" in text
     page = replayed._repr_html_()
     assert '<pre class="grader-case">' in page and "user_grad got" in page
+    # the replay is the call just made: no call to replay it again, in the text or the page
+    assert "replay:" not in text and "replay:" not in page
 
 
 def test_functions_go_by_their_names_or_by_keyword() -> None:

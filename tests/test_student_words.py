@@ -54,6 +54,8 @@ HAND_INS = {
     + _HEAD
     + "        if not SAID:\n            SAID.append(print('computing'))\n"
     + "        return loss, a.grad, 1 / a_np**2\n",
+    # the function's name misspelt: nothing to call
+    "typo": "def reciprocl(a_np):\n    return 1 / a_np\n",
     "stranger": _HEAD + "        return loss, a.grad, -1 / a_np**2\n",
 }
 ROSTER = """\
@@ -63,6 +65,7 @@ big,1002,Bea Big,bea@uni.edu
 nan,1003,Nan Nobody,nan@uni.edu
 torchlogic,1004,Tor Logic,tor@uni.edu
 copy,1005,Cop Y,cop@uni.edu
+typo,1008,Ty Po,ty@uni.edu
 half,1006,Hal F,hal@uni.edu
 ghost,1007,Gus Host,gus@uni.edu
 """
@@ -184,7 +187,7 @@ def seen(tmp_path_factory: pytest.TempPathFactory) -> Seen:
     ]
 
     # A student checks their own file where they work: the exercise beside it.
-    for student in ("big", "nan", "half", "maria"):
+    for student in ("big", "nan", "half", "maria", "typo"):
         checked = _grader(
             "check",
             f"exercises/{EXERCISE}",

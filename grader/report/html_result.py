@@ -136,7 +136,7 @@ def result_html(
             parts.append(_failure(result, ret, replay))
     parts.append(_output(result))
     replayed = any(r.case is not None for r in result.returns if r.verdict is not Verdict.ERROR)
-    if not result.passed and not replayed:
+    if not result.passed and not replayed and result.only_trial is None:
         command = replay if replay is not None else result.repro(focus_trial(result))
         parts.append(f'<p>{REPLAY_LABEL} <code class="replay">{escape(command)}</code></p>')
     parts.append("</section>")
@@ -177,8 +177,10 @@ def _failure(result: SubmissionResult, ret: ReturnResult, replay: str | None) ->
         parts.append(mask_html(case.mask))
     if ret.failing_entries:
         parts.append(_entries_table(ret))
-    command = replay if replay is not None else result.repro(case.trial)
-    parts.append(f'<p>{REPLAY_LABEL} <code class="replay">{escape(command)}</code></p></div>')
+    if result.only_trial is None:  # a run of one trial is its replay already (terminal.py alike)
+        command = replay if replay is not None else result.repro(case.trial)
+        parts.append(f'<p>{REPLAY_LABEL} <code class="replay">{escape(command)}</code></p>')
+    parts.append("</div>")
     return "".join(parts)
 
 
