@@ -15,6 +15,7 @@ from __future__ import annotations
 import csv
 import html
 import json
+import math
 import re
 import subprocess
 from collections.abc import Iterator
@@ -26,6 +27,9 @@ import pytest
 from conftest import copy_exercise, exercise_folder, grader_command, write_source
 
 import grader
+from grader.judging.amounts import how_wrong
+from grader.judging.compare import Comparison, EntryError
+from grader.outcomes import Verdict
 from grader.text import counted, plural
 
 TRIALS = 20  # enough for the autograd check to accuse (8 right trials), few enough to stay quick
@@ -320,3 +324,23 @@ def test_counted_agrees_with_its_count() -> None:
     assert (counted(1, "entry"), counted(3, "entry")) == ("1 entry", "3 entries")
     assert (plural(1, "is"), plural(2, "is")) == ("is", "are")
     assert (plural(1, "has"), plural(4, "has")) == ("has", "have")
+
+
+def test_wrong_by_is_told_against_the_largest_value_due_whatever_the_number_of_trials() -> None:
+    """An entry due as 0.01 and off by 0.5 is 4819% off on its own; against the values due (up to 1.4),
+    the mistake is 37% of them, on one trial as on fifty."""
+
+    def off(trial: int, small_entry: bool) -> Comparison:
+        relative = 48.19 if small_entry else 0.37
+        return Comparison(
+            trial, Verdict.LOGIC, max_rel_error=relative, max_abs_error=0.52, largest_expected=1.4
+        )
+
+    one = how_wrong([off(0, False)], 1)
+    fifty = how_wrong([off(k, k == 7) for k in range(50)], 50)
+    assert one == "wrong by up to 37% (0.52 absolute, on values up to 1.4) on 1 of 1 trial"
+    assert fifty == "wrong by up to 37% (0.52 absolute, on values up to 1.4) on 50 of 50 trials"
+    nan = Comparison(
+        3, Verdict.LOGIC, nan_entries=1, failing=(EntryError((2,), 1.0, math.nan, *[math.inf] * 4),)
+    )
+    assert how_wrong([nan], 100) == "returned NaN on 1 of 100 trials (first on trial 3: entry [2])"

@@ -67,8 +67,8 @@ def _where(hit: Sequence[Comparison], word: str) -> str:
     nan = word == "NaN"
     count = first.nan_entries if nan else first.inf_entries
     at = [e.index for e in first.failing if (math.isnan(e.got) if nan else math.isinf(e.got))]
-    if not at:
+    if not any(at):  # none listed, or a single number returned: the trial says where
         return f" (first on trial {first.trial})"
-    shown = ", ".join(f"[{', '.join(map(str, i))}]" if i else "the value" for i in at[:NAMED_ENTRIES])
+    shown = ", ".join(f"[{', '.join(map(str, i))}]" for i in at[:NAMED_ENTRIES])
     more = f" and {count - len(at[:NAMED_ENTRIES])} more" if count > len(at[:NAMED_ENTRIES]) else ""
     return f" (first on trial {first.trial}: {plural(count, 'entry')} {shown}{more})"
