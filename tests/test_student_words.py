@@ -89,9 +89,9 @@ JARGON = (
     "trial(s)",
     "exercise(s)",
 )
-WRONG_BY = re.compile(r"wrong by up to (.*?) on \d+ of \d+ trials?")
+WRONG_BY = re.compile(r"wrong by (.*?) on \d+ of \d+ trials?")
 AMOUNT = re.compile(
-    r"(\d[\d.e+-]*%|vastly more than 100%) \(\S+ absolute, on values up to \S+\)|\S+ where 0 was due"
+    r"up to ((\d[\d.e+-]*%|vastly more than 100%) \(\S+ absolute, on values up to \S+\)|\S+ where 0 was due)"
 )
 
 

@@ -367,7 +367,9 @@ def _judged_by_scaling(
                 "for rounding): rounding that the formula amplifies"
             )
             return _decided(original, RerunOutcome.SHRINKS, note, shrink)
-        wrong = "still wrong" if shrink <= 2 else f"wrong by {1 / shrink:.2g} of the first run"
+        # One "wrong by" in what a student reads (classify's, relative to the values due): here, how much
+        # the extra precision helped, as a factor.
+        wrong = "still wrong" if shrink <= 2 else f"its error shrank only {shrink:.2g}-fold, still wrong"
     check = np.where(judged, rerun_error / allowed, 0.0)
     note = f"{wrong} when rerun {at} ({float(check.max()):.3g} envelopes)"
     measured = finite.any() and not np.isnan(shrink)
