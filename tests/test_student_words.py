@@ -215,6 +215,9 @@ def seen(tmp_path_factory: pytest.TempPathFactory) -> Seen:
         cwd=root,
     )
     texts["repro"] = [replayed.stdout, replayed.stderr]
+    misspelt = _grader("check", "reciprocl", "submissions/maria/reciprocal.py", cwd=root)
+    assert misspelt.returncode == 2, misspelt.stderr
+    texts["misspelt id"] = [misspelt.stdout, misspelt.stderr]
 
     # Gradescope, as test_gradescope runs it: the exercises below autograder/source, one hand-in.
     autograder = root / "gs" / "autograder" / "source" / "exercises"
@@ -344,3 +347,10 @@ def test_wrong_by_is_told_against_the_largest_value_due_whatever_the_number_of_t
         3, Verdict.LOGIC, nan_entries=1, failing=(EntryError((2,), 1.0, math.nan, *[math.inf] * 4),)
     )
     assert how_wrong([nan], 100) == "returned NaN on 1 of 100 trials (first on trial 3: entry [2])"
+
+
+def test_a_misspelt_exercise_id_is_one_line_with_the_closest_id(seen: Seen) -> None:
+    stdout, stderr = seen.texts["misspelt id"]
+    said = " ".join(stderr.split())  # one message, however the terminal wraps it
+    assert stdout == "" and said.startswith("error: 'reciprocl': ") and said.count("error") == 1, stderr
+    assert "did you mean 'reciprocal'?" in said and "Traceback" not in said
