@@ -171,7 +171,7 @@ def _message(
     if verdict is Verdict.INSTABILITY:
         why = max(decisive, key=lambda c: c.max_ratio).note
         return (
-            f"{how}{ratio}, beyond rounding, but {why}: a numerically unstable formula "
+            f"{how}{ratio}, but {why}: a numerically unstable formula "
             "(overflow in exp, cancellation), not a mistake in the maths; rewrite it stably "
             "(subtract the max before exp, use log-sum-exp, avoid subtracting nearly equal numbers)"
         )

@@ -308,8 +308,8 @@ def _without_rerun(
     range, anything else beyond its rounding a mistake."""
     if _overflows(expected, got, precision):
         note = (
-            f"NaN or infinity where finite values were due, which running out of {precision.name}'s range "
-            f"gives, and {why}"
+            f"NaN or infinity where finite values were due is what running out of {precision.name}'s range "
+            f"gives, and {why} to show otherwise"
         )
         return _decided(original, RerunOutcome.OVERFLOWS, note)
     return _decided(original, outcome, f"{why}, so it was judged against {precision.name}'s rounding alone")
