@@ -9,6 +9,7 @@ pay for (or expose) the grader's own dependencies; the command line imports it f
 from __future__ import annotations
 
 import importlib
+import warnings
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.3.0"
@@ -18,6 +19,14 @@ if TYPE_CHECKING:
 
 __all__ = ["Checked", "__version__", "check", "find_exercise", "grade", "grade_file", "load_exercise"]
 _API = frozenset(__all__) - {"__version__"}
+
+# The grader's own arithmetic meets hostile values (a return of 1e308, inf, NaN) by design and judges them;
+# numpy's "overflow encountered" warnings it would raise on the way name the grader's install path and
+# reach students (the terminal, a notebook, the worker's stderr told as the student's). Every module of the
+# package is silenced here, where the CLI, the Python API and the sandboxed worker all start; warnings that
+# student code raises are attributed to its own modules and stay shown.
+OWN_MODULES = r"grader(\.|$)"
+warnings.filterwarnings("ignore", module=OWN_MODULES)
 
 
 def __getattr__(name: str) -> Any:

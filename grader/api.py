@@ -13,6 +13,7 @@ the same code. What it returns shows itself in Jupyter (an HTML table) and as te
 
 from __future__ import annotations
 
+import functools
 import io
 import os
 import re
@@ -20,7 +21,7 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from grader.errors import UsageError
 from grader.exercise.spec import SPEC_FILE, Exercise, exercise_argument
@@ -34,8 +35,41 @@ if TYPE_CHECKING:
     from rich.console import Console
 
 ExerciseRef = str | Path | Exercise  # a folder, its exercise.yaml, an id, or an exercise loaded already
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 
 
+def _short_errors(function: Callable[_P, _R]) -> Callable[_P, _R]:
+    """The API function, its UsageErrors raised from it alone: a misspelt id in a notebook reads as one
+    line under the student's own call, not as a traceback through the grader's lookup (IPython shows
+    GraderError's one line anyway; plain Python then shows this one frame, not every frame below it)."""
+
+    @functools.wraps(function)
+    def called(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        __tracebackhide__ = True  # pytest and IPython leave out a frame that sets it
+        try:
+            return function(*args, **kwargs)
+        except UsageError as error:
+            raise error.with_traceback(None) from None
+
+    return called
+
+
+def _numbers(call: str, seed: object, trials: object, trial: object) -> None:
+    """`seed`, `trials` and `trial` as a caller typed them, checked before anything is drawn from them."""
+
+    def whole(value: object) -> bool:
+        return isinstance(value, int) and not isinstance(value, bool)
+
+    if not whole(seed) or seed < 0:  # type: ignore[operator]
+        raise UsageError(f"{call}: seed={seed!r} is not a seed; give a whole number, 0 or more")
+    if trials is not None and (not whole(trials) or trials < 1):  # type: ignore[operator]
+        raise UsageError(f"{call}: trials={trials!r}; give how many trials to run, a whole number from 1")
+    if trial is not None and (not whole(trial) or trial < 0):  # type: ignore[operator]
+        raise UsageError(f"{call}: trial={trial!r}; give the number of the trial to replay, 0 or more")
+
+
+@_short_errors
 def find_exercise(name: str | Path) -> Path:
     """The folder of an exercise: `name` is its folder (or exercise.yaml), or its id, looked up as
     `grader check` looks it up: among the exercises below the current directory (a course ships its
@@ -46,6 +80,7 @@ def find_exercise(name: str | Path) -> Path:
     return path
 
 
+@_short_errors
 def load_exercise(exercise: ExerciseRef) -> Exercise:
     """An exercise, loaded and checked for grading: from its folder, its exercise.yaml, or its id."""
     if isinstance(exercise, Exercise):
@@ -53,6 +88,7 @@ def load_exercise(exercise: ExerciseRef) -> Exercise:
     return _loaded(find_exercise(exercise), authoring=False)
 
 
+@_short_errors
 def grade(
     exercise: ExerciseRef,
     submission: str | Path,
@@ -69,6 +105,7 @@ def grade(
     from grader.grading import grade as graded
     from grader.handin.discover import submission_from_path
 
+    _numbers("grader.grade", seed, trials, trial)
     untrusted_process()  # the caller's process: a notebook's code may have patched torch before this call
     loaded = load_exercise(exercise)
     cells = loaded.spec.notebook.selection
@@ -76,6 +113,7 @@ def grade(
     return graded(loaded, handed, seed, trials, only_trial=trial)
 
 
+@_short_errors
 def grade_file(
     exercises: ExerciseRef | Sequence[ExerciseRef],
     submission: str | Path,
@@ -116,6 +154,7 @@ def grade_file(
     return graded(handed, seed, trials)
 
 
+@_short_errors
 def check(
     exercise: ExerciseRef,
     *functions: Callable[..., Any],
@@ -138,6 +177,7 @@ def check(
     from grader.sandbox.in_process import InProcessRunner
     from grader.sandbox.report import WorkerReport
 
+    _numbers("grader.check", seed, trials, trial)
     untrusted_process()  # the student's code runs here: no reference computed here is written for others
     loaded = load_exercise(exercise)
     ordered = _by_entry(loaded, functions, named)

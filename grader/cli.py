@@ -23,6 +23,7 @@ from grader.exercise.spec import SPEC_FILE, Exercise, discover_exercises, exerci
 from grader.exercise.trials import DEFAULT_SEED, secret_seed
 from grader.report.terminal import safe
 from grader.results import SubmissionResult
+from grader.text import counted, plural
 
 if TYPE_CHECKING:
     from grader.classrun import RunOutcome
@@ -326,7 +327,7 @@ def _check_library(args: argparse.Namespace, console: Console, errors: Console) 
     if not handed:
         entries = ", ".join(sorted({e.spec.entry for e in exercises}))
         raise UsageError(
-            f"{args.file}: defines none of the functions the {len(exercises)} exercises under "
+            f"{args.file}: defines none of the functions the {counted(len(exercises), 'exercise')} under "
             f"{args.exercise} grade ({entries}); name your functions as the assignment does"
         )
     passed = True
@@ -549,13 +550,15 @@ def _finish(
         no_folder = [s for s in roster.folders() if s not in graded]
         if no_folder:
             errors.print(
-                f"[yellow]{len(no_folder)} students of the roster have no folder: "
+                f"[yellow]{counted(len(no_folder), 'student')} of the roster "
+                f"{plural(len(no_folder), 'has')} no folder: "
                 f"{safe(', '.join(no_folder))} — not handed in (empty cells, never 0)[/]"
             )
         if unknown:
             errors.print(
-                f"[yellow]{safe(str(roster.path))}: {len(unknown)} folders are not on the roster: "
-                f"{safe(', '.join(unknown))} — they are in gradebook.csv but not in canvas.csv or "
+                f"[yellow]{safe(str(roster.path))}: {counted(len(unknown), 'folder')} "
+                f"{plural(len(unknown), 'is')} "
+                f"not on the roster: {safe(', '.join(unknown))} — in gradebook.csv but not in canvas.csv or "
                 "moodle.csv; add them to the roster (folder,id,...) to export their grades[/]"
             )
     if args.out is not None:
@@ -569,12 +572,12 @@ def _finish(
             graded_at=graded_at,
         )
         # on stderr: with --json, stdout holds JSON lines only
-        errors.print(f"[dim]wrote {len(written)} files to {safe(str(args.out))}[/]")
+        errors.print(f"[dim]wrote {counted(len(written), 'file')} to {safe(str(args.out))}[/]")
     if args.html is not None:
         from grader.report.html import INDEX, write_site
 
         pages = write_site(args.html, results, exercises, students)
-        errors.print(f"[dim]wrote {len(pages)} pages to {safe(str(args.html))} (open {INDEX})[/]")
+        errors.print(f"[dim]wrote {counted(len(pages), 'page')} to {safe(str(args.html))} (open {INDEX})[/]")
 
 
 def _gradescope(args: argparse.Namespace, console: Console, errors: Console) -> int:
@@ -648,8 +651,8 @@ def _gradescope(args: argparse.Namespace, console: Console, errors: Console) -> 
             for r in results
         }
         notes = [
-            f"autograder configuration error (not your fault): {len(broken)} exercise(s) of this assignment "
-            "could not be graded; the course staff has the details"
+            f"autograder configuration error (not your fault): {counted(len(broken), 'exercise')} of this "
+            "assignment could not be graded; the course staff has the details"
         ]
         output = gradescope_results(
             results, handouts, notes if broken else [], private, pool is None, installed_versions()
@@ -714,7 +717,7 @@ def _prepare(args: argparse.Namespace, console: Console, errors: Console) -> int
                 counts[done.status] += 1
                 # A pool's seeds are secret: named by their place in it, never printed.
                 seed = f"seed {seeds.index(done.seed) + 1} of the pool" if pool else f"seed {done.seed}"
-                what = f"{safe(done.exercise)}: {seed}, {done.trials} trials:"
+                what = f"{safe(done.exercise)}: {seed}, {counted(done.trials, 'trial')}:"
                 if done.status is Status.FAILED:
                     errors.print(f"[bold red]{what} failed[/] — {safe(done.error)}")
                 elif done.status is Status.COMPUTED:

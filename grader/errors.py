@@ -20,6 +20,12 @@ class GraderError(Exception):
 
     exit_code: ExitCode = ExitCode.USAGE_OR_SPEC
 
+    def _render_traceback_(self) -> list[str]:
+        """IPython's hook: a Jupyter kernel shows these lines in place of the traceback. The message is
+        the user's to act on; the grader's own frames around it (api.py, the spec loader) would bury it
+        under code the student never wrote."""
+        return [f"{type(self).__name__}: {self}"]
+
 
 class UsageError(GraderError):
     """The command line names something that is not there or not usable."""

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping
-from dataclasses import dataclass
-from pathlib import Path
+from dataclasses import dataclass, replace
+from pathlib import Path, PurePath
 
 import numpy as np
 
@@ -127,12 +127,30 @@ class SubmissionResult:
             return Verdict.ERROR
         return max((r.verdict for r in self.returns), default=Verdict.PASS)
 
+    def as_the_student_knows_it(self) -> SubmissionResult:
+        """The result with its exercise named by id and its file relative to the hand-in, as the student
+        runs them (`grader repro graph2 hw3.ipynb ...`): never the instructor's folders, which a page
+        handed to the student would show otherwise."""
+        return replace(self, exercise_dir=self.exercise, submission=file_in_handin(self))
+
     def repro(self, trial: int | None = None) -> str:
         """The command that replays one trial (shown whole), or the whole run."""
         where = f"{self.exercise_dir} {self.submission} --seed {self.seed}"
         if trial is not None:
             return f"grader repro {where} --trial {trial}"
         return f"grader check {where} --trials {self.trials}"
+
+
+def file_in_handin(result: SubmissionResult) -> str:
+    """The student's file as they know it, from a class run's result (hw3.ipynb for
+    submissions/dana/hw3.ipynb); "." where the hand-in is a folder of several files."""
+    path = PurePath(result.submission)
+    if path.suffix not in (".py", ".ipynb"):
+        return "."
+    parts = path.parts[:-1]
+    if result.student in parts:
+        return str(PurePath(*path.parts[len(parts) - parts[::-1].index(result.student) :]))
+    return path.name
 
 
 def student_location(traceback: str) -> str:

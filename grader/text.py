@@ -36,3 +36,19 @@ def spreadsheet_text(text: str) -> str:
     start a formula (spreadsheets hide that quote)."""
     text = valid_unicode(text)
     return f"'{text}" if text.startswith(_FORMULA_START) else text
+
+
+# Nouns whose plural is not the noun and an s; a count of any other noun adds the s.
+_IRREGULAR = {"entry": "entries", "was": "were", "is": "are", "has": "have", "this": "these"}
+
+
+def plural(count: int, noun: str) -> str:
+    """`noun` as it goes with `count`: "trial" for 1, "trials" otherwise ("entry": "entries")."""
+    if count == 1:
+        return noun
+    return _IRREGULAR.get(noun, f"{noun}es" if noun.endswith(("s", "x", "ch", "sh")) else f"{noun}s")
+
+
+def counted(count: int, noun: str) -> str:
+    """`count` and `noun` agreeing: "1 student", "2 students", "1 entry", "3 entries"."""
+    return f"{count} {plural(count, noun)}"

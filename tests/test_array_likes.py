@@ -66,7 +66,7 @@ def test_a_ragged_list_is_an_error_naming_the_problem(ragged: SubmissionResult) 
     assert by_name["f"].verdict is Verdict.PASS
     assert by_name["user_grad"].verdict is Verdict.ERROR
     message = by_name["user_grad"].message
-    assert "ragged list" in message and "[1] has 1 items where [0] has 2" in message, message
+    assert "ragged list" in message and "[1] has 1 item where [0] has 2" in message, message
 
 
 def test_nested_lists_and_tuples_become_their_arrays() -> None:
@@ -93,7 +93,7 @@ class _Sly(float):
 @pytest.mark.parametrize(
     ("value", "words"),
     [
-        ([[1.0, 2.0], [3.0]], "ragged list: [1] has 1 items where [0] has 2"),
+        ([[1.0, 2.0], [3.0]], "ragged list: [1] has 1 item where [0] has 2"),
         ([[1.0, 2.0], 3.0], "ragged list: [1] is a float where a list is due"),
         ([1.0, [2.0]], "ragged list: [1] is a list where [0] is a number"),
         (["a", "b"], "entry [0] is a str"),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 from hypothesis import assume, given
@@ -391,3 +393,15 @@ def test_a_failing_trial_lists_its_worst_entries_with_their_values() -> None:
     assert all(type(v) is float for v in (worst.expected, worst.got, worst.ulps, worst.envelope_ratio))
     scalar = compare(0, DEFAULT, np.asarray(2.0), np.asarray(3.0), "float64")
     assert [(e.index, e.got) for e in scalar.failing] == [((), 3.0)]
+
+
+def test_a_return_that_overflows_the_error_arithmetic_is_judged_without_a_warning() -> None:
+    """1.7e308 against -1.5e308: the error overflows to inf, which is the verdict's evidence, never a
+    RuntimeWarning naming the grader's file (a student reads the terminal), nor within a tolerance that
+    overflowed too."""
+    expected, got = np.array([-1.5e308, 3.0]), np.array([1.7e308, 3.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        loose = compare(0, ReturnSpec(name="g", value="g", rtol=10.0), expected, got, "float64")
+        strict = compare(0, ReturnSpec(name="g", value="g"), expected, got, "float64")
+    assert loose.verdict is strict.verdict is Verdict.LOGIC

@@ -18,7 +18,7 @@ from conftest import (
 )
 
 from grader.errors import UsageError
-from grader.report.lms import CANVAS_IDENTITY, MOODLE_IDENTITY, split_name
+from grader.report.lms import CANVAS_IDENTITY, MOODLE_IDENTITY, moodle_names
 from grader.report.roster import load_roster
 
 ROSTER = """\
@@ -96,7 +96,8 @@ def test_moodle_csv_has_moodle_import_layout(graded: tuple[Path, subprocess.Comp
     by_email = {row["Email address"]: row for row in table}
     assert list(by_email) == ["ana@uni.edu", "bo@uni.edu", "cy@uni.edu", "di@uni.edu", "gus@uni.edu"]
     ana = by_email["ana@uni.edu"]
-    assert (ana["First name"], ana["Last name"], ana["ID number"]) == ("Ana María", "López", "101")
+    # one name column on the roster: kept whole, never split at a guessed place
+    assert (ana["First name"], ana["Last name"], ana["ID number"]) == ("Ana María López", "", "101")
     assert ana["graph2: user_grad"] == "0" and ana["graph2: auto_grad"] == "4"
     assert by_email["cy@uni.edu"]["graph2: f"] == "0"
     assert by_email["di@uni.edu"]["graph2: f"] == "" and by_email["gus@uni.edu"]["graph2: f"] == ""
@@ -122,8 +123,8 @@ def test_gradebook_csv_keeps_everyone_and_tells_missing_from_zero(
     assert (table["s3"]["total"], table["s3"]["max_total"]) == ("", "10")
     assert (table["ghost"]["total"], table["ghost"]["max_total"]) == ("", "10")
     stderr = " ".join(ran.stderr.split())
-    assert "1 folders are not on the roster: stranger" in stderr
-    assert "have no folder: ghost" in stderr
+    assert "1 folder is not on the roster: stranger" in stderr
+    assert "1 student of the roster has no folder: ghost" in stderr
 
 
 def test_summary_counts_hand_ins_only(graded: tuple[Path, subprocess.CompletedProcess[str]]) -> None:
@@ -250,10 +251,19 @@ def test_a_roster_that_is_not_utf8_says_how_to_save_it(tmp_path: Path) -> None:
         load_roster(path)
 
 
-def test_split_name() -> None:
-    assert split_name("Ana María López") == ("Ana María", "López")
-    assert split_name("Plato") == ("Plato", "")
-    assert split_name("") == ("", "")
+def test_moodle_names_come_from_the_roster_never_from_splitting_a_name(tmp_path: Path) -> None:
+    """Moodle matches by ID number or email; its name columns are read by people: "Maria da Silva" is
+    not "Maria da" + "Silva", so the name stays whole unless the roster gives its parts."""
+    path = _roster(
+        tmp_path,
+        "folder,id,name,email,first name,surname\n"
+        "m,1,Maria da Silva,m@uni.edu,,\n"
+        "j,2,Jan van der Berg,j@uni.edu,Jan,van der Berg\n",
+        "utf-8",
+    )
+    maria, jan = load_roster(path)
+    assert moodle_names(maria) == ("Maria da Silva", "")
+    assert moodle_names(jan) == ("Jan", "van der Berg")
 
 
 def test_names_that_a_spreadsheet_would_run_are_kept_as_text(tmp_path: Path) -> None:
@@ -268,4 +278,4 @@ def test_names_that_a_spreadsheet_would_run_are_kept_as_text(tmp_path: Path) -> 
     book = _csv(tmp_path / "out" / "gradebook.csv")
     assert book[1][:3] == ["'=1+1", "7", "'@SUM(A1) -Evil"]
     assert _csv(tmp_path / "out" / "canvas.csv")[2][:2] == ["'@SUM(A1) -Evil", "7"]  # the id matches as it is
-    assert _csv(tmp_path / "out" / "moodle.csv")[1][:3] == ["'@SUM(A1)", "'-Evil", "7"]
+    assert _csv(tmp_path / "out" / "moodle.csv")[1][:3] == ["'@SUM(A1) -Evil", "", "7"]

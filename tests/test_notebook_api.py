@@ -30,6 +30,7 @@ from nbclient import NotebookClient
 
 import grader
 from grader.errors import UsageError
+from grader.exercise.spec import EXERCISES_ENV
 from grader.outcomes import FailureKind, Verdict
 
 AFFINE = EXERCISES / "cs231n" / "a2" / "affine"
@@ -83,6 +84,13 @@ def _notebook() -> Any:
             "print(failing.result.first_trial_error.traceback)"
         )
     )
+    # The course's exercises, as a course sets them for its students: ids are looked up there.
+    misspelt = cell(
+        f"import os\nos.environ[{EXERCISES_ENV!r}] = {str(EXERCISES)!r}\n"
+        "grader.check('graph9', graph2, trials=2)"
+    )
+    misspelt.metadata["tags"] = ["raises-exception"]  # nbclient runs on past the error it expects
+    cells.append(misspelt)
     notebook: Callable[..., Any] = nbformat.v4.new_notebook
     return notebook(cells=cells)
 
@@ -112,6 +120,7 @@ def executed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         found[name] = {"kernel": json.loads(printed), "shown": shown["data"], "cli": json.loads(stdout)}
     next(cells)
     found["traceback"] = "".join(o["text"] for o in next(cells).outputs if o["output_type"] == "stream")
+    found["misspelt"] = next(o for o in next(cells).outputs if o["output_type"] == "error")
     return found
 
 
@@ -186,6 +195,18 @@ def test_a_failure_in_the_notebook_names_its_cells(executed: dict[str, Any]) -> 
     assert lines[-1].startswith("ValueError: matmul")
 
 
+def test_a_misspelt_exercise_id_is_one_line_naming_the_closest_ids_in_the_notebook(
+    executed: dict[str, Any],
+) -> None:
+    """The kernel shows the grader's error as the student's line's one consequence: no frame of the
+    grader's lookup (api.py, spec/loading.py), the id given, the ids it may have meant."""
+    error = executed["misspelt"]
+    assert error["ename"] == "UsageError"
+    (line,) = error["traceback"]
+    assert line.startswith("UsageError: 'graph9': ") and "did you mean 'graph2'" in line
+    assert "api.py" not in line and "loading.py" not in line
+
+
 # --- outside Jupyter: the same API in this process ----------------------------------------------------
 
 
@@ -218,6 +239,8 @@ def test_a_replay_runs_its_one_trial_and_shows_it_whole() -> None:
     assert "trial 4 (d=" in text and "W_np (shape (" in text and "user_grad expected" in text
     page = replayed._repr_html_()
     assert '<pre class="grader-case">' in page and "user_grad got" in page
+    # the replay is the call just made: no call to replay it again, in the text or the page
+    assert "replay:" not in text and "replay:" not in page
 
 
 def test_functions_go_by_their_names_or_by_keyword() -> None:
@@ -270,8 +293,25 @@ def test_an_exercise_is_found_by_its_id_under_the_current_directory(monkeypatch:
     assert grader.find_exercise("graph2") == GRAPH2
     assert grader.find_exercise("cs231n.a2.affine") == AFFINE
     assert grader.load_exercise("exercises/mac0460/graph2").id == "graph2"
-    with pytest.raises(UsageError, match="'graph9': no exercise folder of that name"):
+    with pytest.raises(UsageError, match="'graph9': no exercise folder of that name") as raised:
         grader.find_exercise("graph9")
+    # raised from the API's own frame: a plain Python traceback shows no lookup below it
+    assert raised.traceback[-1].name == "called" and len(str(raised.value).splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    ("given", "said"),
+    [
+        ({"trials": 0}, "trials=0; give how many trials to run"),
+        ({"trials": "5"}, "trials='5'; give how many trials to run"),
+        ({"seed": "x"}, "seed='x' is not a seed"),
+        ({"trial": -1}, "trial=-1; give the number of the trial to replay"),
+    ],
+)
+def test_bad_numbers_are_one_line_errors_before_anything_runs(given: dict[str, Any], said: str) -> None:
+    graph2 = _defined(CHECKS["correct"][1])["graph2"]
+    with pytest.raises(UsageError, match=re.escape(f"grader.check: {said}")):
+        grader.check(GRAPH2, graph2, **given)
 
 
 def test_grade_is_the_sandboxed_cli_as_a_value() -> None:

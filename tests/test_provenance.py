@@ -90,7 +90,7 @@ def test_every_autograd_copy_is_named_and_scores_nothing(
     user_grad = by_name["user_grad"]
     assert user_grad.verdict is Verdict.AUTOGRAD, user_grad.message
     assert user_grad.score == 0
-    assert "computed by autograd, not derived by hand" in user_grad.message
+    assert "user_grad comes from autograd, not from your own derivation" in user_grad.message
     # auto_grad is autograd's by design, and f is no gradient: both keep their verdicts
     assert by_name["auto_grad"].verdict in (Verdict.PASS, Verdict.PRECISION)
     assert by_name["f"].verdict in (Verdict.PASS, Verdict.PRECISION)

@@ -92,10 +92,10 @@ def test_a_caught_copy_is_told_what_was_seen_and_keeps_its_other_points(
     returns = _returns(graded[attack])
     message = returns["user_grad"]["message"]
     assert (
-        "was right on every other trial but off by" in message
-        and "where autograd's results were changed" in message
+        "it was right on every other trial, but off by" in message
+        and "the grader secretly altered autograd's gradients" in message
     )
-    assert "computed by autograd, not derived by hand" in message
+    assert "comes from autograd, not from your own derivation" in message
     # f and auto_grad are not judged on the checked trials, where autograd's values are changed on purpose
     assert returns["f"]["verdict"] == returns["auto_grad"]["verdict"] == "pass"
     assert returns["f"]["trials"] == returns["auto_grad"]["trials"] == TRIALS - 3
@@ -132,7 +132,7 @@ def test_a_correct_hand_derivation_keeps_every_point(graded: dict[str, Any], stu
     # user_grad is judged on every trial, the checked ones too: the count says so
     assert returns["user_grad"]["trials"] == TRIALS and returns["f"]["trials"] == TRIALS - 3
     assert (
-        "also right on the 3 trial(s) where autograd's results were changed"
+        "also right on the 3 trials where the grader secretly altered autograd's gradients"
         in returns["user_grad"]["message"]
     )
 

@@ -45,6 +45,7 @@ from grader.exercise.expected import Expected, References
 from grader.exercise.reference_key import references_key
 from grader.exercise.spec import Exercise
 from grader.exercise.trials import Trial
+from grader.text import counted
 
 CACHE_ENV = "GRADER_CACHE_DIR"
 POLICY_ENV = "GRADER_REFERENCES"
@@ -123,7 +124,7 @@ def stored_references(
         )
         raise ReferencesNotStored(
             f"{exercise.id}: no stored references for seed {seed}, "
-            f"{f'trial {only}' if only is not None else f'{count} trials'}, {where}, and "
+            f"{f'trial {only}' if only is not None else counted(count, 'trial')}, {where}, and "
             f"{POLICY_ENV}={STORED_ONLY} forbids computing them; {fix}"
         )
     return found

@@ -9,9 +9,19 @@ import numpy as np
 
 from grader.exercise.spec import Exercise
 from grader.exercise.trials import Trial
-from grader.judging.compare import Compared, Comparison, EntryError, PrecisionReason, RerunOutcome
+from grader.judging.amounts import how_wrong
+from grader.judging.compare import (
+    PRECISIONS,
+    Compared,
+    Comparison,
+    EntryError,
+    PrecisionBasis,
+    PrecisionReason,
+    RerunOutcome,
+)
 from grader.outcomes import Verdict
 from grader.results import FailingCase, ReturnResult
+from grader.text import counted
 
 # The precision a return is said to be judged at where nothing of it was compared (every trial erred).
 NOTHING_COMPARED = "float64"
@@ -85,6 +95,7 @@ def classify_return(
             _inferred(reasons),
             exercise,
             name,
+            reasons,
         ),
         points=points,
         score=points * credit,
@@ -106,6 +117,30 @@ def _inferred(reasons: Counter[PrecisionReason]) -> str:
     return f"; {reason.text}" if reason is not None and reason.basis.said else ""
 
 
+def asked_precision(exercise: Exercise) -> str:
+    """The precision the exercise hands its inputs out in (the finest of its float inputs): what it asks
+    the returns to be computed in."""
+    floats = [i.dtype for i in exercise.spec.inputs.values() if i.dtype in PRECISIONS]
+    return min(floats, key=lambda d: PRECISIONS[d].eps, default="float64")
+
+
+def _coarser_note(exercise: Exercise, precision: str, reasons: Counter[PrecisionReason]) -> str:
+    """For a pass in a coarser precision than the exercise's (`.half()`, float32 work): what was seen,
+    since it passed only within that coarser format's rounding."""
+    asked = asked_precision(exercise)
+    if precision not in PRECISIONS or PRECISIONS[precision].eps <= PRECISIONS[asked].eps:
+        return ""
+    reason = reasons.most_common(1)[0][0] if reasons else None
+    if reason is not None and reason.basis is PrecisionBasis.DTYPE:  # returned in that dtype
+        return (
+            f"; your values were {precision}, the exercise asks for {asked}: passed within {precision}'s "
+            f"rounding; compute in {asked} to get its accuracy"
+        )
+    # float64 values only as exact as float32's (float32 work inside, F.softplus's threshold): say what
+    # was measured, not a dtype they did not return.
+    return f"; passed within {precision}'s rounding, coarser than the {asked} the exercise asks for"
+
+
 def _message(
     verdict: Verdict,
     total: int,
@@ -115,12 +150,13 @@ def _message(
     inferred: str,
     exercise: Exercise,
     name: str,
+    reasons: Counter[PrecisionReason],
 ) -> str:
-    of = f"{len(decisive)} of {total} trials"
+    of = f"{len(decisive)} of {counted(total, 'trial')}"
     envelopes = f"{worst_ratio:.3g} {precision} rounding envelopes{inferred}"
     if verdict is Verdict.PASS:
         every = "the only trial" if total == 1 else f"all {total} trials"
-        return f"correct on {every} (max error {envelopes})"
+        return f"correct on {every} (max error {envelopes}){_coarser_note(exercise, precision, reasons)}"
     if verdict is Verdict.ERROR:
         first = min(decisive, key=lambda c: c.trial)
         if not any(c.ran for c in decisive):  # nothing was called: no count of trials to give
@@ -135,23 +171,18 @@ def _message(
             f"outside the exercise's tolerance ({tolerance}) on {of}, but within "
             f"{precision} rounding (max {envelopes}): rounding, not a mistake; compute in float64 to pass"
         )
-    # A mistake is measured where the values are finite: an overflowing trial would only say "inf".
-    finite = [c for c in decisive if np.isfinite(c.max_ratio)] if verdict is Verdict.LOGIC else []
-    worst = max(finite or decisive, key=lambda c: c.max_ratio)
-    ratio = f"{worst.max_ratio:.3g} {worst.precision} rounding envelopes"
-    if not np.isfinite(worst.max_ratio):
-        ratio = f"NaN or infinite values where finite ones were due, in {worst.precision}"
-    relative = worst.max_rel_error
-    size = f"{relative:.0%}" if 0.01 <= relative < 100 else f"{relative:.2g}"
-    if not np.isfinite(relative) and worst.failing:  # no relative error where the answer is 0
-        size = f"{max(e.abs_error for e in worst.failing):.3g} on entries that should be 0"
+    how = how_wrong(decisive, total) or f"beyond rounding on {of}"
+    worst = max(decisive, key=lambda c: c.max_ratio if np.isfinite(c.max_ratio) else -1.0)
+    # Rounding envelopes only where they are a number: a NaN is named by how_wrong instead.
+    envelopes = f" ({worst.max_ratio:.3g} {worst.precision} rounding envelopes)"
+    ratio = envelopes if np.isfinite(worst.max_ratio) else ""
     if verdict is Verdict.INSTABILITY:
-        why = worst.note
+        why = max(decisive, key=lambda c: c.max_ratio).note
         return (
-            f"beyond rounding on {of} ({ratio}), but {why}: a numerically unstable formula "
+            f"{how}{ratio}, but {why}: a numerically unstable formula "
             "(overflow in exp, cancellation), not a mistake in the maths; rewrite it stably "
             "(subtract the max before exp, use log-sum-exp, avoid subtracting nearly equal numbers)"
         )
     if worst.rerun is RerunOutcome.STILL_WRONG:
-        return f"wrong by up to {size} at any precision on {of} ({ratio}): a mistake in the formula"
-    return f"wrong by up to {size} on {of} ({ratio}); {worst.note}: a mistake in the formula, not rounding"
+        return f"{how}, at any precision{ratio}: a mistake in the formula"
+    return f"{how}{ratio}; {worst.note}: a mistake in the formula, not rounding"

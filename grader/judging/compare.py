@@ -137,6 +137,12 @@ class Comparison:
     dtype: str = ""  # as returned, where it failed: a float64 array may hold a narrower format's values
     max_ratio: float = 0.0  # worst |error| / envelope over the entries
     max_rel_error: float = 0.0
+    # How far off in the student's terms: the largest |error| among the finite entries returned, the
+    # largest |expected| of the trial (what a relative error is told against), the non-finite entries.
+    max_abs_error: float = 0.0
+    largest_expected: float = 0.0
+    nan_entries: int = 0
+    inf_entries: int = 0
     failing: tuple[EntryError, ...] = ()  # worst first
     failing_count: int = 0
     entries: int = 0
@@ -405,6 +411,22 @@ def _compare_groups(
 ) -> tuple[list[tuple[list[int], Passing]], dict[int, Comparison]]:
     """Per dtype, the positions of its trials that passed and them as columns; the other trials' judgement
     by position."""
+    # Hostile returns (1e308 against -1e308, inf, NaN) overflow the error arithmetic on purpose: an
+    # infinite error is the verdict's evidence, not a warning to print with the grader's path.
+    with np.errstate(all="ignore"):
+        return _compare_groups_quietly(spec, trials, expected, got, dtypes, spreads, at, flattened)
+
+
+def _compare_groups_quietly(
+    spec: ReturnSpec,
+    trials: Sequence[int],
+    expected: Sequence[np.ndarray],
+    got: Sequence[np.ndarray],
+    dtypes: Sequence[str],
+    spreads: Sequence[np.ndarray] | None,
+    at: Precision | None,
+    flattened: Flattened | None,
+) -> tuple[list[tuple[list[int], Passing]], dict[int, Comparison]]:
     others: dict[int, Comparison] = {}
     misfits: dict[int, str]
     if flattened is not None and len(set(dtypes)) == 1 and [g.shape for g in got] == flattened.shapes:
@@ -452,6 +474,17 @@ def within_rounding(
 ) -> bool:
     """Whether every trial would be judged pass or precision against `expected`: compare_many's verdicts
     alone, without describing the trials that fail (what naming a mistake asks of each candidate)."""
+    with np.errstate(all="ignore"):  # as in _compare_groups: overflow is evidence here
+        return _within_rounding(spec, expected, got, dtypes, spreads)
+
+
+def _within_rounding(
+    spec: ReturnSpec,
+    expected: Sequence[np.ndarray],
+    got: Sequence[np.ndarray],
+    dtypes: Sequence[str],
+    spreads: Sequence[np.ndarray],
+) -> bool:
     by_dtype, misfits = _by_dtype(spec, expected, got, dtypes)
     if misfits:
         return False
@@ -505,7 +538,9 @@ def _entry_checks(
     ratio = abs_error / _allowed(flat.abs_expected, flat.scale, flat.spread, precision)
     within_envelope = ratio <= 1.0
     if spec.explicit_tolerance:
-        within_tolerance = abs_error <= (spec.atol or 0.0) + (spec.rtol or 0.0) * flat.abs_expected
+        # An infinite error (1e308 against -1e308 overflows) is never within a tolerance that overflowed too.
+        bound = (spec.atol or 0.0) + (spec.rtol or 0.0) * flat.abs_expected
+        within_tolerance = np.isfinite(abs_error) & (abs_error <= bound)
     else:
         within_tolerance = within_envelope
     return abs_error, ratio, within_envelope, ~within_tolerance
@@ -573,6 +608,8 @@ def _failing(
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         rel_error = np.where(abs_error == 0, 0.0, abs_error / np.abs(expected))
         units_off = abs_error / ulp(expected, precision)  # overflows to inf where 0 is due: as it should
+    # The error is told where it fails: an entry within its rounding is no part of the mistake.
+    finite = failing_mask & np.isfinite(got64) & np.isfinite(abs_error)
     flat = np.flatnonzero(failing_mask)
     worst = flat[np.argsort(-ratio.reshape(-1)[flat], kind="stable")][:MAX_LISTED_ENTRIES]
     # Each column taken for the listed entries at once, as Python numbers: a trial of a logic verdict
@@ -594,6 +631,10 @@ def _failing(
         dtype=dtype,
         max_ratio=float(ratio.max()),
         max_rel_error=float(rel_error.max()),
+        max_abs_error=float(abs_error[finite].max()) if finite.any() else 0.0,
+        largest_expected=float(np.abs(expected).max()) if expected.size else 0.0,
+        nan_entries=int(np.isnan(got64).sum()),
+        inf_entries=int(np.isinf(got64).sum()),
         failing=failing,
         failing_count=len(flat),
         entries=int(expected.size),

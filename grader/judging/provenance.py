@@ -35,6 +35,7 @@ from grader.outcomes import Failure, Verdict
 from grader.results import ReturnResult
 from grader.sandbox.payload import ReturnProblem
 from grader.sandbox.report import Pass, RerunRequest, Returned
+from grader.text import counted
 
 if TYPE_CHECKING:
     from grader.judging.compare import Compared, Comparison
@@ -249,25 +250,31 @@ def checked(judged: ReturnResult, spec: ReturnSpec, checks: Checks) -> ReturnRes
     unstable = judged.verdict is Verdict.INSTABILITY
     off = [o for o in _off(spec, checks) if o.off > OFF and not (unstable and _unstable(spec, checks, o))]
     if not off:
-        note = f"also right on the {len(ran)} trial(s) where autograd's results were changed: derived by hand"
+        note = (
+            f"also right on the {counted(len(ran), 'trial')} where the grader secretly altered autograd's "
+            "gradients: derived by hand"
+        )
         return replace(judged, message=f"{judged.message}; {note}")
     first = off[0]
-    moved = f"off by {first.off:.0%}" if np.isfinite(first.off) else "of another shape or not finite"
-    others = f" and {len(off) - 1} other checked trial(s)" if len(off) > 1 else ""
+    moved = f"off by {first.off:.0%} of its largest entry" if np.isfinite(first.off) else "not finite"
+    others = f" and {counted(len(off) - 1, 'other trial')} like it" if len(off) > 1 else ""
     judged = replace(judged, failed_trials=judged.failed_trials + len(off))
+    # What the check is, said once: on a few secret trials the grader multiplies every gradient autograd
+    # gives (autograd_check.py); a return that moves with them is autograd's, not the student's formula.
+    altered = (
+        f"on those trials the grader secretly altered autograd's gradients, to check that {name} is derived "
+        "by hand"
+    )
     if right < ACCUSE_AFTER:
         message = (
-            f"{name} was right on the {right} other trial(s) but {moved} of "
-            f"its largest entry on trial {first.trial}{others}, one of the trials on which the grader checks "
-            f"that {name} is derived by hand (autograd's results were changed there): computed by autograd, "
-            "or wrong on some inputs; too few trials to tell, and a return must be right there too for its "
-            "points"
+            f"{name} was {moved} on trial {first.trial}{others}; {altered}. It passed "
+            f"{counted(right, 'other trial')}: too few for the grader to tell a copy of autograd from a "
+            f"formula wrong on some inputs, and {name} must be right on those trials too to earn its points"
         )
         return _zero(judged, Verdict.LOGIC, message, "")
     message = (
-        f"{name} was right on every other trial but {moved} of its largest entry on trial {first.trial}"
-        f"{others}, where autograd's results were changed on purpose (every gradient it gave, by factors "
-        "between 1.25 and 1.75 at each step): it was computed by autograd, not derived by hand"
+        f"{name} comes from autograd, not from your own derivation: it was right on every other trial, "
+        f"but {moved} on trial {first.trial}{others}; {altered}, and your {name} changed with them"
     )
     return _zero(judged, Verdict.AUTOGRAD, message, _FEEDBACK.format(name=name))
 

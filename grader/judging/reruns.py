@@ -275,17 +275,15 @@ def resolve_with_rerun(
         if not _same_values(array, got):
             # float64 values, yet computed otherwise when lifted: float32 inside, which the rerun lifted.
             return _judged_by_scaling(original, expected, spread, got, array, _AT_FLOAT64)
-        why = "no precision above float64 could check it"
+        why = "it could not be rerun above float64"
         # torch.tensor() of an extended input raises, say: torch stops at float64. Its message (torch's
-        # list of supported dtypes) tells a student nothing about their formula: the exception's name does.
+        # list of supported dtypes) tells a student nothing about their formula: that torch is why does.
         if isinstance(extended, str):
-            raised = extended.split(":", 1)[0].strip()
-            raised = raised if raised.isidentifier() and len(raised) <= 40 else "an exception"
-            why += f" (rerun in extended precision, your code raised {raised}, as torch code does)"
+            why += " (torch code cannot be)"
         elif extended is not None:
             why += (
-                ": its rerun in extended precision returned float64 (float(), .item(), torch tensors or an "
-                "explicit dtype drop the extra precision)"
+                " (it came back in float64: float(), .item(), torch tensors or an explicit dtype drop the "
+                "extra precision)"
             )
         return _without_rerun(original, expected, got, precision, why)
     note = f"the code hard-codes {lifted.name}, so it could not be rerun higher: judged at {lifted.name}"
@@ -333,9 +331,12 @@ def _without_rerun(
     """Judged on the first run alone: NaN or infinities where finite values were due are the format's
     range, anything else beyond its rounding a mistake."""
     if _overflows(expected, got, precision):
-        note = f"it overflows {precision.name} ({why}): the range of the precision used, not a mistake"
+        note = (
+            f"NaN or infinity where finite values were due is what running out of {precision.name}'s range "
+            f"gives, and {why} to show otherwise"
+        )
         return _decided(original, RerunOutcome.OVERFLOWS, note)
-    return _decided(original, outcome, why)
+    return _decided(original, outcome, f"{why}, so it was judged against {precision.name}'s rounding alone")
 
 
 def _judged_by_scaling(
@@ -390,7 +391,9 @@ def _judged_by_scaling(
                 "for rounding): rounding that the formula amplifies"
             )
             return _decided(original, RerunOutcome.SHRINKS, note, shrink)
-        wrong = "still wrong" if shrink <= 2 else f"wrong by {1 / shrink:.2g} of the first run"
+        # One "wrong by" in what a student reads (classify's, relative to the values due): here, how much
+        # the extra precision helped, as a factor.
+        wrong = "still wrong" if shrink <= 2 else f"its error shrank only {shrink:.2g}-fold, still wrong"
     check = np.where(judged, rerun_error / allowed, 0.0)
     note = f"{wrong} when rerun {at} ({float(check.max()):.3g} envelopes)"
     measured = finite.any() and not np.isnan(shrink)

@@ -33,6 +33,8 @@ VERDICT_MEANINGS = {
 
 # Said once per report, where the word first appears: "4.33e+14 float64 rounding envelopes" is jargon to a
 # student. The envelope is compare.py's: its scale is what the reference moves under randomised rounding.
+# The one word for a command that runs a grading again, in every report (terminal, HTML, Gradescope).
+REPLAY_LABEL = "replay:"
 ENVELOPE_MEANING = (
     "rounding envelope: how far rounding alone, in the precision named, can move an entry (measured by "
     "rerunning the reference with randomly rounded arithmetic); under 1 is rounding, far above 1 is a "

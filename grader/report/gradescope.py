@@ -30,7 +30,6 @@ import re
 import shlex
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import PurePath
 from typing import Any, TypeVar
 
 from grader.environment import versions_line
@@ -38,8 +37,8 @@ from grader.exercise.spec import Exercise, Visibility
 from grader.handin.prepare import Submission
 from grader.outcomes import Failure, FailureKind, Verdict
 from grader.report.common import ENVELOPE_MEANING, file_choice_note, grid, number, sizes_text
-from grader.results import ReturnResult, SubmissionResult
-from grader.text import valid_unicode, visible
+from grader.results import ReturnResult, SubmissionResult, file_in_handin
+from grader.text import counted, valid_unicode, visible
 
 JSONLike = TypeVar("JSONLike")
 _Replay = Callable[[SubmissionResult, str, int | None], str]  # _replay, the seed shown or not
@@ -154,13 +153,7 @@ def _without(text: str, roots: re.Pattern[str] | None) -> str:
 def _file_in_handin(result: SubmissionResult) -> str:
     """The student's file as they know it, from a class run's result (hw3.ipynb for
     submissions/dana/hw3.ipynb); "." where the hand-in is a folder of several files."""
-    path = PurePath(result.submission)
-    if path.suffix not in (".py", ".ipynb"):
-        return "."
-    parts = path.parts[:-1]
-    if result.student in parts:
-        return str(PurePath(*path.parts[len(parts) - parts[::-1].index(result.student) :]))
-    return path.name
+    return file_in_handin(result)
 
 
 def _notebook_notes(result: SubmissionResult) -> list[str]:
@@ -184,7 +177,7 @@ def _summary(result: SubmissionResult, shown: Handout, now: SubmissionResult | N
     when = " or ".join(
         dict.fromkeys(_WHEN[shown.of(r.name)] for r in result.returns if shown.of(r.name) in _WHEN)
     )
-    line = f"{name}: graded on {result.trials} trials, shown {when}"
+    line = f"{name}: graded on {counted(result.trials, 'trial')}, shown {when}"
     if now is not None:
         line += (
             f"; on the first {now.trials} of them (a preview): {now.score:g}/{now.max_score:g} "
@@ -225,8 +218,9 @@ def _tests(
         if preview is None:
             test |= {"score": ret.score, "max_score": ret.points}
         else:
-            test["name"] += f" (preview: the first {result.trials} of {preview} trials)"
-            output = f"Preview: {ret.score:g}/{ret.points:g} on the first {result.trials} trials.\n\n{output}"
+            test["name"] += f" (preview: the first {result.trials} of {counted(preview, 'trial')})"
+            first = counted(result.trials, "trial")
+            output = f"Preview: {ret.score:g}/{ret.points:g} on the first {first}.\n\n{output}"
         test |= {
             "status": "passed" if ret.verdict is Verdict.PASS else "failed",
             "output": output,

@@ -40,6 +40,7 @@ from grader.report.html_result import (
     verdict_css,
 )
 from grader.results import SubmissionResult
+from grader.text import counted
 
 INDEX = "index.html"
 
@@ -117,7 +118,7 @@ def index_html(
 def _class_table(grades: ClassGrades, students: Sequence[str], pages: Mapping[str, str]) -> str:
     head = "".join(
         f'<th class="num" data-exercise="{escape(e)}">{escape(e)}<br><span class="note">'
-        f"{escape(grades.points[e])} points</span></th>"
+        f"{escape(grades.points[e])} {'point' if grades.points[e] == '1' else 'points'}</span></th>"
         for e in grades.exercises
     )
     rows = [
@@ -250,7 +251,8 @@ def _heatmap(name: str, mine: Sequence[SubmissionResult], data: Mapping[str, Any
         else ""
     )
     parts = [
-        title + f"how many of the {len(mine)} hand-ins fail each entry in their smallest failing case"
+        title + f"how many of the {counted(len(mine), 'hand-in')} fail each entry in their smallest "
+        "failing case"
         f"{escape(varies)}</p>",
         f'<table class="heat" data-return="{escape(name)}" data-hand-ins="{len(mine)}">',
     ]
@@ -285,7 +287,9 @@ def student_html(student: str, results: Sequence[SubmissionResult], grades: Clas
     for exercise in grades.exercises:
         result = grades.handed_in.get((student, exercise))
         if result is not None:
-            parts.append(result_html(result, style=False, explain=not explained))
+            # The student's page: commands they can run where they work, no folder of the instructor's.
+            shown = result.as_the_student_knows_it()
+            parts.append(result_html(shown, style=False, explain=not explained))
             explained = explained or mentions_envelopes(result)
         elif exercise in mine:
             parts.append(

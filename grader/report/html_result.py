@@ -14,6 +14,7 @@ import numpy as np
 from grader.outcomes import Verdict
 from grader.report.common import (
     ENVELOPE_MEANING,
+    REPLAY_LABEL,
     STYLE,
     VERDICT_MEANINGS,
     error_summary,
@@ -29,7 +30,7 @@ from grader.report.common import (
 )
 from grader.report.terminal import notebook_note
 from grader.results import ReturnResult, SubmissionResult
-from grader.text import visible
+from grader.text import counted, visible
 
 # STYLE's colours as shades that read on white, so that both reports colour a verdict alike; a bold style
 # gets a darker shade, so that a bar's blocks of error and logic (or autograd and instability) differ.
@@ -98,7 +99,8 @@ def result_html(
         f'data-student="{escape(result.student)}" data-score="{result.score:g}" '
         f'data-max="{result.max_score:g}" data-verdict="{result.worst.value}">'
     )
-    trials = f"trial {result.only_trial}" if result.only_trial is not None else f"{result.trials} trials"
+    only = result.only_trial
+    trials = f"trial {only}" if only is not None else counted(result.trials, "trial")
     parts.append(
         f"<h2>{escape(result.exercise)} — {escape(result.submission)} "
         f'<span class="score">{result.score:g}/{result.max_score:g}</span></h2>'
@@ -137,9 +139,9 @@ def result_html(
             parts.append(_failure(result, ret, replay))
     parts.append(_output(result))
     replayed = any(r.case is not None for r in result.returns if r.verdict is not Verdict.ERROR)
-    if not result.passed and not replayed:
+    if not result.passed and not replayed and result.only_trial is None:
         command = replay if replay is not None else result.repro(focus_trial(result))
-        parts.append(f'<p>reproduce: <code class="replay">{escape(command)}</code></p>')
+        parts.append(f'<p>{REPLAY_LABEL} <code class="replay">{escape(command)}</code></p>')
     parts.append("</section>")
     return "".join(parts)
 
@@ -178,8 +180,10 @@ def _failure(result: SubmissionResult, ret: ReturnResult, replay: str | None) ->
         parts.append(mask_html(case.mask))
     if ret.failing_entries:
         parts.append(_entries_table(ret))
-    command = replay if replay is not None else result.repro(case.trial)
-    parts.append(f'<p>replay: <code class="replay">{escape(command)}</code></p></div>')
+    if result.only_trial is None:  # a run of one trial is its replay already (terminal.py alike)
+        command = replay if replay is not None else result.repro(case.trial)
+        parts.append(f'<p>{REPLAY_LABEL} <code class="replay">{escape(command)}</code></p>')
+    parts.append("</div>")
     return "".join(parts)
 
 
@@ -189,7 +193,7 @@ def mask_html(mask: np.ndarray) -> str:
     failing = int(np.count_nonzero(mask))
     cells = grid(mask)
     if cells is None:
-        return f'<p class="mask" data-fails="{failing}">{failing} of {mask.size} entries fail</p>'
+        return f'<p class="mask" data-fails="{failing}">{failing} of {counted(mask.size, "entry")} fail</p>'
     rows = [f'<p>failing entries (red), passing (green):</p><table class="grid" data-fails="{failing}">']
     for i, row in enumerate(cells):
         rows.append("<tr>")
@@ -225,7 +229,7 @@ def _output(result: SubmissionResult) -> str:
         if text.strip():
             lines = len(text.strip().splitlines())
             parts.append(
-                f"<details><summary>your code printed {lines} lines to {stream}</summary>"
+                f"<details><summary>your code printed {counted(lines, 'line')} to {stream}</summary>"
                 f"<pre>{escape(text.strip())}</pre></details>"
             )
     return "".join(parts)

@@ -9,6 +9,12 @@ DIR/moodle.csv   Moodle's CSV grade import ("Grade import", MoodleDocs: the file
                  text export is, and every column is mapped at import): `First name,Last name,ID number,
                  Email address`, then one column per grade item. Map the user by "Email address" ->
                  useremail or "ID number" -> useridnumber, and each exercise column to its grade item.
+                 Moodle matches a row to its user by those identifiers only (userid, username,
+                 useridnumber or useremail: grade/import/csv's map_user_data_with_value); the name
+                 columns are for the person reading the file. So they are never guessed by splitting a
+                 display name ("Maria da Silva" is not "Maria da" + "Silva", and names are not all
+                 given-then-family): the roster's own first_name and last_name where it has them, else
+                 the whole name in "First name" and "Last name" left empty.
 
 In both, a student who handed nothing in for an exercise has an empty cell, which neither LMS imports as a
 grade, while a hand-in that does not even import (a syntax error) is graded 0 like any other. (Canvas's
@@ -24,7 +30,7 @@ import csv
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from grader.report.roster import Roster
+from grader.report.roster import Roster, RosterEntry
 from grader.results import SubmissionResult
 from grader.text import spreadsheet_text
 
@@ -54,14 +60,15 @@ def write_lms(
         writer.writerow([POINTS_POSSIBLE, "", "", "", "", *(points[h] for h in headers)])
         for student in roster:
             # Canvas matches by the ids, which are left as they are: only the name is shown text.
-            identity = [spreadsheet_text(student.name or student.folder), student.id, student.sis_user_id]
+            shown = student.name or f"{student.first_name} {student.last_name}".strip() or student.folder
+            identity = [spreadsheet_text(shown), student.id, student.sis_user_id]
             identity += [student.sis_login_id, student.section]
             writer.writerow([*identity, *cells(student.folder, handed_in, columns)])
     with moodle.open("w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
         writer.writerow([*MOODLE_IDENTITY, *headers])
         for student in roster:
-            first, last = split_name(student.name)
+            first, last = moodle_names(student)
             identity = [spreadsheet_text(first), spreadsheet_text(last), student.id, student.email]
             writer.writerow([*identity, *cells(student.folder, handed_in, columns)])
     return [canvas, moodle]
@@ -82,8 +89,9 @@ def cells(student: str, handed_in: Cells, columns: Sequence[Column]) -> list[str
     return row
 
 
-def split_name(name: str) -> tuple[str, str]:
-    """'Ana María López' -> ('Ana María', 'López'): the roster has one name column, Moodle's file two.
-    Moodle shows them only; it matches students by email or ID number, never by name."""
-    first, _, last = name.strip().rpartition(" ")
-    return (first, last) if first else (last, "")
+def moodle_names(student: RosterEntry) -> tuple[str, str]:
+    """Moodle's "First name" and "Last name" for a student: the roster's own parts where it gives them,
+    else the whole name first and nothing last (see the module's docstring: never a guessed split)."""
+    if student.first_name or student.last_name:
+        return student.first_name, student.last_name
+    return student.name, ""

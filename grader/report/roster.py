@@ -8,6 +8,8 @@ typed), so `Email Address` and `email` both name the email column:
     id              the LMS's student id (required): Canvas's user ID, Moodle's ID number
     name            the student's name, as the LMS shows it
     email           the student's email
+    first_name, last_name   optional, the name's parts as the LMS holds them (Moodle's "First name" and
+                    "Last name"): never guessed from `name` ("Maria da Silva" has no one place to split)
     sis_user_id, sis_login_id, section   optional, written to Canvas's columns of those names
 
 The file comes from outside the grader (an LMS export, hand edits), so every row is validated by pydantic
@@ -35,6 +37,8 @@ _ALIASES: dict[str, str] = {
     ),
     **dict.fromkeys(["name", "fullname", "student", "studentname", "displayname"], "name"),
     **dict.fromkeys(["email", "emailaddress", "mail", "useremail"], "email"),
+    **dict.fromkeys(["firstname", "givenname", "forename", "first"], "first_name"),
+    **dict.fromkeys(["lastname", "surname", "familyname", "last"], "last_name"),
     **dict.fromkeys(["sisuserid", "sisid"], "sis_user_id"),
     **dict.fromkeys(["sisloginid", "loginid", "login"], "sis_login_id"),
     **dict.fromkeys(["section", "sections"], "section"),
@@ -52,6 +56,8 @@ class RosterEntry(BaseModel):
     id: str
     name: str = ""
     email: str = ""
+    first_name: str = ""
+    last_name: str = ""
     sis_user_id: str = ""
     sis_login_id: str = ""
     section: str = ""

@@ -15,6 +15,7 @@ from grader.exercise.trials import Trial
 from grader.outcomes import Verdict
 from grader.report.common import (
     ENVELOPE_MEANING,
+    REPLAY_LABEL,
     STYLE,
     error_summary,
     file_choice_note,
@@ -28,7 +29,7 @@ from grader.report.common import (
     summary_message,
 )
 from grader.results import NotebookUse, ReturnResult, SubmissionResult, student_location
-from grader.text import visible
+from grader.text import counted, visible
 
 _EXPLAINED: weakref.WeakSet[Console] = weakref.WeakSet()
 
@@ -56,7 +57,8 @@ def render_result(
     show_output: bool = False,
     output_hint: str = "--show-output shows them",
 ) -> None:
-    trials = f"trial {result.only_trial}" if result.only_trial is not None else f"{result.trials} trials"
+    only = result.only_trial
+    trials = f"trial {only}" if only is not None else counted(result.trials, "trial")
     console.print(
         f"[bold]{safe(result.exercise)}[/] — {safe(result.submission)}  "
         f"[dim](seed {result.seed}, {trials}, {result.seconds:.1f} s)[/]"
@@ -102,8 +104,8 @@ def render_result(
         f"  score [bold]{score}[/]   [dim]isolation: {safe(isolation_summary(result.isolation))}[/]"
     )
     replayed = any(r.case is not None for r in result.returns if r.verdict is not Verdict.ERROR)
-    if not result.passed and not replayed:
-        console.print(f"  [dim]reproduce:[/] {safe(result.repro(focus_trial(result)))}")
+    if not result.passed and not replayed and result.only_trial is None:
+        console.print(f"  [dim]{REPLAY_LABEL}[/] {safe(result.repro(focus_trial(result)))}")
     console.print()
 
 
@@ -149,7 +151,8 @@ def _render_output(console: Console, result: SubmissionResult, show_output: bool
             console.print(f"  [dim]your code's {stream}:[/]")
             console.print(_indent(safe(text.strip()), 4), style="dim")
         else:
-            console.print(f"  [dim]your code printed {len(lines)} lines to {stream} ({safe(hint)})[/]")
+            printed = counted(len(lines), "line")
+            console.print(f"  [dim]your code printed {printed} to {stream} ({safe(hint)})[/]")
 
 
 def _render_failure(console: Console, result: SubmissionResult, ret: ReturnResult) -> None:
@@ -186,7 +189,10 @@ def _render_failure(console: Console, result: SubmissionResult, ret: ReturnResul
             )
         console.print(table)
         _explain_envelopes(console, [], table=True)
-    console.print(f"    [dim]replay:[/] {safe(result.repro(case.trial))}")
+    # A run of one trial (`grader repro`, `check --trial`) is that trial's replay already: no command to
+    # run it again.
+    if result.only_trial is None:
+        console.print(f"    [dim]{REPLAY_LABEL}[/] {safe(result.repro(case.trial))}")
 
 
 def render_case(console: Console, result: SubmissionResult, trial: Trial) -> None:
@@ -282,14 +288,14 @@ def render_class(
             where = student_location(result.error.traceback)
             where = f" ({where})" if where else ""
             console.print(f"    error ({result.error.kind}): {safe(result.error.message)}{safe(where)}")
-            console.print(f"    [dim]{safe(result.repro(focus_trial(result)))}[/]")
+            console.print(f"    [dim]{REPLAY_LABEL} {safe(result.repro(focus_trial(result)))}[/]")
             continue
         for ret in result.returns:
             if ret.verdict is not Verdict.PASS:
                 named = f" — likely mistake: {ret.misconception}" if ret.misconception else ""
                 line = f"{safe(ret.name)} {verdict_text(ret.verdict)}: {safe(ret.message + named)}"
                 console.print(f"    {line}")
-        console.print(f"    [dim]{safe(result.repro(focus_trial(result)))}[/]")
+        console.print(f"    [dim]{REPLAY_LABEL} {safe(result.repro(focus_trial(result)))}[/]")
     for student, exercises_missing in missing.items():
         shown = [e for e in exercises_missing if e in attempted]
         if shown:

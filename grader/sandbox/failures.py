@@ -12,6 +12,7 @@ from grader.outcomes import Failure, FailureKind
 from grader.sandbox.payload import Fatal
 from grader.sandbox.protocol import CLOSED_CHANNEL_EXIT
 from grader.sandbox.report import Overrun
+from grader.text import counted
 
 OUTPUT_HARD_LIMIT = 32 << 20  # beyond this much printing the run is stopped, not just truncated
 
@@ -129,7 +130,7 @@ def returned_too_much(sent: int, budget: int, trials: int, trial: int | None) ->
     """The hand-in's results, all trials together, passed what the grader keeps for one hand-in."""
     where = f"by trial {trial}" if trial is not None else "in all"
     message = (
-        f"the returns sent {sent >> 20} MiB {where} ({trials} trials answered), more than the "
+        f"the returns sent {sent >> 20} MiB {where} ({counted(trials, 'trial')} answered), more than the "
         f"{budget >> 20} MiB the grader keeps for one hand-in's returns over all its trials: the arrays "
         "returned are far larger than the exercise's; return only the values asked for, of the shapes asked"
     )

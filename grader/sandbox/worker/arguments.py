@@ -9,6 +9,7 @@ import numpy as np
 
 from grader.sandbox.protocol import Run
 from grader.sandbox.worker.precision import LIFTED, WIDER_THAN_FLOAT64
+from grader.text import counted
 
 Builder = Callable[[Mapping[str, np.ndarray], dict[str, Any]], Any]  # (trial's inputs, bound) -> an argument
 
@@ -124,8 +125,8 @@ class _Draws:
             count = len(self._values)
             raise SamplerExhausted(
                 f"{self._name}() was called a {_ordinal(count + 1)} time in one call: the exercise gives it "
-                f"{count} draws per trial, more than correct code takes; draw only the samples the task asks "
-                "for"
+                f"{counted(count, 'draw')} per trial, more than correct code takes; draw only the samples "
+                "the task asks for"
             )
         value = self._values[self._taken]
         self._taken += 1

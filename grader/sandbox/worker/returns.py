@@ -11,6 +11,7 @@ import numpy as np
 from grader.sandbox.protocol import EXTENDED, NUMERIC_DTYPES, numeric_dtype_name
 from grader.sandbox.worker.channel import Converted
 from grader.sandbox.worker.precision import WIDER_THAN_FLOAT64
+from grader.text import counted
 
 MAX_RETURN_BYTES = 64 << 20
 
@@ -174,7 +175,8 @@ def _from_nested(value: list[Any] | tuple[Any, ...]) -> tuple[np.ndarray, str] |
                 )
             if len(item) != length:
                 return (
-                    f"returned a ragged {kind}: {_position(index, shape)} has {len(item)} items where "
+                    f"returned a ragged {kind}: {_position(index, shape)} has {counted(len(item), 'item')} "
+                    "where "
                     f"{_position(0, shape)} has {length}; a list must describe a rectangular array: "
                     "return a numpy array"
                 )
@@ -239,6 +241,6 @@ def _too_big(entries: int, nbytes: int, source: str) -> str:
         return ""
     what = "an array" if source in ("numpy.ndarray", "torch.Tensor") else f"a {source}"
     return (
-        f"returned {what} of {entries} entries ({nbytes >> 20} MiB, more than the {MAX_RETURN_BYTES >> 20} "
-        "MiB one return may be): far beyond any expected size"
+        f"returned {what} of {counted(entries, 'entry')} ({nbytes >> 20} MiB, more than the "
+        f"{MAX_RETURN_BYTES >> 20} MiB one return may be): far beyond any expected size"
     )

@@ -20,6 +20,7 @@ from grader.sandbox.worker.deadline import DEADLINE, TrialTimeout
 from grader.sandbox.worker.precision import float64_everywhere
 from grader.sandbox.worker.returns import converted, type_name
 from grader.sandbox.worker.tracebacks import exception_line, student_traceback
+from grader.text import counted
 
 
 def _failure_kind(exc: BaseException) -> FailureKind:
@@ -110,7 +111,7 @@ def _as_tuple(value: Any, names: list[str], function: str) -> tuple[Any, ...]:
         return (value,)
     if isinstance(value, tuple | list) and len(value) == len(names):
         return tuple(value)
-    got = f"{len(value)} values" if isinstance(value, tuple | list) else f"a single {type_name(value)}"
+    got = counted(len(value), "value") if isinstance(value, tuple | list) else f"a single {type_name(value)}"
     who = f"{function} " if function else ""
     raise _BadReturn(f"{who}returned {got}; expected a tuple of {len(names)}: ({', '.join(names)})")
 
