@@ -272,7 +272,8 @@ def test_staged_exercises_keep_their_layout_and_grade_as_the_originals(tmp_path:
     subprocess.run(stage, check=True, capture_output=True, timeout=120)
     names = {p.name for p in staged.rglob("*") if p.is_file()}
     assert "solution.py" not in names and "starter.py" not in names and not list(staged.rglob("wrong"))
-    assert (staged / "a2" / "_support" / "cs231n").is_dir() and (staged / "_support" / "util.py").is_file()
+    assert (staged / "cs231n" / "a2" / "_support" / "cs231n").is_dir()
+    assert (staged / "mac0460" / "_support" / "util.py").is_file()  # each course under its own name
     hand_in = tmp_path / "submission"
     write_source(hand_in / "graph2.py", CORRECT_GRAPH2)
     shutil.copyfile(exercise_folder("cs231n.a2.affine") / "solution.py", hand_in / "layers.py")

@@ -74,12 +74,13 @@ def test_a_handout_keeps_the_course_files_above_its_exercises(tmp_path: Path) ->
     library = tmp_path / "library"
     shutil.copytree(GRAPH2, library / "mac0460" / "graph2", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copytree(GRAPH2.parent / "_support", library / "mac0460" / "_support")
-    (library / "course.yaml").write_text("requirements: [scipy]\n", encoding="utf-8")
+    (library / "course.yaml").write_text("packages: [scipy]\n", encoding="utf-8")
     out = tmp_path / "out"
     write_handout([library / "mac0460" / "graph2"], out)
-    assert (out / "course.yaml").read_text(encoding="utf-8") == "requirements: [scipy]\n"
-    assert (out / "mac0460" / "graph2" / SPEC_FILE).is_file()
-    assert (out / "mac0460" / "_support" / "util.py").is_file()
+    # The course's folder keeps its name, so that two courses' files handed out together stay apart.
+    assert (out / "library" / "course.yaml").read_text(encoding="utf-8") == "packages: [scipy]\n"
+    assert (out / "library" / "mac0460" / "graph2" / SPEC_FILE).is_file()
+    assert (out / "library" / "mac0460" / "_support" / "util.py").is_file()
 
 
 @pytest.mark.parametrize("leak", ["a copy under another name", "a file named as the solution"])
@@ -124,7 +125,7 @@ def test_the_command_writes_a_handout_that_grader_check_grades_by_id(tmp_path: P
     )
     assert made.returncode == 0, made.stderr
     assert "cs231n.a2.conv_naive" in made.stdout and "graded by the course only" in made.stdout
-    assert (out / README).is_file() and (out / "a2" / "_support" / "cs231n" / "im2col.py").is_file()
+    assert (out / README).is_file() and (out / "cs231n" / "a2" / "_support" / "cs231n" / "im2col.py").is_file()
     student = tmp_path / "student" / "graph2.py"
     student.parent.mkdir()
     shutil.copyfile(GRAPH2 / "wrong" / "transpose.py", student)

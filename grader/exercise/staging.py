@@ -45,11 +45,18 @@ def stage(
             raise UsageError(f"{source}: no exercises here (an exercise is a folder holding {SPEC_FILE})")
         items = {e.id: [Path(p) for p in pick(e)] for e in exercises}
         courses = sorted({c for e in exercises for c in course_files(e.root)})
+        # A course's stand-ins (its `support:`) are what its exercises import, wherever they go.
+        course_support = sorted({p for e in exercises if e.course is not None for p in e.course.support})
         # The deepest folder holding the source (named as it is), the shared folders its exercises use
         # and its course files.
-        holders = [source.resolve().parent, *(e.root.parent for e in exercises), *(c.parent for c in courses)]
-        base = Path(os.path.commonpath([*holders, *(p.parent for i in items.values() for p in i)]))
-        for course in courses:
+        # A course file above the source keeps its folder's name (cs231n/course.yaml, mac0460/course.yaml):
+        # two sources of two courses staged side by side must not land on one course.yaml.
+        inside = source.resolve()
+        above = [c.parent.parent if not c.parent.is_relative_to(inside) else c.parent for c in courses]
+        holders = [inside.parent, *(e.root.parent for e in exercises), *above]
+        picked = [p.parent for i in items.values() for p in i] + [p.parent for p in course_support]
+        base = Path(os.path.commonpath([*holders, *picked]))
+        for course in [*courses, *course_support]:
             _copy(course, target / course.relative_to(base), staged, None)
         for exercise in exercises:
             for item in items[exercise.id]:

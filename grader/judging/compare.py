@@ -414,7 +414,7 @@ def _compare_groups(
     # Hostile returns (1e308 against -1e308, inf, NaN) overflow the error arithmetic on purpose: an
     # infinite error is the verdict's evidence, not a warning to print with the grader's path.
     with np.errstate(all="ignore"):
-        return _compare_groups_quietly(spec, trials, expected, got, dtypes, spreads, at, flattened)
+        return _compare_groups_quietly(spec, trials, expected, got, dtypes, spreads, at, flattened, inputs_of)
 
 
 def _compare_groups_quietly(
@@ -426,6 +426,7 @@ def _compare_groups_quietly(
     spreads: Sequence[np.ndarray] | None,
     at: Precision | None,
     flattened: Flattened | None,
+    inputs_of: InputShapes | None,
 ) -> tuple[list[tuple[list[int], Passing]], dict[int, Comparison]]:
     others: dict[int, Comparison] = {}
     misfits: dict[int, str]
