@@ -249,17 +249,26 @@ def grader_in_background(
     return process
 
 
+def grader_run(
+    *args: str | Path, cwd: Path = ROOT, env: dict[str, str] | None = None, timeout: float = 600
+) -> subprocess.CompletedProcess[str]:
+    """The real `grader` run to its end, its output captured (stdin closed: nothing waits on a prompt)."""
+    return subprocess.run(
+        [*grader_command(), *map(str, args)],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=env,
+        timeout=timeout,
+        check=False,
+        stdin=subprocess.DEVNULL,
+    )
+
+
 @pytest.fixture(scope="session")
 def run_grader() -> Callable[..., subprocess.CompletedProcess[str]]:
     def run(*args: str | Path, cwd: Path = ROOT, timeout: float = 180) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [*grader_command(), *map(str, args)],
-            capture_output=True,
-            text=True,
-            cwd=cwd,
-            timeout=timeout,
-            stdin=subprocess.DEVNULL,
-        )
+        return grader_run(*args, cwd=cwd, timeout=timeout)
 
     return run
 

@@ -11,7 +11,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import CORRECT_GRAPH2, copy_exercise, grader_command, write_source
+from conftest import CORRECT_GRAPH2, copy_exercise, grader_run, write_source
 
 from grader.report.exports import file_names
 
@@ -52,15 +52,7 @@ def course(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _grader(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*grader_command(), *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        cwd=cwd,
-        check=False,
-        stdin=subprocess.DEVNULL,
-    )
+    return grader_run(*args, cwd=cwd)
 
 
 def _check_exports(out: Path, site: Path) -> None:

@@ -16,7 +16,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import CORRECT_GRAPH2, ROOT, copy_exercise, exercise_folder, grader_command, write_source
+from conftest import (
+    CORRECT_GRAPH2,
+    ROOT,
+    copy_exercise,
+    exercise_folder,
+    grader_command,
+    grader_run,
+    write_source,
+)
 
 from grader.exercise.reference_cache import CACHE_ENV, POLICY_ENV, STORED_ONLY
 from grader.exercise.seed_pool import SEEDS_FILE, PoolError, read_pool
@@ -41,16 +49,7 @@ def _grader(
         env[POLICY_ENV] = STORED_ONLY
     if layer == "base":
         env["GRADER_ISOLATION"] = "base"
-    return subprocess.run(
-        [*grader_command(), *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        cwd=cwd,
-        env=env,
-        check=False,
-        stdin=subprocess.DEVNULL,
-    )
+    return grader_run(*args, cwd=cwd, env=env)
 
 
 @pytest.fixture(scope="module")

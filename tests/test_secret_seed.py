@@ -22,7 +22,7 @@ import pytest
 from conftest import (
     TRANSPOSED_GRAPH2,
     copy_exercise,
-    grader_command,
+    grader_run,
     without_top_level_block,
     write_source,
 )
@@ -151,16 +151,7 @@ def _env(layer: str, cache: Path | None = None) -> dict[str, str]:
 def _grader(
     *args: str | Path, cwd: Path, layer: str = "bubblewrap", cache: Path | None = None
 ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*grader_command(), *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        cwd=cwd,
-        env=_env(layer, cache),
-        check=False,
-        stdin=subprocess.DEVNULL,
-    )
+    return grader_run(*args, cwd=cwd, env=_env(layer, cache))
 
 
 def _run(course: Path, book: str, *args: str, layer: str = "bubblewrap") -> dict[str, dict[str, Any]]:

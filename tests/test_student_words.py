@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import copy_exercise, exercise_folder, grader_command, write_source
+from conftest import copy_exercise, exercise_folder, grader_run, write_source
 
 import grader
 from grader.judging.amounts import how_wrong
@@ -109,15 +109,7 @@ class Seen:
 
 
 def _grader(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*grader_command(), *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        cwd=cwd,
-        check=False,
-        stdin=subprocess.DEVNULL,
-    )
+    return grader_run(*args, cwd=cwd)
 
 
 def _strings(value: Any) -> Iterator[str]:

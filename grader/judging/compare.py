@@ -398,6 +398,9 @@ def compare_columns(
     return Compared([passing for _, passing in groups], {trials[k]: c for k, c in others.items()})
 
 
+# Hostile returns (1e308 against -1e308, inf, NaN) overflow the error arithmetic on purpose: an infinite
+# error is the verdict's evidence, not a warning to print with the grader's path.
+@np.errstate(all="ignore")
 def _compare_groups(
     spec: ReturnSpec,
     trials: Sequence[int],
@@ -411,23 +414,6 @@ def _compare_groups(
 ) -> tuple[list[tuple[list[int], Passing]], dict[int, Comparison]]:
     """Per dtype, the positions of its trials that passed and them as columns; the other trials' judgement
     by position."""
-    # Hostile returns (1e308 against -1e308, inf, NaN) overflow the error arithmetic on purpose: an
-    # infinite error is the verdict's evidence, not a warning to print with the grader's path.
-    with np.errstate(all="ignore"):
-        return _compare_groups_quietly(spec, trials, expected, got, dtypes, spreads, at, flattened, inputs_of)
-
-
-def _compare_groups_quietly(
-    spec: ReturnSpec,
-    trials: Sequence[int],
-    expected: Sequence[np.ndarray],
-    got: Sequence[np.ndarray],
-    dtypes: Sequence[str],
-    spreads: Sequence[np.ndarray] | None,
-    at: Precision | None,
-    flattened: Flattened | None,
-    inputs_of: InputShapes | None,
-) -> tuple[list[tuple[list[int], Passing]], dict[int, Comparison]]:
     others: dict[int, Comparison] = {}
     misfits: dict[int, str]
     if flattened is not None and len(set(dtypes)) == 1 and [g.shape for g in got] == flattened.shapes:
