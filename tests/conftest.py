@@ -250,7 +250,7 @@ def grader_in_background(
 
 
 def grader_run(
-    *args: str | Path, cwd: Path = ROOT, env: dict[str, str] | None = None, timeout: float = 600
+    *args: str | Path | int, cwd: Path = ROOT, env: dict[str, str] | None = None, timeout: float = 600
 ) -> subprocess.CompletedProcess[str]:
     """The real `grader` run to its end, its output captured (stdin closed: nothing waits on a prompt)."""
     return subprocess.run(
