@@ -59,6 +59,31 @@ def _severity_of(other: object) -> int:
 _SEVERITY = {verdict: rank for rank, verdict in enumerate(Verdict)}
 
 
+class MistakeFamily(_Word):
+    """Which kind of mistake a name was found by: what a corpus and an instructor count and filter on,
+    whatever the words of the name itself. The values are stable: they are in the JSON output."""
+
+    DECLARED = "declared"  # a misconception the exercise declares
+    CONVENTION = "convention"  # right under another course year's convention the exercise declares
+    TRANSPOSED = "transposed"  # the right values transposed
+    SIGN = "sign"  # the right values negated
+    SCALE = "scale"  # the whole return off by a factor (2, 1/2, 1/N)
+    TERM_SCALE = "term-scale"  # one term of a sum off by a factor (1/N, 2, 0.5, N for C)
+    TERM_DROPPED = "term-dropped"  # one term of a sum left out
+    WRONG_INPUT = "wrong-input"  # the gradient with respect to another input
+    DROPPED_PATH = "dropped-path"  # an intermediate treated as a constant: a path of the graph lost
+    ELEMENTWISE_PRODUCT = "elementwise-product"  # * where @ belongs
+    OPERAND_TRANSPOSED = "operand-transposed"  # an operand of a matrix product transposed
+    RESHAPE_FOR_TRANSPOSE = "reshape-for-transpose"  # a reshape where a transpose belongs
+    DERIVATIVE_MISSING = "derivative-missing"  # a function's derivative missing from the chain rule
+    OVERWRITTEN = "overwritten"  # overlapping windows or indices assigned where they accumulate
+    TIME_SHIFT = "time-shift"  # a value of the wrong time step
+    GATE_ORDER = "gate-order"  # stacked blocks (gates) in another order
+    WRONG_AXES = "wrong-axes"  # a reduction over the wrong axes
+    OWN_VALUE = "own-value"  # the right derivative of the student's own, wrong, value
+    PATTERN = "pattern"  # no formula: the failing entries' pattern (the diagonal, one row)
+
+
 class FailureKind(_Word):
     """Why a trial, or a whole submission, produced nothing to compare. The values are stable: they are
     in the JSON output, the gradebook and the worker's messages."""

@@ -11,7 +11,7 @@ import numpy as np
 
 from grader.handin.choice import FileChoice
 from grader.judging.compare import EntryError
-from grader.outcomes import Failure, Verdict
+from grader.outcomes import Failure, MistakeFamily, Verdict
 
 
 @dataclass(frozen=True)
@@ -57,6 +57,7 @@ class ReturnResult:
     # smallest for instability, the largest for logic, the margins of the rule (judging/reruns.py).
     shrink: float | None = None
     misconception: str | None = None  # the mistake the values show, when they match one
+    mistake_family: MistakeFamily | None = None  # the kind of that mistake, with it
     feedback: str = ""  # what that mistake means and how to fix it
     # The exercise's declared misconceptions, and how far the values were from each, where none named them.
     near_misses: tuple[NearMiss, ...] = ()

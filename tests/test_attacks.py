@@ -48,7 +48,8 @@ PLANTED = "zz_grader_attack.pth"
 # A correct graph2 that, at import, refuses to be graded if anything of the student before it is left or
 # has changed what it inherits: its grade changes, and the test sees it. Its niceness is the grader's
 # (the test's, which a `nice` CI runner raises), not 0.
-CLASSMATE = """
+CLASSMATE = (
+    """
 import ctypes, os, resource
 
 def _inherited_problems():
@@ -104,7 +105,9 @@ def _inherited_problems():
 _PROBLEMS = _inherited_problems()
 if _PROBLEMS:
     raise RuntimeError(f"inherited from the student before: {_PROBLEMS}")
-""".replace("__NICE__", str(os.getpriority(os.PRIO_PROCESS, 0))) + textwrap.dedent(CORRECT_GRAPH2)
+""".replace("__NICE__", str(os.getpriority(os.PRIO_PROCESS, 0)))
+    + textwrap.dedent(CORRECT_GRAPH2)
+)
 
 
 def _attacker(attack: str) -> str:

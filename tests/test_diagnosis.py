@@ -19,7 +19,7 @@ from grader.exercise.spec import Exercise, ReturnSpec, load_exercise
 from grader.exercise.trials import make_trials
 from grader.judging.compare import Comparison, compare_many
 from grader.judging.diagnosis import Diagnosis, diagnose
-from grader.outcomes import Verdict
+from grader.outcomes import MistakeFamily, Verdict
 from grader.sandbox.payload import ReturnedArray
 from grader.sandbox.report import Returned
 
@@ -142,7 +142,9 @@ def test_a_misconception_declared_in_the_yaml_is_named_with_its_feedback(tmp_pat
         return layer
 
     found = diagnosed(exercise, references, "user_grad", tanh_layer)
-    assert found == Diagnosis("tanh for sigmoid", "the layer is a sigmoid, not a tanh")
+    assert found == Diagnosis(
+        "tanh for sigmoid", "the layer is a sigmoid, not a tanh", MistakeFamily.DECLARED
+    )
 
 
 @pytest.mark.parametrize(

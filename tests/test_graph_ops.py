@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -693,3 +694,30 @@ def test_the_rounding_mode_moves_each_gradient(call: str) -> None:
         assert torch.all(deviation[value != 0] > 0), f"{call}: a gradient the Monte Carlo mode leaves exact"
         if not call.startswith("max_pool"):
             assert torch.all(deviation <= bound * (1 + 1e-6)), f"{call}: moved by more than its terms"
+
+
+def test_detach_keeps_the_value_and_stops_the_gradient(tmp_path: Path) -> None:
+    """detach(x) is x as a constant: f = sum(detach(x) * x) is sum(x**2), its gradient x, not 2x (a
+    backward pass that forgot one of x's two paths)."""
+    spec = """
+        id: detached
+        title: A value through which no gradient flows
+        entry: f
+        args: [x]
+        sizes: {N: {min: 1, max: 4}}
+        inputs:
+          x: {shape: [N], dist: normal, mean: 0, std: 1}
+        graph: |
+          f = sum(detach(x) * x)
+        returns:
+          - {name: f, value: f}
+          - {name: dx, grad: {of: f, wrt: x}}
+        solution: null
+        starter: null
+    """
+    exercise = load_exercise(write_exercise(tmp_path / "detached", spec))
+    references = compute_references(exercise, make_trials(exercise, 0, 5))
+    for trial in references.trials:
+        x = trial.inputs["x"]
+        np.testing.assert_allclose(references.expected[trial.index]["f"], np.sum(x * x))
+        np.testing.assert_allclose(references.expected[trial.index]["dx"], x)

@@ -38,6 +38,8 @@ EXPECTED = {
     "hang_on_check": "error",
     "raise_on_check": "error",
 }
+
+
 def _grader(layer: str, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     """The real command, in a subprocess, under `layer` ("bubblewrap" or "base")."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("GRADER_")}

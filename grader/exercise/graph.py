@@ -63,6 +63,9 @@ FUNCTIONS: Mapping[str, Signature] = {
     "min": _sig(*_REDUCTION, doc="min(x, dim=None, keepdim=False), a reduction; elementwise: minimum(a, b)"),
     **{name: _sig(doc=f"{name}(x)") for name in (*_UNARY_FUNCTIONS.split(), "ones_like")},
     **{name: _sig(doc=f"{name}(a, b)", positional=(2, 2)) for name in _BINARY_FUNCTIONS.split()},
+    # x's value through which no gradient flows: an author's misconception, or a mistake family, that
+    # treats an intermediate as a constant (a backward pass that forgets a path of the graph)
+    "detach": _sig(doc="detach(x)"),
     "softmax": _sig("dim", doc="softmax(x, dim=-1)"),
     "log_softmax": _sig("dim", doc="log_softmax(x, dim=-1)"),
     "logsumexp": _sig("dim", "keepdim", doc="logsumexp(x, dim=-1, keepdim=False)"),

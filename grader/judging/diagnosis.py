@@ -37,7 +37,7 @@ from grader.judging.compare import (
     within_rounding,
 )
 from grader.memo import PerObject
-from grader.outcomes import Verdict
+from grader.outcomes import MistakeFamily, Verdict
 from grader.results import NearMiss
 from grader.sandbox.report import Returned
 
@@ -54,6 +54,7 @@ _KEPT = 16  # a sample's and the whole set of candidates, for the exercises of a
 class Diagnosis:
     name: str
     feedback: str
+    family: MistakeFamily
 
 
 def diagnose(
@@ -78,7 +79,7 @@ def diagnose(
             if _matches(spec, references, whole, trials, returned) and _separated(
                 spec, references, whole, trials, returned
             ):
-                return Diagnosis(whole.name, whole.feedback)
+                return Diagnosis(whole.name, whole.feedback, whole.family)
     return _spatial_pattern([c for c in comparisons.values() if c.verdict is Verdict.LOGIC])
 
 
@@ -114,7 +115,7 @@ def _on_every_trial(
     return [
         whole
         for whole in _candidates(exercise, references, None, mistake.name).get(spec.name, [])
-        if (whole.name, whole.feedback, whole.declared) == (mistake.name, mistake.feedback, mistake.declared)
+        if (whole.name, whole.family, whole.feedback) == (mistake.name, mistake.family, mistake.feedback)
     ]
 
 
@@ -252,6 +253,7 @@ def _spatial_pattern(failing: list[Comparison]) -> Diagnosis | None:
             "only the diagonal is wrong",
             "the entries off the diagonal are right and the diagonal ones are not: look at what differs "
             "when i == j (a term that only the diagonal gets, or loses)",
+            MistakeFamily.PATTERN,
         )
     for axis, what in ((1, "row"), (0, "column")):
         lines = [set(np.flatnonzero(m.any(axis=axis)).tolist()) for m in masks]
@@ -262,6 +264,7 @@ def _spatial_pattern(failing: list[Comparison]) -> Diagnosis | None:
                 f"only one {what} is wrong ({where})",
                 f"every other {what} is right: look at what is special about that {what} (the first or last "
                 "one, a boundary, an index off by one)",
+                MistakeFamily.PATTERN,
             )
     return None
 
@@ -325,7 +328,9 @@ def _declared(exercise: Exercise, trials: list[Trial], only: str | None) -> list
                 continue
             outputs = {i: np.asarray(values[ret]) for i, values in computed.expected.items()}
             spread = {i: np.asarray(values[ret]) for i, values in computed.spread.items()}
-            mistake = Mistake(misconception.name, outputs, misconception.feedback, spread, declared=True)
+            mistake = Mistake(
+                misconception.name, MistakeFamily.DECLARED, outputs, misconception.feedback, spread
+            )
             declared.append((ret, mistake))
     return declared
 

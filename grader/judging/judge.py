@@ -21,7 +21,7 @@ from grader.judging import consistency, diagnosis, provenance, shapes
 from grader.judging.classify import NOTHING_COMPARED, classify_return
 from grader.judging.compare import Compared, Comparison
 from grader.judging.reruns import RerunPlan, finite_somewhere, resolve_beyond_rounding
-from grader.outcomes import Failure, FailureKind, Verdict
+from grader.outcomes import Failure, FailureKind, MistakeFamily, Verdict
 from grader.results import NotebookUse, ReturnResult, SubmissionResult, display_path, student_location
 from grader.sandbox.payload import ReturnedArray, ReturnProblem
 from grader.sandbox.report import Returned, Returns, WorkerReport
@@ -262,7 +262,7 @@ def _diagnosed(
         judged = replace(judged, near_misses=diagnosis.near_misses(exercise, references, spec, arrays))
     if found is None:
         return judged
-    return replace(judged, misconception=found.name, feedback=found.feedback)
+    return replace(judged, misconception=found.name, mistake_family=found.family, feedback=found.feedback)
 
 
 def _checked_for_consistency(
@@ -292,7 +292,7 @@ def _checked_for_consistency(
     )
     if judged.misconception is None:
         name = f"the derivative of your own {value}, which is wrong"
-        judged = replace(judged, misconception=name, feedback=why)
+        judged = replace(judged, misconception=name, mistake_family=MistakeFamily.OWN_VALUE, feedback=why)
     else:  # the name says how it is wrong; this says where the mistake is
         judged = replace(judged, feedback=f"{judged.feedback}. Also, {why}" if judged.feedback else why)
     return [judged if r.name == gradient else r for r in returns]

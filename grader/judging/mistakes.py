@@ -21,6 +21,7 @@ from grader.exercise.graph import Assignment, Program
 from grader.exercise.reference import reference_returns
 from grader.exercise.spec import Exercise, GradSpec, ReturnSpec, VjpSpec
 from grader.exercise.trials import Trial
+from grader.outcomes import MistakeFamily
 
 Expected = Mapping[int, Mapping[str, np.ndarray]]
 
@@ -28,12 +29,17 @@ Expected = Mapping[int, Mapping[str, np.ndarray]]
 @dataclass(frozen=True)
 class Mistake:
     name: str
+    family: MistakeFamily
     outputs: dict[int, np.ndarray]  # trial index -> what the mistaken code would return
     feedback: str = ""  # what to tell a student whose values match it
     # Trial index -> each entry's rounding sensitivity of the mistaken formula itself, measured as the
     # references' is; None where it was not (the standard mistakes and mutants, too many to measure).
     spread: dict[int, np.ndarray] | None = None
-    declared: bool = False  # one of the misconceptions the exercise declares
+
+    @property
+    def declared(self) -> bool:
+        """One the exercise declares (a misconception, another year's convention), not one derived."""
+        return self.family in (MistakeFamily.DECLARED, MistakeFamily.CONVENTION)
 
 
 _ELEMENTWISE = frozenset("exp log log1p expm1 sqrt square abs sin cos sigmoid tanh relu softplus".split())
@@ -54,14 +60,14 @@ def standard_mistakes(
                 if changed is not None:
                     outputs[trial.index] = changed
             if outputs:
-                yield ret, Mistake(slip.name, outputs, slip.feedback)
+                yield ret, Mistake(slip.name, slip.family, outputs, slip.feedback)
         for wrong_input in _wrong_inputs(exercise, ret):
             if only is not None and wrong_input.name != only:
                 continue
             computed = _evaluated(wrong_input.variant, trials)
             if computed is not None:
                 outputs = {t.index: computed[t.index][ret.name] for t in trials}
-                yield ret, Mistake(wrong_input.name, outputs, wrong_input.feedback)
+                yield ret, Mistake(wrong_input.name, wrong_input.family, outputs, wrong_input.feedback)
     yield from _recomputed(exercise, trials, _changed_terms(exercise), only)
 
 
@@ -82,7 +88,7 @@ def _recomputed(
         if computed is not None:
             for ret in exercise.spec.returns:
                 outputs = {t.index: computed[t.index][ret.name] for t in trials}
-                yield ret, Mistake(slip.name, outputs, slip.feedback)
+                yield ret, Mistake(slip.name, slip.family, outputs, slip.feedback)
 
 
 def _evaluated(variant: Exercise, trials: list[Trial]) -> dict[int, Mapping[str, np.ndarray]] | None:
@@ -101,6 +107,7 @@ class OutputSlip:
     and what to tell a student whose values show it."""
 
     name: str
+    family: MistakeFamily
     change: Change
     feedback: str
 
@@ -108,24 +115,28 @@ class OutputSlip:
 _SLIPS = (
     OutputSlip(
         "transposed",
+        MistakeFamily.TRANSPOSED,
         lambda _, e: np.swapaxes(e, -1, -2) if e.ndim >= 2 else None,
         "your values are the right ones transposed: check the order of the factors of each matrix product "
         "and where a .T belongs (the gradient has the shape of what it is taken with respect to)",
     ),
     OutputSlip(
         "sign flipped",
+        MistakeFamily.SIGN,
         lambda _, e: -e,
         "your values have the opposite sign of the right ones: look for a minus sign lost or added in a "
         "derivative (of 1 - s, of -x, of a subtraction)",
     ),
     OutputSlip(
         "twice the value (accumulated gradient or extra factor 2)",
+        MistakeFamily.SCALE,
         lambda _, e: 2 * e,
         "your values are twice the right ones: with autograd, backward() ran twice and the gradients added "
         "up (zero .grad, or call backward once); by hand, a factor 2 too many",
     ),
     OutputSlip(
         "half the value",
+        MistakeFamily.SCALE,
         lambda _, e: e / 2,
         "your values are half the right ones: a factor 2 is missing (the derivative of x**2 is 2*x; a term "
         "that appears twice)",
@@ -140,6 +151,7 @@ def _output_slips(exercise: Exercise) -> list[OutputSlip]:
         slips.append(
             OutputSlip(
                 f"a factor 1/{size} missing",
+                MistakeFamily.SCALE,
                 _scaled_by(size, 1),
                 f"your values lack factor 1/{size}: a mean taken as a sum, or a loss not averaged",
             )
@@ -147,6 +159,7 @@ def _output_slips(exercise: Exercise) -> list[OutputSlip]:
         slips.append(
             OutputSlip(
                 f"an extra factor 1/{size}",
+                MistakeFamily.SCALE,
                 _scaled_by(size, -1),
                 f"your values carry an extra factor 1/{size}: a sum taken as a mean, or an average applied "
                 "twice",
@@ -169,6 +182,7 @@ class GraphSlip:
     """A mistake that changes the computation: the exercise as the mistaken code computes it."""
 
     name: str
+    family: MistakeFamily
     feedback: str
     variant: Exercise
 
@@ -189,7 +203,7 @@ def _wrong_inputs(exercise: Exercise, ret: ReturnSpec) -> Iterator[GraphSlip]:
         variant = replace(exercise, spec=exercise.spec.model_copy(update={"returns": returns}))
         wrong = f"the gradient with respect to {name} instead of {target.wrt}"
         feedback = f"your values are {wrong}: check which input you differentiate with respect to"
-        yield GraphSlip(wrong, feedback, variant)
+        yield GraphSlip(wrong, MistakeFamily.WRONG_INPUT, feedback, variant)
 
 
 def _changed_terms(exercise: Exercise) -> Iterator[GraphSlip]:
@@ -202,14 +216,24 @@ def _changed_terms(exercise: Exercise) -> Iterator[GraphSlip]:
             term = ast.unparse(node)
             rest = terms[:k] + terms[k + 1 :]
             # A term forgotten, or its factor 2 lost or doubled (reg * W instead of 2 * reg * W).
-            for changed, how in (
-                (rest, f"without its term `{term}`"),
-                ([*rest, (sign, _scaled(node, 0.5))], f"with its term `{term}` halved"),
-                ([*rest, (sign, _scaled(node, 2.0))], f"with its term `{term}` doubled"),
+            for changed, how, family in (
+                (rest, f"without its term `{term}`", MistakeFamily.TERM_DROPPED),
+                (
+                    [*rest, (sign, _scaled(node, 0.5))],
+                    f"with its term `{term}` halved",
+                    MistakeFamily.TERM_SCALE,
+                ),
+                (
+                    [*rest, (sign, _scaled(node, 2.0))],
+                    f"with its term `{term}` doubled",
+                    MistakeFamily.TERM_SCALE,
+                ),
             ):
                 name = f"{assignment.target} {how}"
                 feedback = f"your values are those of {name}: a term forgotten, or its factor lost or doubled"
-                yield GraphSlip(name, feedback, _with_expression(exercise, position, _rebuild(changed)))
+                yield GraphSlip(
+                    name, family, feedback, _with_expression(exercise, position, _rebuild(changed))
+                )
 
 
 def graph_mutants(exercise: Exercise) -> Iterator[GraphSlip]:
@@ -224,6 +248,7 @@ def graph_mutants(exercise: Exercise) -> Iterator[GraphSlip]:
                 elementwise = ast.BinOp(node.left, ast.Mult(), node.right)
                 yield GraphSlip(
                     f"an elementwise product where a matrix product belongs ({product} in {statement})",
+                    MistakeFamily.ELEMENTWISE_PRODUCT,
                     f"you multiplied elementwise (*, with broadcasting) where the graph has the matrix "
                     f"product {product}: use @ (np.matmul), or an outer product (a @ b.T) for the gradient",
                     _with_expression(exercise, position, _replaced(assignment.expr, k, elementwise)),
@@ -234,6 +259,7 @@ def graph_mutants(exercise: Exercise) -> Iterator[GraphSlip]:
                     operand = ast.unparse(flipped)
                     yield GraphSlip(
                         f"{operand} transposed in {product} ({statement})",
+                        MistakeFamily.OPERAND_TRANSPOSED,
                         f"your values are those of the graph with {operand} transposed in {product}",
                         _with_expression(exercise, position, _replaced(assignment.expr, k, changed)),
                     )
@@ -241,6 +267,7 @@ def graph_mutants(exercise: Exercise) -> Iterator[GraphSlip]:
                 function = ast.unparse(node.func)
                 yield GraphSlip(
                     f"the derivative of {function} missing from the chain rule ({statement})",
+                    MistakeFamily.DERIVATIVE_MISSING,
                     f"your values are what the chain rule gives without the factor {function}'(...): "
                     f"multiply by the derivative of {function} at its input",
                     _with_expression(exercise, position, _replaced(assignment.expr, k, node.args[0])),

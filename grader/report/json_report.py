@@ -55,6 +55,7 @@ class ReturnOut(_Out):
     failed_trials: int
     message: str
     misconception: str | None
+    mistake_family: str | None  # the kind of mistake named (outcomes.MistakeFamily)
     feedback: str
     failing_entries: list[EntryOut]
     points: float
@@ -149,6 +150,7 @@ def result_model(result: SubmissionResult) -> ResultOut:
                 failed_trials=r.failed_trials,
                 message=r.message,
                 misconception=r.misconception,
+                mistake_family=None if r.mistake_family is None else r.mistake_family.value,
                 feedback=r.feedback,
                 failing_entries=[_entry(e) for e in r.failing_entries],
                 points=r.points,
