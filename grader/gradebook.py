@@ -34,8 +34,8 @@ from grader.exercise.spec import Exercise
 from grader.handin.choice import ChosenBy, FileChoice
 from grader.handin.prepare import Submission
 from grader.judging.compare import EntryError
-from grader.outcomes import Failure, FailureKind, Verdict
-from grader.results import FailedCell, FailingCase, NearMiss, NotebookUse, ReturnResult, SubmissionResult
+from grader.outcomes import FailedCell, Failure, FailureKind, Verdict
+from grader.results import FailingCase, NearMiss, NotebookUse, ReturnResult, SubmissionResult
 
 # Before 0.3 every class beside one exercises folder shared this one file, so that `grader report` showed
 # whichever class ran last; a class's gradebook is now named after its submissions folder.

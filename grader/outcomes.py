@@ -110,3 +110,17 @@ class Failure:
     message: str
     traceback: str = ""
     trial: int | None = None
+
+
+@dataclass(frozen=True)
+class FailedCell:
+    """A cell of a notebook graded whole that failed outside its definitions: skipped, told, not scored."""
+
+    notebook: str  # the hand-in's notebook file
+    cell: int  # as a reader counts them, markdown included; 0 where the place is unknown
+    line: int  # within the cell
+    error: str  # the exception's last line
+
+    def __str__(self) -> str:
+        where = f"{self.notebook} cell {self.cell}, line {self.line}" if self.cell else self.notebook
+        return f"{where}: {self.error}"

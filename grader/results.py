@@ -11,7 +11,7 @@ import numpy as np
 
 from grader.handin.choice import FileChoice
 from grader.judging.compare import EntryError
-from grader.outcomes import Failure, MistakeFamily, Verdict
+from grader.outcomes import FailedCell, Failure, MistakeFamily, Verdict
 
 
 @dataclass(frozen=True)
@@ -61,20 +61,6 @@ class ReturnResult:
     feedback: str = ""  # what that mistake means and how to fix it
     # The exercise's declared misconceptions, and how far the values were from each, where none named them.
     near_misses: tuple[NearMiss, ...] = ()
-
-
-@dataclass(frozen=True)
-class FailedCell:
-    """A cell of a notebook graded whole that failed outside its definitions: skipped, told, not scored."""
-
-    notebook: str  # the hand-in's notebook file
-    cell: int  # as a reader counts them, markdown included; 0 where the place is unknown
-    line: int  # within the cell
-    error: str  # the exception's last line
-
-    def __str__(self) -> str:
-        where = f"{self.notebook} cell {self.cell}, line {self.line}" if self.cell else self.notebook
-        return f"{where}: {self.error}"
 
 
 @dataclass(frozen=True)

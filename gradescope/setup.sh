@@ -52,7 +52,7 @@ say "installing the grader"
 
 # The course's own packages (course.yaml's requirements), at the pinned versions where they are pinned.
 if "$venv/bin/python" -c 'import importlib.util, sys; sys.exit(importlib.util.find_spec("grader.exercise.course") is None)'; then
-    requirements=$("$venv/bin/python" -m grader.exercise.course requirements "$source/exercises")
+    requirements=$("$venv/bin/python" -m grader.exercise.requirements "$source/exercises")
     if [ -n "$requirements" ]; then
         say "installing the course's packages: $(echo "$requirements" | tr '\n' ' ')"
         echo "$requirements" >"$venv/course-requirements.txt"

@@ -49,7 +49,7 @@ echo "setup: installing grader${extras}" >&2
 quiet_pip install "${constraints[@]}" -e ".${extras}"
 # The courses' own packages, named in their course.yaml files (may be none).
 if .venv/bin/python -c 'import importlib.util, sys; sys.exit(importlib.util.find_spec("grader.exercise.course") is None)'; then
-  requirements=$(.venv/bin/python -m grader.exercise.course requirements exercises)
+  requirements=$(.venv/bin/python -m grader.exercise.requirements exercises)
   if [[ -n "$requirements" ]]; then
     echo "setup: installing the courses' packages: $(echo "$requirements" | tr '\n' ' ')" >&2
     quiet_pip install "${constraints[@]}" -r <(echo "$requirements")

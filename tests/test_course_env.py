@@ -314,12 +314,12 @@ def test_the_nearest_course_file_governs_alone(tmp_path: Path) -> None:
     assert course_of(outer).modules == ("matplotlib",)
 
 
-# --- python -m grader.exercise.course requirements DIR... -------------------------------------------------
+# --- python -m grader.exercise.requirements DIR... -------------------------------------------------------
 
 
 def _requirements(*folders: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "grader.exercise.course", "requirements", *map(str, folders)],
+        [sys.executable, "-m", "grader.exercise.requirements", *map(str, folders)],
         capture_output=True,
         text=True,
         cwd=ROOT,

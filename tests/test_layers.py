@@ -22,7 +22,15 @@ PACKAGE = ROOT / "grader"
 # Lowest first. A module belongs to the layer of the longest prefix naming it (`grader.judging.compare`
 # before `grader.judging`); the package itself (`import grader`: its version) is the lowest.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("grader", "grader.errors", "grader.text", "grader.outcomes", "grader.memo", "grader.collector"),
+    (
+        "grader",
+        "grader.errors",
+        "grader.text",
+        "grader.outcomes",
+        "grader.memo",
+        "grader.collector",
+        "grader.environment",
+    ),
     ("grader.handin",),  # reading hand-ins: what a notebook's selection is, known to the spec too
     ("grader.exercise",),  # spec, graph, trials, references and where they come from
     ("grader.sandbox",),  # the trust boundary: the worker and everything that runs beside student code
@@ -30,7 +38,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("grader.results",),
     ("grader.judging",),  # classify, diagnose, judge: makes results
     ("grader.report", "grader.gradebook"),  # results shown, exported, kept
-    ("grader.grading", "grader.validation"),  # one hand-in on one exercise, step by step
+    ("grader.grading", "grader.validation", "grader.handout"),  # one hand-in on one exercise; a handout
     ("grader.jobs",),  # what a class run hands a backend: shared by classrun and cluster
     ("grader.classrun", "grader.cluster", "grader.local"),  # a class run, and its two backends
     ("grader.cli", "grader.api", "grader.launch", "grader.__main__", "grader.scaffold"),

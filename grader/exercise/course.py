@@ -7,7 +7,7 @@
 
 The nearest course.yaml above an exercise governs it, alone: files do not merge, so what an exercise may
 import is read in one place (a course split in two copies the shared lines). Paths in `support` are
-relative to the course.yaml, inside its folder. `python -m grader.exercise.course requirements DIR...`
+relative to the course.yaml, inside its folder. `python -m grader.exercise.requirements DIR...`
 prints the pip requirements of the courses governing the exercises below DIR, one a line, for the setup
 scripts to install; nothing else goes to stdout.
 """
@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import difflib
 import re
-import sys
-from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -26,7 +24,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from grader.errors import GraderError, SpecError
+from grader.errors import SpecError
 from grader.exercise.spec.locations import (
     clean_location,
     describe,
@@ -215,45 +213,5 @@ def _package(declared: PackageSpec) -> Package:
     return Package(declared.pip, declared.import_ or guessed)
 
 
-def requirements(folders: Iterable[Path]) -> list[str]:
-    """The pip requirements of the courses governing the exercises below `folders` (and of the course
-    files there), each once, in the order found."""
-    from grader.exercise.spec import discover_exercises  # spec imports this module
-
-    found: list[str] = []
-    seen: set[Path] = set()
-    for folder in folders:
-        if not folder.is_dir():
-            raise SpecError(folder, None, "", "no such folder of exercises")
-        paths = [find_course_file(f) for f in discover_exercises(folder)]
-        paths += sorted(p for p in folder.rglob(COURSE_FILE) if not _hidden(p.relative_to(folder)))
-        for path in paths:
-            if path is None or path.resolve() in seen:
-                continue
-            seen.add(path.resolve())
-            found += [p.requirement for p in course_of(path.parent).packages]
-    return list(dict.fromkeys(found))
-
-
-def _hidden(relative: Path) -> bool:
+def hidden(relative: Path) -> bool:
     return any(part.startswith((".", "_")) for part in relative.parts[:-1])
-
-
-_USAGE = "usage: python -m grader.exercise.course requirements DIR...\n"
-
-
-def main(argv: Sequence[str]) -> int:
-    if len(argv) < 2 or argv[0] != "requirements":
-        sys.stderr.write(_USAGE)
-        return 2
-    try:
-        lines = requirements(Path(a) for a in argv[1:])
-    except (GraderError, OSError, UnicodeDecodeError) as exc:
-        sys.stderr.write(f"{exc}\n")
-        return 1
-    sys.stdout.write("".join(f"{line}\n" for line in lines))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

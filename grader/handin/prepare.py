@@ -13,8 +13,7 @@ from pathlib import Path
 
 from grader.handin import notebooks
 from grader.handin.choice import FileChoice
-from grader.outcomes import Failure
-from grader.results import FailedCell
+from grader.outcomes import FailedCell, Failure
 
 
 @dataclass(frozen=True)

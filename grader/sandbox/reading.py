@@ -18,8 +18,7 @@ import numpy as np
 from pydantic import ValidationError
 
 from grader.exercise.spec import Exercise
-from grader.outcomes import Failure, FailureKind
-from grader.results import FailedCell
+from grader.outcomes import FailedCell, Failure, FailureKind
 from grader.sandbox import failures
 from grader.sandbox.deadlines import Deadlines
 from grader.sandbox.pass_state import Reading

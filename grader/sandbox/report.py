@@ -16,8 +16,7 @@ from typing import Literal
 import numpy as np
 
 from grader.exercise.trials import Trial
-from grader.outcomes import Failure
-from grader.results import FailedCell
+from grader.outcomes import FailedCell, Failure
 from grader.sandbox import isolation
 from grader.sandbox.payload import ReturnedArray, ReturnProblem
 
