@@ -176,15 +176,15 @@ def _spread(references: References, name: str, mistake: Mistake, trial: int) -> 
     directly than its expression, or less, is within it either way."""
     spread = references.spread[trial][name]
     expected, mistaken = references.expected[trial][name], mistake.outputs[trial]
-    if spread.size == 0 or mistaken.size == 0:
+    # Right values all 0 (dropout's every entry dropped) have no rounding to scale: 0, not 0 * inf
+    if spread.size == 0 or mistaken.size == 0 or not np.any(spread):
         bound = np.zeros(mistaken.shape)
     else:
-        scale = float(np.max(np.abs(mistaken))) / max(
-            float(np.max(np.abs(expected))), np.finfo(np.float64).tiny
-        )
-        # Right values all 0 (dropout's every entry dropped) have no rounding to scale: 0, not 0 * inf
-        top = float(np.max(spread))
-        bound = np.full(mistaken.shape, top * max(1.0, scale) if top else 0.0)
+        with np.errstate(over="ignore"):  # values far above right ones near 0: no bound, not a warning
+            scale = float(np.max(np.abs(mistaken))) / max(
+                float(np.max(np.abs(expected))), np.finfo(np.float64).tiny
+            )
+        bound = np.full(mistaken.shape, float(np.max(spread)) * max(1.0, scale))
     own = None if mistake.spread is None else mistake.spread.get(trial)
     if own is None or own.shape != mistaken.shape:
         return bound

@@ -351,14 +351,17 @@ def _check_conventions(spec: ExerciseSpec, program: Program, where: _Where) -> N
                     f"{_listing(program.defined)}): a convention's lines replace the graph's of those names"
                 )
                 raise SpecError(where.path, offset + assignment.line, field_name(location), message)
+        variant = program.with_lines(lines)
         try:
-            parse(_source(program.with_lines(lines)), base)
+            parse(_source(variant), base)
         except GraphError as exc:
+            culprit = variant.assignments[exc.line - 1]
+            at = offset + culprit.line if culprit in lines.assignments else line
             message = (
                 f"in place of the graph's line, {exc.message}: a convention's line reads only what the graph "
                 "computes before the line it replaces"
             )
-            raise where.error(location, message) from None
+            raise SpecError(where.path, at, field_name(location), message) from None
 
 
 def _source(program: Program) -> str:
