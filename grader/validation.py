@@ -17,7 +17,7 @@ from grader.grading import grade
 from grader.handin.discover import submission_from_path
 from grader.judging.compare import PRECISIONS, compare_many
 from grader.judging.mistakes import Mistake, standard_mistakes
-from grader.outcomes import Verdict
+from grader.outcomes import MistakeFamily, Verdict
 from grader.results import ReturnResult, SubmissionResult
 
 FD_TRIALS = 3
@@ -83,6 +83,9 @@ def validate(
             checks.append(_wrong_file_check(wrong, graded[wrong.file].result()))
         if exercise.spec.misconceptions:
             checks.append(misconceptions_covered(exercise))
+        if exercise.spec.conventions:
+            note(f"{exercise.id}: checking that each declared convention changes a return")
+            checks += [conventions_covered(exercise), conventions_differ(exercise, references)]
     return checks
 
 
@@ -178,6 +181,74 @@ def misconceptions_covered(exercise: Exercise) -> Check:
         "or round, otherwise than the code that makes the mistake); add a file under wrong/ that makes "
         f'the mistake, with `misconceptions: {{{example.return_}: "{example.name}"}}` in its entry',
     )
+
+
+def conventions_covered(exercise: Exercise) -> Check:
+    """Every convention the exercise declares is expected by some known-wrong file, on some return: what
+    shows that students' code written under it is named so."""
+    covering, uncovered = [], []
+    for convention in exercise.spec.conventions:
+        files = [
+            w.file
+            for w in exercise.spec.wrong
+            if any(convention.label.startswith(expected) for expected in w.misconceptions.values())
+        ]
+        if files:
+            covering.append(f"'{convention.name}' by {', '.join(files)}")
+        else:
+            uncovered.append(convention)
+    name = "declared conventions expected by known-wrong files"
+    if not uncovered:
+        return Check(name, True, f"all {len(covering)}: " + "; ".join(covering))
+    example = uncovered[0]
+    return Check(
+        name,
+        False,
+        f"{len(uncovered)} of {len(exercise.spec.conventions)} declared conventions are expected by no "
+        f"known-wrong file: {', '.join(repr(c.name) for c in uncovered)}; nothing then checks that code "
+        "written under them is named so; add a file under wrong/ written under that convention, with "
+        f'`misconceptions: {{RETURN: "{example.label}"}}` for each return it changes',
+    )
+
+
+def conventions_differ(exercise: Exercise, references: References) -> Check:
+    """Each declared convention changes some return beyond float32 rounding on some trial: one that
+    agrees with the exercise's own values wherever the trials look can never name anything (and its
+    graph lines or reference function are then probably not what the author meant)."""
+    from grader.exercise.conventions import convention_variant
+
+    trials = list(references.trials)
+    found, same, failed = [], [], []
+    for convention in exercise.spec.conventions:
+        try:
+            computed = reference_returns(convention_variant(exercise, convention), trials)
+        except Exception as exc:
+            failed.append(f"'{convention.name}' fails: {type(exc).__name__}: {exc}")
+            continue
+        changed = []
+        for ret in exercise.spec.returns:
+            outputs = {i: values[ret.name] for i, values in computed.items()}
+            caught = _beyond_rounding(
+                ret, Mistake(convention.label, MistakeFamily.CONVENTION, outputs), references, "float32"
+            )
+            if caught:
+                changed.append(f"{ret.name} on {caught} of {len(trials)} trials")
+        if changed:
+            found.append(f"'{convention.name}' changes {', '.join(changed)}")
+        else:
+            same.append(convention.name)
+    name = "declared conventions differ from the exercise's own"
+    if failed or same:
+        problems = failed + [
+            f"'{n}' gives every return within float32 rounding of the exercise's own values on every trial"
+            for n in same
+        ]
+        fix = (
+            "fix its graph lines or reference function (each names what it changes: a line of the graph, "
+            "a function of the reference file), or choose inputs where the two conventions differ"
+        )
+        return Check(name, False, "; ".join(problems) + f": {fix}")
+    return Check(name, True, "; ".join(found))
 
 
 def _expects(wrong: WrongSolution, ret: str, name: str) -> bool:

@@ -41,6 +41,13 @@ class Program:
     def defined(self) -> tuple[str, ...]:
         return tuple(a.target for a in self.assignments)
 
+    def with_lines(self, lines: Program) -> Program:
+        """This program with each of `lines` in place of its assignment of the same name (what is computed
+        from it follows), and the lines it has no assignment of appended."""
+        by_target = {line.target: line for line in lines.assignments}
+        kept = tuple(by_target.pop(a.target, a) for a in self.assignments)
+        return Program(kept + tuple(line for line in lines.assignments if line.target in by_target))
+
 
 @dataclass(frozen=True)
 class Signature:

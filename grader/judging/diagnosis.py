@@ -63,8 +63,10 @@ def diagnose(
     spec: ReturnSpec,
     returned: Mapping[int, Returned],
     comparisons: Mapping[int, Comparison],
+    right: frozenset[str] = frozenset(),
 ) -> Diagnosis | None:
-    """The mistake a logic return's values show, if they match one; None otherwise."""
+    """The mistake a logic return's values show, if they match one; None otherwise. `right`: the returns
+    judged right (under the exercise's own convention), which no other year's convention can then explain."""
     trials = [i for i in sorted(returned) if i in references.spread]
     if not trials:
         return None
@@ -72,7 +74,11 @@ def diagnose(
     # every trial (evaluating all the candidates' graphs on all of them took seconds: 5.8 s for
     # cs231n.a3.lstm_step's 38 graphs on 200 trials, 0.6 s on 16).
     sample = trials[:_SAMPLE]
-    for mistake in _candidates(exercise, references, tuple(sample)).get(spec.name, []):
+    candidates = _candidates(exercise, references, tuple(sample))
+    for mistake in candidates.get(spec.name, []):
+        convention = mistake.family is MistakeFamily.CONVENTION
+        if convention and _contradicted(mistake, candidates, references, right):
+            continue
         if not _matches(spec, references, mistake, sample, returned):
             continue
         for whole in _on_every_trial(exercise, references, spec, mistake):
@@ -105,6 +111,22 @@ def near_misses(
         if mistake.name not in closest or miss.envelopes < closest[mistake.name].envelopes:
             closest[mistake.name] = miss  # a misconception of several forms: the nearest
     return tuple(closest.values())
+
+
+def _contradicted(
+    convention: Mistake,
+    candidates: Mapping[str, list[Mistake]],
+    references: References,
+    right: frozenset[str],
+) -> bool:
+    """Whether the student has right, under the exercise's own convention, a return that `convention`
+    changes: then they do not follow it, and it is not what their other return shows (a regularisation's
+    gradient halved under a loss that is not is a slip in the gradient, not the 2016 convention)."""
+    for name in right:
+        same = [m for m in candidates.get(name, []) if m.name == convention.name]
+        if any(_differs(m, references, name) for m in same):
+            return True
+    return False
 
 
 def _on_every_trial(
@@ -154,12 +176,14 @@ def _spread(references: References, name: str, mistake: Mistake, trial: int) -> 
     directly than its expression, or less, is within it either way."""
     spread = references.spread[trial][name]
     expected, mistaken = references.expected[trial][name], mistake.outputs[trial]
-    if spread.size == 0 or mistaken.size == 0:
+    # Right values all 0 (dropout's every entry dropped) have no rounding to scale: 0, not 0 * inf
+    if spread.size == 0 or mistaken.size == 0 or not np.any(spread):
         bound = np.zeros(mistaken.shape)
     else:
-        scale = float(np.max(np.abs(mistaken))) / max(
-            float(np.max(np.abs(expected))), np.finfo(np.float64).tiny
-        )
+        with np.errstate(over="ignore"):  # values far above right ones near 0: no bound, not a warning
+            scale = float(np.max(np.abs(mistaken))) / max(
+                float(np.max(np.abs(expected))), np.finfo(np.float64).tiny
+            )
         bound = np.full(mistaken.shape, float(np.max(spread)) * max(1.0, scale))
     own = None if mistake.spread is None else mistake.spread.get(trial)
     if own is None or own.shape != mistaken.shape:
@@ -309,7 +333,8 @@ def _declared(exercise: Exercise, trials: list[Trial], only: str | None) -> list
     from grader.judging.mistakes import Mistake
 
     known = [*exercise.spec.inputs, *exercise.spec.sizes, *exercise.computed]
-    declared = []
+    # Another year's convention first: the most precise name a student's values can get.
+    declared = _conventions(exercise, trials, only)
     for misconception in exercise.spec.misconceptions:
         if only is not None and misconception.name != only:
             continue
@@ -333,6 +358,29 @@ def _declared(exercise: Exercise, trials: list[Trial], only: str | None) -> list
             )
             declared.append((ret, mistake))
     return declared
+
+
+def _conventions(exercise: Exercise, trials: list[Trial], only: str | None) -> list[tuple[str, Mistake]]:
+    """Each declared convention's values on every return, and their own envelopes: one evaluation of the
+    exercise under it gives all the returns it changes."""
+    from grader.exercise.conventions import convention_variant
+    from grader.exercise.reference import compute_references
+    from grader.judging.mistakes import Mistake
+
+    found = []
+    for convention in exercise.spec.conventions:
+        if only is not None and convention.label != only:
+            continue
+        try:
+            computed = compute_references(convention_variant(exercise, convention), trials)
+        except Exception:  # `grader validate` says so (it checks that each convention differs)
+            continue
+        for ret in exercise.return_names:
+            outputs = {i: np.asarray(values[ret]) for i, values in computed.expected.items()}
+            spread = {i: np.asarray(values[ret]) for i, values in computed.spread.items()}
+            family = MistakeFamily.CONVENTION
+            found.append((ret, Mistake(convention.label, family, outputs, convention.feedback, spread)))
+    return found
 
 
 def _differs(mistake: Mistake, references: References, name: str) -> bool:

@@ -48,13 +48,18 @@ def judge(
     if error is not None and error.kind is FailureKind.MISSING_FUNCTION:
         hint = untagged_hint(submission, exercise.spec.entry)  # the function is there, but not tagged
         error = replace(error, message=f"{error.message}; {hint}") if hint else error
-    returns: list[ReturnResult] = []
+    verdicts: list[tuple[ReturnSpec, ReturnResult, Compared]] = []
     for spec in exercise.spec.returns:
         comparisons, got = _judge_return(spec, references, report, plan.comparisons[spec.name])
         judged = classify_return(exercise, spec.name, comparisons, by_index, expected, got)
-        judged = _accepted(spec, judged, references, report)
+        verdicts.append((spec, _accepted(spec, judged, references, report), comparisons))
+    # Named once every return is judged: another year's convention names a return only where the student
+    # has none of the others it changes right under the exercise's own.
+    right = frozenset(judged.name for _, judged, _ in verdicts if judged.verdict in _RIGHT)
+    returns: list[ReturnResult] = []
+    for spec, judged, comparisons in verdicts:
         if judged.verdict is Verdict.LOGIC:
-            judged = _diagnosed(exercise, references, spec, report, judged, comparisons)
+            judged = _diagnosed(exercise, references, spec, report, judged, comparisons, right)
         if spec.by_hand and checks is not None:
             judged = provenance.checked(judged, spec, checks)
         returns.append(judged)
@@ -248,6 +253,10 @@ def _array_like_note(spec: ReturnSpec, item: Returned, due: np.ndarray) -> str |
     return f"returned a {kind}; graded as the array it describes"
 
 
+# Right under the exercise's own convention: the maths is right, whatever the rounding.
+_RIGHT = frozenset({Verdict.PASS, Verdict.PRECISION, Verdict.INSTABILITY})
+
+
 def _diagnosed(
     exercise: Exercise,
     references: References,
@@ -255,10 +264,12 @@ def _diagnosed(
     report: WorkerReport,
     judged: ReturnResult,
     comparisons: Compared,
+    right: frozenset[str],
 ) -> ReturnResult:
     arrays = report.first.returned(spec.name)
-    found = diagnosis.diagnose(exercise, references, spec, arrays, comparisons.others)
-    if any(m.return_ == spec.name for m in exercise.spec.misconceptions):  # how far each was: validate says
+    found = diagnosis.diagnose(exercise, references, spec, arrays, comparisons.others, right)
+    declared = exercise.spec.conventions or any(m.return_ == spec.name for m in exercise.spec.misconceptions)
+    if declared:  # how far each declared mistake was: validate says
         judged = replace(judged, near_misses=diagnosis.near_misses(exercise, references, spec, arrays))
     if found is None:
         return judged
@@ -290,11 +301,14 @@ def _checked_for_consistency(
         f"derivative of the function you computed, but that function is not the exercise's. Fix the "
         f"computation of {value} first."
     )
+    if judged.mistake_family is MistakeFamily.CONVENTION:
+        return returns  # right for the function computed, another year's: the convention's name says it all
     if judged.misconception is None:
         name = f"the derivative of your own {value}, which is wrong"
         judged = replace(judged, misconception=name, mistake_family=MistakeFamily.OWN_VALUE, feedback=why)
     else:  # the name says how it is wrong; this says where the mistake is
-        judged = replace(judged, feedback=f"{judged.feedback}. Also, {why}" if judged.feedback else why)
+        told = judged.feedback.rstrip(". ")
+        judged = replace(judged, feedback=f"{told}. Also, {why}" if told else why)
     return [judged if r.name == gradient else r for r in returns]
 
 

@@ -4,6 +4,7 @@ the returns it must define, misconceptions, and the files the spec names.
 
 from __future__ import annotations
 
+import ast
 import itertools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -49,6 +50,7 @@ def cross_check(
     program = _parsed_graph(spec, where)
     returns = _check_returns(spec, program, where)
     _check_references_to_returns(spec, program, returns, where)
+    _check_conventions(spec, program, where)
     _check_files(spec, where, authoring)
     return program
 
@@ -303,6 +305,67 @@ def _check_references_to_returns(
                 if len(misconception.expr) > 1:
                     location = (*location, k)
                 raise where.error(location, f"{exc.message} (an expression over the graph's names)") from None
+
+
+def _check_conventions(spec: ExerciseSpec, program: Program, where: _Where) -> None:
+    """Each convention has its own name; its graph lines parse and replace lines of the graph (whose order
+    they keep: a line reads only what the graph computed before it); its reference is a function of the
+    exercise's reference file."""
+    names: set[str] = set()
+    base = [*spec.inputs, *spec.sizes]
+    for i, convention in enumerate(spec.conventions):
+        if convention.name in names:
+            message = f"two conventions are named '{convention.name}': each is told by its name"
+            raise where.error(("conventions", i, "name"), message)
+        names.add(convention.name)
+        if convention.reference is not None and spec.reference_file is None:
+            message = (
+                "this exercise has a graph, not a reference function: give the convention's computation as "
+                "graph lines replacing the graph's of the same names"
+            )
+            raise where.error(("conventions", i, "reference"), message)
+        file, _, function = (convention.reference or "").rpartition(":")
+        if convention.reference is not None and file != spec.reference_file:
+            message = (
+                f"'{convention.reference}' is not in the exercise's reference file: name a function of "
+                f"{spec.reference_file}, as {spec.reference_file}:{function}"
+            )
+            raise where.error(("conventions", i, "reference"), message)
+        if convention.graph is None:
+            continue
+        location = ("conventions", i, "graph")
+        line = where.lines.get(location, 1)
+        offset = line if _is_block_scalar(where.path, line) else line - 1
+        known = [*base, *computed_names(spec, program)]
+        try:
+            lines = parse(convention.graph, known)
+        except GraphError as exc:
+            message = f"{exc.message} (graph lines over the graph's names)"
+            raise SpecError(where.path, offset + exc.line, field_name(location), message) from None
+        if spec.graph is None:
+            continue  # computed after the reference function's values: every name it returned is known
+        for assignment in lines.assignments:
+            if assignment.target not in program.defined:
+                message = (
+                    f"'{assignment.target}' is not a line of the graph (it assigns "
+                    f"{_listing(program.defined)}): a convention's lines replace the graph's of those names"
+                )
+                raise SpecError(where.path, offset + assignment.line, field_name(location), message)
+        variant = program.with_lines(lines)
+        try:
+            parse(_source(variant), base)
+        except GraphError as exc:
+            culprit = variant.assignments[exc.line - 1]
+            at = offset + culprit.line if culprit in lines.assignments else line
+            message = (
+                f"in place of the graph's line, {exc.message}: a convention's line reads only what the graph "
+                "computes before the line it replaces"
+            )
+            raise SpecError(where.path, at, field_name(location), message) from None
+
+
+def _source(program: Program) -> str:
+    return "\n".join(f"{a.target} = {ast.unparse(a.expr)}" for a in program.assignments)
 
 
 def _check_files(spec: ExerciseSpec, where: _Where, authoring: bool) -> None:

@@ -197,6 +197,8 @@ def grading_spec(spec: ExerciseSpec) -> bytes:
     """The spec as grading reads it: every field but the PRESENTATION_FIELDS, in a canonical form (YAML
     comments, order and layout do not count either)."""
     fields = spec.model_dump(mode="json", by_alias=True, exclude=PRESENTATION_FIELDS)
+    if not fields["conventions"]:  # a field added since: the results stored for exercises without any stand
+        del fields["conventions"]
     return json.dumps(fields, sort_keys=True, separators=(",", ":")).encode()
 
 

@@ -16,6 +16,7 @@ from pydantic import (
 
 from grader.exercise.spec.models import (
     ARG_KEYS,
+    Convention,
     ExerciseSpec,
     GradescopeSpec,
     GradSpec,
@@ -136,6 +137,7 @@ def _model_at(location: tuple[Any, ...]) -> type[BaseModel] | None:
         ("returns", "#", "vjp"): VjpSpec,
         ("wrong", "#"): WrongSolution,
         ("misconceptions", "#"): Misconception,
+        ("conventions", "#"): Convention,
     }
     if len(shape) == 2 and shape[0] in ("inputs", "sizes"):
         return InputSpec if shape[0] == "inputs" else SizeRange

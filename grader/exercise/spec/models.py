@@ -276,6 +276,38 @@ class Misconception(_Model):
         return (value,) if isinstance(value, str) else value
 
 
+class Convention(_Model):
+    """Another course year's convention, which the exercise grades wrong but names: a student whose values
+    are those the graph gives under it is told "right under the <name> convention (<rule>)". What changes is
+    the computation, so every return it changes follows: `graph` lines that replace the graph's lines of the
+    same names (in place: what the graph computes from them follows; for an exercise with a reference
+    function, lines computed after its values), or `reference`, another function of its reference file."""
+
+    name: str = Field(min_length=1, max_length=100)  # whose: "2016-17 CS231n"
+    rule: str = Field(min_length=1, max_length=200)  # what it says: "p is the probability to DROP a unit"
+    graph: str | None = None
+    reference: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_./-]+\.py:[A-Za-z_][A-Za-z0-9_]*$")
+    feedback: str = ""  # how this course's convention differs, and the fix
+
+    @model_validator(mode="after")
+    def _changes_something(self) -> Convention:
+        if self.graph is None and self.reference is None:
+            raise ValueError(
+                "give graph (lines replacing the graph's of the same names, as that year computes them) or "
+                "reference (reference.py:function, the reference function under that convention)"
+            )
+        return self
+
+    @property
+    def label(self) -> str:
+        """The name a return it matches gets (what a known-wrong file's `misconceptions:` starts with)."""
+        return f"right under the {self.name} convention ({self.rule})"
+
+    @property
+    def reference_function(self) -> str | None:
+        return None if self.reference is None else self.reference.rpartition(":")[2]
+
+
 Scalar = bool | int | float | str | None  # a literal in an argument: True, 3, 1e-5, 'train', None
 
 
@@ -451,6 +483,8 @@ class ExerciseSpec(_Model):
     starter: str | None = "starter.py"
     wrong: tuple[WrongSolution, ...] = ()
     misconceptions: tuple[Misconception, ...] = ()
+    # Other course years' conventions: graded wrong, named as such (tried before any other mistake)
+    conventions: tuple[Convention, ...] = ()
     support: tuple[str, ...] = ()  # files or folders beside exercise.yaml that submissions may import
     limits: Limits = Limits()
     notebook: NotebookSpec = NotebookSpec()

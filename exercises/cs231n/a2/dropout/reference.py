@@ -14,6 +14,14 @@ def dropout(x, p, seed):
     return {"out": x * keep / p}
 
 
+def dropout_drop_probability(x, p, seed):
+    """The 2016-17 handouts' convention (the exercise's `conventions:`): p the probability to DROP a unit,
+    mask = rand >= p (rand > p draws the same mask: no double of the stream equals p), kept entries scaled
+    by 1 / (1 - p)."""
+    keep = (_Uniform.apply(seed, x) >= p).to(x.dtype)
+    return {"out": x * keep / (1 - p)}
+
+
 @lru_cache(maxsize=4096)  # the Monte Carlo copies of a trial draw the same numbers
 def _uniform(seed, shape):
     return np.random.RandomState(seed).rand(*shape)
