@@ -8,7 +8,7 @@ import re
 import numpy as np
 
 from grader.handin.choice import FileChoice
-from grader.outcomes import FailureKind, Verdict
+from grader.outcomes import FailureKind, MistakeFamily, Verdict
 from grader.results import FailingCase, ReturnResult, SubmissionResult
 
 # rich style names; the HTML report maps the colour names to its own shades (report/html_result.py).
@@ -79,6 +79,13 @@ def summary_message(ret: ReturnResult, result: SubmissionResult) -> str:
         return "not graded: see the error above"
     first = result.first_trial_error
     return first_lines(ret.message, result) if first is not None and first.traceback else ret.message
+
+
+def mistake_label(ret: ReturnResult) -> str:
+    """What a named mistake is introduced as: code right under another year's convention made none."""
+    return (
+        "not this course's convention" if ret.mistake_family is MistakeFamily.CONVENTION else "likely mistake"
+    )
 
 
 def focus_trial(result: SubmissionResult) -> int | None:

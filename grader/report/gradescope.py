@@ -36,7 +36,7 @@ from grader.environment import versions_line
 from grader.exercise.spec import Exercise, Visibility
 from grader.handin.prepare import Submission
 from grader.outcomes import Failure, FailureKind, Verdict
-from grader.report.common import ENVELOPE_MEANING, file_choice_note, grid, number, sizes_text
+from grader.report.common import ENVELOPE_MEANING, file_choice_note, grid, mistake_label, number, sizes_text
 from grader.results import ReturnResult, SubmissionResult, file_in_handin
 from grader.text import counted, valid_unicode, visible
 
@@ -261,7 +261,8 @@ def _return_output(
         parts.append(f"The first call that failed (trial {raised.trial}):\n\n{_fenced(raised.traceback)}")
     if ret.misconception is not None:
         feedback = f" {_text(ret.feedback)}" if ret.feedback else ""
-        parts.append(f"**Likely mistake: {_escaped(ret.misconception)}.**{feedback}")
+        label = mistake_label(ret).capitalize()
+        parts.append(f"**{label}: {_escaped(ret.misconception)}.**{feedback}")
     elif ret.verdict is Verdict.AUTOGRAD and ret.feedback:
         parts.append(f"**To fix:** {_text(ret.feedback)}")
     case = ret.case

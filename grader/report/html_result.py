@@ -23,6 +23,7 @@ from grader.report.common import (
     grid,
     isolation_summary,
     mentions_envelopes,
+    mistake_label,
     number,
     shows_failure,
     sizes_text,
@@ -166,7 +167,8 @@ def _failure(result: SubmissionResult, ret: ReturnResult, replay: str | None) ->
     name = escape(ret.name)
     parts = [f'<div class="failure" data-return="{name}"><h3>{name} {verdict_badge(ret.verdict)}</h3>']
     if ret.misconception is not None:
-        parts.append(f'<p class="mistake"><strong>likely mistake:</strong> {escape(ret.misconception)}</p>')
+        label = escape(mistake_label(ret))
+        parts.append(f'<p class="mistake"><strong>{label}:</strong> {escape(ret.misconception)}</p>')
         if ret.feedback:
             parts.append(f'<p class="feedback">{escape(ret.feedback)}</p>')
     elif ret.verdict is Verdict.AUTOGRAD:

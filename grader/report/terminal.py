@@ -22,6 +22,7 @@ from grader.report.common import (
     focus_trial,
     grid,
     isolation_summary,
+    mistake_label,
     not_submitted,
     number,
     shows_failure,
@@ -158,7 +159,7 @@ def _render_output(console: Console, result: SubmissionResult, show_output: bool
 def _render_failure(console: Console, result: SubmissionResult, ret: ReturnResult) -> None:
     if ret.misconception is not None:
         name = safe(ret.misconception)
-        console.print(f"  [bold]{safe(ret.name)}[/]: [yellow]likely mistake:[/] {name}")
+        console.print(f"  [bold]{safe(ret.name)}[/]: [yellow]{mistake_label(ret)}:[/] {name}")
         if ret.feedback:
             console.print(safe(_wrapped(ret.feedback, console.width)))
     elif ret.verdict is Verdict.AUTOGRAD:
@@ -292,7 +293,7 @@ def render_class(
             continue
         for ret in result.returns:
             if ret.verdict is not Verdict.PASS:
-                named = f" — likely mistake: {ret.misconception}" if ret.misconception else ""
+                named = f" — {mistake_label(ret)}: {ret.misconception}" if ret.misconception else ""
                 line = f"{safe(ret.name)} {verdict_text(ret.verdict)}: {safe(ret.message + named)}"
                 console.print(f"    {line}")
         console.print(f"    [dim]{REPLAY_LABEL} {safe(result.repro(focus_trial(result)))}[/]")
