@@ -334,7 +334,7 @@ def test_the_solutions_are_never_named(dropout: Exercise, svm: Exercise) -> None
         }
 
 
-def test_the_json_output_counts_a_convention_as_its_family(tmp_path: Path) -> None:
+def test_check_tells_a_convention_as_one_and_counts_it_as_its_family(tmp_path: Path) -> None:
     folder = exercise_folder("cs231n.a2.dropout")
     path = write_source(tmp_path / "layers.py", DROPOUT_2016)
     proc = grader_run("check", folder, path, "--json", "--trials", 40)
@@ -344,6 +344,9 @@ def test_the_json_output_counts_a_convention_as_its_family(tmp_path: Path) -> No
         "out": "convention",
         "dx": "convention",
     }
+    told = grader_run("check", folder, path, "--trials", 40)
+    assert "dx: not this course's convention: right under the 2016-17 CS231n convention" in told.stdout
+    assert "likely mistake" not in told.stdout
 
 
 # --- grader validate -----------------------------------------------------------------------------------
