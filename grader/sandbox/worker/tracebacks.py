@@ -20,6 +20,22 @@ def exception_line(exc: BaseException, submission_dir: Path) -> str:
     return clip(text.replace(str(submission_dir) + os.sep, ""))
 
 
+def raised_at(exc: BaseException, submission_dir: Path) -> str:
+    """Where in the student's files `exc` was raised, as " at line 6 of f.py: `assert ...`", or "" where
+    none of their frames is on its way."""
+    prefix = str(submission_dir) + os.sep
+    frames = [
+        f
+        for f in traceback.extract_tb(exc.__traceback__)
+        if f.filename.startswith(prefix) and not f.filename.startswith(_GRADER_FILES)
+    ]
+    if not frames:
+        return ""
+    last = frames[-1]
+    line = f": `{clip(last.line.strip(), 200)}`" if last.line else ""
+    return f" at line {last.lineno} of {last.filename.removeprefix(prefix)}{line}"
+
+
 def clip(text: str, limit: int = 4000) -> str:
     return text if len(text) <= limit else text[:limit] + f" ... [{len(text) - limit} more characters]"
 

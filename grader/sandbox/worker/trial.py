@@ -15,11 +15,11 @@ from grader.sandbox import seeding
 from grader.sandbox.protocol import Run
 from grader.sandbox.worker.arguments import arguments_of
 from grader.sandbox.worker.autograd_check import autograd_checked
-from grader.sandbox.worker.channel import TrialSink
+from grader.sandbox.worker.channel import Converted, TrialSink
 from grader.sandbox.worker.deadline import DEADLINE, TrialTimeout
 from grader.sandbox.worker.precision import float64_everywhere
 from grader.sandbox.worker.returns import converted, type_name
-from grader.sandbox.worker.tracebacks import exception_line, student_traceback
+from grader.sandbox.worker.tracebacks import exception_line, raised_at, student_traceback
 from grader.text import counted
 
 
@@ -42,10 +42,12 @@ def run_trial(
     job: dict[str, Any],
     submission_dir: Path,
     run: Run,
+    plain: bool = False,
 ) -> None:
     """One trial: the exercise's calls in order (one, or a forward and the backward that takes its cache),
-    each on fresh copies of the inputs and what the calls before it bound; its returns sent."""
-    builders = arguments_of(job, run)
+    each on fresh copies of the inputs and what the calls before it bound; its returns sent. `plain`: a
+    rerun's inputs as exact ndarrays (arguments.py)."""
+    builders = arguments_of(job, run, plain)
     bound: dict[str, Any] = {}  # what earlier calls returned, by the names the exercise gives them
     names: list[str] = job["returns"]
     seeding.seed_randomness(job["seed"], index)  # a rerun draws what its first run drew
@@ -87,6 +89,9 @@ def run_trial(
             error["overrun"] = {"deadline": deadline, "cpu_seconds": cpu, "first_call": first_call}
         elif kind is FailureKind.MEMORY:
             message = f"needed more memory than the {job['limits']['memory_mb']} MB allowed — {message}"
+        elif run is not Run.FIRST:
+            # What refused a rerun's input, where: the line (a type or dtype check) says why to a student.
+            message += raised_at(exc, submission_dir)
         error.update(message=message, traceback=student_traceback(exc, submission_dir))
         channel.send(error)
         return
@@ -156,4 +161,71 @@ def run_reruns(
         for index, inputs, run, checked in runs:
             channel.starting(index)
             with autograd_checked(checked):
-                run_trial(channel, functions, index, inputs, job, submission_dir, run)
+                _rerun_trial(channel, functions, index, inputs, job, submission_dir, run)
+
+
+def _rerun_trial(
+    channel: TrialSink,
+    functions: list[Callable[..., Any]],
+    index: int,
+    inputs: dict[str, np.ndarray],
+    job: dict[str, Any],
+    submission_dir: Path,
+    run: Run,
+) -> None:
+    """A trial again, lifted: with the inputs of the class that lifts `astype`, and where the code refuses
+    them (raises, or returns nothing usable) once more with exact ndarrays of the same precision.
+
+    Student code checks its input's type (`type(x) is np.ndarray`, `type(x).__name__ == "ndarray"`) and
+    goes another way for anything else, often to `float(x)` or `math.exp(x)`, which raise on an array: that
+    says nothing of its formula, and an exact ndarray passes such a check. Nothing lifts a check of the
+    dtype (`x.dtype == np.float64`) honestly: what the second try says then reaches the grader, which
+    judges the trial without the rerun (judging/reruns.py). Every rerun trial is tried the same way, by
+    its own outcome alone: a verdict does not depend on which other trials were rerun.
+    """
+    lifted = _Held()
+    run_trial(lifted, functions, index, inputs, job, submission_dir, run)
+    if not lifted.refused():
+        lifted.forward(channel)
+        return
+    plain = _Held()
+    channel.starting(index)
+    run_trial(plain, functions, index, inputs, job, submission_dir, run, plain=True)
+    plain.forward(channel)
+
+
+# The kinds of failure that are the code's answer to its input; a timeout, memory or an exit are not
+# retried (another try could only cost their limits again).
+_REFUSALS = frozenset({FailureKind.EXCEPTION.value, FailureKind.BAD_RETURN.value})
+
+
+class _Held:
+    """A rerun try's result, held until it is known whether it goes to the grader or another try does.
+
+    Forwarded at once after its try, before any other student code runs: the arrays a return holds are
+    copied only when the real sink queues them."""
+
+    def __init__(self) -> None:
+        self._sent: list[tuple[dict[str, Any], list[np.ndarray] | None]] = []
+        self._queued: list[tuple[int, Run, float, list[Converted]]] = []
+
+    def send(self, header: dict[str, Any], arrays: list[np.ndarray] | None = None) -> None:
+        self._sent.append((header, arrays))
+
+    def starting(self, trial: int) -> None:
+        """The real sink was told already."""
+
+    def queue(self, trial: int, run: Run, seconds: float, returns: list[Converted]) -> None:
+        self._queued.append((trial, run, seconds, returns))
+
+    def refused(self) -> bool:
+        """Whether the code raised, returned the wrong number of values, or a return it cannot be graded
+        on (None, a value that is no array, one a later call did not get to compute)."""
+        raised = any(header.get("kind") in _REFUSALS for header, _ in self._sent)
+        return raised or any(label is None for *_, returns in self._queued for _, label, *_ in returns)
+
+    def forward(self, sink: TrialSink) -> None:
+        for header, arrays in self._sent:
+            sink.send(header, arrays)
+        for trial, run, seconds, returns in self._queued:
+            sink.queue(trial, run, seconds, returns)
