@@ -185,4 +185,12 @@ def _message(
         )
     if worst.rerun is RerunOutcome.STILL_WRONG:
         return f"{how}, at any precision{ratio}: a mistake in the formula"
+    if worst.rerun is RerunOutcome.REFUSED:
+        # Not "a mistake": nothing ran above the precision used. Its points follow the first run alone (no
+        # mistake may pass for an unstable formula), and the student is told how to let the grader tell.
+        return (
+            f"{how}{ratio}; {worst.note}: beyond rounding, but whether by a mistake or by an unstable "
+            "formula could not be told; accept any float ndarray (isinstance(x, np.ndarray), "
+            "np.issubdtype(x.dtype, np.floating)) so that the grader can rerun it in higher precision"
+        )
     return f"{how}{ratio}; {worst.note}: a mistake in the formula, not rounding"
