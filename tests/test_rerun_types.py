@@ -32,7 +32,10 @@ CHECKS = {
     "type name": ("if type(x).__name__ == 'ndarray':\n    return x\nreturn math.exp(math.log(x))", False),
     "assert type": ("assert type(x) == np.ndarray, 'x must be a numpy array'\nreturn x", False),
     "isinstance ndarray": ("if isinstance(x, np.ndarray):\n    return x\nreturn float(x)", False),
-    "isinstance float64": ("if isinstance(x, (float, np.float64)):\n    return np.array([x])\nreturn x", False),
+    "isinstance float64": (
+        "if isinstance(x, (float, np.float64)):\n    return np.array([x])\nreturn x",
+        False,
+    ),
     "issubdtype floating": (
         "if not np.issubdtype(x.dtype, np.floating):\n    raise TypeError('x must hold floats')\nreturn x",
         False,
@@ -77,7 +80,9 @@ def exercise() -> Exercise:
 def unchecked(exercise: Exercise, tmp_path_factory: pytest.TempPathFactory) -> dict[str, SubmissionResult]:
     """Each body without any check: the verdicts a check must not change."""
     folder = tmp_path_factory.mktemp("unchecked")
-    return {body: grade_source(exercise, folder, f"{body}.py", _source(None, body), TRIALS) for body in BODIES}
+    return {
+        body: grade_source(exercise, folder, f"{body}.py", _source(None, body), TRIALS) for body in BODIES
+    }
 
 
 def _verdicts(result: SubmissionResult) -> dict[str, Verdict]:
