@@ -30,6 +30,8 @@ CHECKS = {
     "type == ndarray": ("if type(x) == np.ndarray:\n    return x\nreturn float(x)", False),
     "type is ndarray": ("if type(x) is np.ndarray:\n    return x\nreturn float(x)", False),
     "type name": ("if type(x).__name__ == 'ndarray':\n    return x\nreturn math.exp(math.log(x))", False),
+    # a number wrapped: the rerun's subclass becomes a float64 array of another shape
+    "wrap numbers": ("if type(x) != np.ndarray:\n    x = np.array([x], dtype=float)\nreturn x", False),
     "assert type": ("assert type(x) == np.ndarray, 'x must be a numpy array'\nreturn x", False),
     "isinstance ndarray": ("if isinstance(x, np.ndarray):\n    return x\nreturn float(x)", False),
     "isinstance float64": (

@@ -163,7 +163,13 @@ class InProcessRunner:
     def rerun(self, request: RerunRequest) -> WorkerReport:
         first = self.first_pass()
         probes = {p.index: dict(p.inputs) for p in request.probes}
-        reruns = calls.Reruns(request.trials, probes, request.extended)
+        shapes = {
+            index: tuple(
+                item.array.shape if isinstance(item, Returned) else None for item in out.by_name.values()
+            )
+            for index, out in first.outputs.items()
+        }
+        reruns = calls.Reruns(request.trials, probes, request.extended, shapes)
         with self._running():
             calls.run_reruns(self._collector, self._functions, self._inputs, reruns, self._job, self._where)
         return self._report(first)

@@ -43,9 +43,10 @@ def run_trial(
     submission_dir: Path,
     run: Run,
     plain: bool = False,
-) -> None:
+) -> Shapes | None:
     """One trial: the exercise's calls in order (one, or a forward and the backward that takes its cache),
-    each on fresh copies of the inputs and what the calls before it bound; its returns sent. `plain`: a
+    each on fresh copies of the inputs and what the calls before it bound; its returns sent, and their
+    shapes returned (None for a return it could not give; None for all where it failed). `plain`: a
     rerun's inputs as exact ndarrays (arguments.py)."""
     builders = arguments_of(job, run, plain)
     bound: dict[str, Any] = {}  # what earlier calls returned, by the names the exercise gives them
@@ -65,7 +66,7 @@ def run_trial(
     except _BadReturn as bad:
         DEADLINE.stop()
         channel.send(_bad_return(index, run, str(bad)))
-        return
+        return None
     except BaseException as exc:
         DEADLINE.stop()
         kind = _failure_kind(exc)
@@ -79,7 +80,7 @@ def run_trial(
                 converted(n, bound[n]) if n in bound else (n, None, problem, None, None) for n in names
             ]
             channel.queue(index, run, seconds, partial)
-            return
+            return _shapes(partial)
         error: dict[str, Any] = {"type": "trial-error", "trial": index, "run": run.value, "kind": kind.value}
         if isinstance(exc, TrialTimeout):
             # Worded by the grader (failures.py), which also confirms it in a fresh worker: the numbers.
@@ -94,7 +95,7 @@ def run_trial(
             message += raised_at(exc, submission_dir)
         error.update(message=message, traceback=student_traceback(exc, submission_dir))
         channel.send(error)
-        return
+        return None
     finally:
         DEADLINE.stop()
     seconds = time.perf_counter() - started
@@ -103,8 +104,17 @@ def run_trial(
             values = list(_as_tuple(value, names, ""))
         except _BadReturn as bad:
             channel.send(_bad_return(index, run, str(bad)))
-            return
-    channel.queue(index, run, seconds, [converted(n, v) for n, v in zip(names, values, strict=True)])
+            return None
+    returns = [converted(n, v) for n, v in zip(names, values, strict=True)]
+    channel.queue(index, run, seconds, returns)
+    return _shapes(returns)
+
+
+Shapes = tuple[tuple[int, ...] | None, ...]  # a trial's returns' shapes, None where one was not given
+
+
+def _shapes(returns: list[Converted]) -> Shapes:
+    return tuple(None if array is None else array.shape for *_, array in returns)
 
 
 class _BadReturn(Exception):
@@ -139,6 +149,8 @@ class Reruns:
     float64: Sequence[int]  # trials again at float64
     probes: Mapping[int, dict[str, np.ndarray]]  # new inputs, at float64
     extended: Sequence[int]  # trials again in numpy's extended precision
+    # What each trial's first run returned, as shapes: a rerun that returns others refused its input.
+    first: Mapping[int, Shapes] = dataclasses.field(default_factory=dict)
 
 
 def run_reruns(
@@ -152,16 +164,17 @@ def run_reruns(
     """The second pass, in the order the grader reads it. A checked trial is checked again (new factors):
     a copy stays off above its precision, an unstable formula's error shrinks (judging/provenance.py)."""
     checks = frozenset(job.get("checks", ()))
+    first = reruns.first
     runs = [
-        *((index, inputs_by_trial[index], Run.FLOAT64, index in checks) for index in reruns.float64),
-        *((index, inputs, Run.FLOAT64, False) for index, inputs in reruns.probes.items()),
-        *((index, inputs_by_trial[index], Run.EXTENDED, index in checks) for index in reruns.extended),
+        *((i, inputs_by_trial[i], Run.FLOAT64, i in checks, first.get(i)) for i in reruns.float64),
+        *((i, inputs, Run.FLOAT64, False, None) for i, inputs in reruns.probes.items()),  # new inputs
+        *((i, inputs_by_trial[i], Run.EXTENDED, i in checks, first.get(i)) for i in reruns.extended),
     ]
     with float64_everywhere():
-        for index, inputs, run, checked in runs:
+        for index, inputs, run, checked, shapes in runs:
             channel.starting(index)
             with autograd_checked(checked):
-                _rerun_trial(channel, functions, index, inputs, job, submission_dir, run)
+                _rerun_trial(channel, functions, index, inputs, job, submission_dir, run, shapes)
 
 
 def _rerun_trial(
@@ -172,9 +185,11 @@ def _rerun_trial(
     job: dict[str, Any],
     submission_dir: Path,
     run: Run,
+    first: Shapes | None,
 ) -> None:
     """A trial again, lifted: with the inputs of the class that lifts `astype`, and where the code refuses
-    them (raises, or returns nothing usable) once more with exact ndarrays of the same precision.
+    them (raises, returns nothing usable, or other shapes than its `first` run) once more with exact
+    ndarrays of the same precision.
 
     Student code checks its input's type (`type(x) is np.ndarray`, `type(x).__name__ == "ndarray"`) and
     goes another way for anything else, often to `float(x)` or `math.exp(x)`, which raise on an array: that
@@ -184,8 +199,8 @@ def _rerun_trial(
     its own outcome alone: a verdict does not depend on which other trials were rerun.
     """
     lifted = _Held()
-    run_trial(lifted, functions, index, inputs, job, submission_dir, run)
-    if not lifted.refused():
+    shapes = run_trial(lifted, functions, index, inputs, job, submission_dir, run)
+    if not lifted.refused() and (first is None or shapes == first):
         lifted.forward(channel)
         return
     plain = _Held()
