@@ -200,7 +200,9 @@ def _rerun_trial(
     """
     lifted = _Held()
     shapes = run_trial(lifted, functions, index, inputs, job, submission_dir, run)
-    if not lifted.refused() and (first is None or shapes == first):
+    # Against the first run where it is known: a return the first run could not give either (a backward
+    # that raises at every call) is no refusal of the lifted input, and is not tried twice.
+    if not (lifted.refused() if first is None else shapes != first):
         lifted.forward(channel)
         return
     plain = _Held()
