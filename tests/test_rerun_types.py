@@ -121,7 +121,8 @@ def test_a_dtype_check_that_refuses_extended_precision_is_said_not_called_a_mist
         flat = " ".join(result.message.split())
         assert "a mistake in the formula" not in flat
         assert "your code refused numpy's extended-precision arrays" in flat
-        assert "could not be told" in flat and "of naive.py: `" in flat  # the line of the check
+        assert "no rerun above float64 showed whether from a mistake" in flat
+        assert "of naive.py: `" in flat  # the line of the check that refused
 
 
 @pytest.mark.parametrize("form", [f for f, (_, refuses) in CHECKS.items() if refuses])
@@ -179,3 +180,26 @@ def test_a_rerun_refused_keeps_the_first_runs_verdict_and_says_why() -> None:
     assert "refused its rerun at float64 (AssertionError at line 5" in finite.note
     overflowed = resolved(np.full_like(expected, np.nan))
     assert overflowed.verdict is Verdict.INSTABILITY and overflowed.rerun is RerunOutcome.OVERFLOWS
+
+
+TORCH_NAIVE = """
+import torch
+
+
+def softplus_tails(x):
+    t = torch.tensor(x)
+    loss = torch.log(1.0 + torch.exp(t)).sum()
+    grad = 1.0 - 1.0 / (1.0 + torch.exp(t))
+    return loss, grad
+"""
+
+
+@pytest.mark.skipif(not HAS_EXTENDED, reason="numpy's longdouble is float64 here: no extended rerun")
+def test_torch_refusing_extended_precision_is_torchs_not_a_check(exercise: Exercise, tmp_path: Path) -> None:
+    """torch.tensor() of the rerun's np.longdouble raises: torch stops at float64, which no change to the
+    student's checks lifts, and the student is told so in those words."""
+    result = grade_source(exercise, tmp_path, "torch_naive.py", TORCH_NAIVE, TRIALS)
+    for ret in result.returns:
+        flat = " ".join(ret.message.split())
+        assert "could not be rerun above float64 (torch code cannot be)" in flat
+        assert "refused" not in flat

@@ -189,8 +189,9 @@ def _message(
         # Not "a mistake": nothing ran above the precision used. Its points follow the first run alone (no
         # mistake may pass for an unstable formula), and the student is told how to let the grader tell.
         return (
-            f"{how}{ratio}; {worst.note}: beyond rounding, but whether by a mistake or by an unstable "
-            "formula could not be told; accept any float ndarray (isinstance(x, np.ndarray), "
-            "np.issubdtype(x.dtype, np.floating)) so that the grader can rerun it in higher precision"
+            f"{how}{ratio}; {worst.note}: beyond rounding, but no rerun above {worst.precision} showed "
+            "whether from a mistake or from an unstable formula; to let the grader rerun it in higher "
+            "precision, accept any float ndarray (isinstance(x, np.ndarray), np.issubdtype(x.dtype, "
+            "np.floating))"
         )
     return f"{how}{ratio}; {worst.note}: a mistake in the formula, not rounding"

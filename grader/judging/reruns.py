@@ -46,7 +46,7 @@ from grader.memo import PerObject
 from grader.outcomes import FailureKind, Verdict
 from grader.sandbox.payload import ReturnProblem
 from grader.sandbox.protocol import EXTENDED
-from grader.sandbox.report import Pass, RerunRequest, WorkerReport
+from grader.sandbox.report import Pass, RerunRequest, Returned, WorkerReport
 
 if TYPE_CHECKING:
     from grader.exercise.reference import References
@@ -206,6 +206,7 @@ class Refused:
 # (array, dtype) returned by a rerun, its input refused, or what else went wrong with it (a timeout).
 Rerun = tuple[np.ndarray, str] | Refused | str
 _REFUSALS = (FailureKind.EXCEPTION, FailureKind.BAD_RETURN)
+_TORCH = "torch.Tensor"  # in the source of a return made by torch (worker/returns.py)
 
 
 def _rerun_of(run: Pass, index: int, name: str) -> Rerun | None:
@@ -238,9 +239,27 @@ def resolve_beyond_rounding(
             references.spread[index][spec.name],
             got[index],
             _rerun_of(report.reruns, index, spec.name),
-            _rerun_of(report.extended, index, spec.name),
+            _extended_of(report, index, spec.name),
         )
     return resolved
+
+
+def _extended_of(report: WorkerReport, index: int, name: str) -> Rerun | None:
+    """A trial's extended rerun, where torch code's refusal of it is torch's: torch stops at float64 (its
+    tensor() of an extended array raises), which no change to the code lifts. Torch code is told by what
+    its first run returned, torch tensors."""
+    extended = _rerun_of(report.extended, index, name)
+    output = report.first.outputs.get(index)
+    if (
+        isinstance(extended, Refused)
+        and output is not None
+        and any(
+            isinstance(item, Returned) and _TORCH in item.description.source
+            for item in output.by_name.values()
+        )
+    ):
+        return extended.what
+    return extended
 
 
 def resolve_with_rerun(
@@ -292,7 +311,7 @@ def resolve_with_rerun(
             # float64 values, yet computed otherwise when lifted: float32 inside, which the rerun lifted.
             return _judged_by_scaling(original, expected, spread, got, array, _AT_FLOAT64)
         why = "it could not be rerun above float64"
-        if isinstance(extended, Refused):
+        if isinstance(extended, Refused):  # a check of the student's: torch's refusal is a str here
             # torch.tensor() of an extended input raises (torch stops at float64), as does a check for
             # float64: no formula was judged, and the student reads which line refused.
             why += (
@@ -301,7 +320,9 @@ def resolve_with_rerun(
             )
             return _without_rerun(original, expected, got, precision, why, RerunOutcome.REFUSED)
         if isinstance(extended, str):
-            why += f" (its rerun in extended precision failed: {extended})"
+            # torch.tensor() of an extended input raises, say: torch stops at float64. Its message (torch's
+            # list of supported dtypes) tells a student nothing about their formula: that torch is why does.
+            why += " (torch code cannot be)"
         elif extended is not None:
             why += (
                 " (it came back in float64: float(), .item(), torch tensors or an explicit dtype drop the "
