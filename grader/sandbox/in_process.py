@@ -38,7 +38,15 @@ from grader.outcomes import Failure, FailureKind
 from grader.sandbox.payload import MESSAGE, ReturnKind, ReturnProblem, TrialFailed
 from grader.sandbox.process import Capture
 from grader.sandbox.protocol import Run
-from grader.sandbox.report import Pass, RerunRequest, Returned, ReturnItem, TrialOutput, WorkerReport
+from grader.sandbox.report import (
+    Pass,
+    RerunRequest,
+    Returned,
+    ReturnItem,
+    TrialOutput,
+    WorkerReport,
+    returned_shapes,
+)
 from grader.sandbox.runner import calls_job
 from grader.sandbox.worker import autograd_check, channel
 from grader.sandbox.worker import trial as calls
@@ -164,10 +172,8 @@ class InProcessRunner:
         first = self.first_pass()
         probes = {p.index: dict(p.inputs) for p in request.probes}
         shapes = {
-            index: tuple(
-                item.array.shape if isinstance(item, Returned) else None for item in out.by_name.values()
-            )
-            for index, out in first.outputs.items()
+            i: tuple(s if s is None else tuple(s) for s in found)
+            for i, found in returned_shapes(first, request)
         }
         reruns = calls.Reruns(request.trials, probes, request.extended, shapes)
         with self._running():

@@ -43,10 +43,9 @@ def run_trial(
     submission_dir: Path,
     run: Run,
     plain: bool = False,
-) -> Shapes | None:
+) -> None:
     """One trial: the exercise's calls in order (one, or a forward and the backward that takes its cache),
-    each on fresh copies of the inputs and what the calls before it bound; its returns sent, and their
-    shapes returned (None for a return it could not give; None for all where it failed). `plain`: a
+    each on fresh copies of the inputs and what the calls before it bound; its returns sent. `plain`: a
     rerun's inputs as exact ndarrays (arguments.py)."""
     builders = arguments_of(job, run, plain)
     bound: dict[str, Any] = {}  # what earlier calls returned, by the names the exercise gives them
@@ -66,7 +65,7 @@ def run_trial(
     except _BadReturn as bad:
         DEADLINE.stop()
         channel.send(_bad_return(index, run, str(bad)))
-        return None
+        return
     except BaseException as exc:
         DEADLINE.stop()
         kind = _failure_kind(exc)
@@ -80,7 +79,7 @@ def run_trial(
                 converted(n, bound[n]) if n in bound else (n, None, problem, None, None) for n in names
             ]
             channel.queue(index, run, seconds, partial)
-            return _shapes(partial)
+            return
         error: dict[str, Any] = {"type": "trial-error", "trial": index, "run": run.value, "kind": kind.value}
         if isinstance(exc, TrialTimeout):
             # Worded by the grader (failures.py), which also confirms it in a fresh worker: the numbers.
@@ -95,7 +94,7 @@ def run_trial(
             message += raised_at(exc, submission_dir)
         error.update(message=message, traceback=student_traceback(exc, submission_dir))
         channel.send(error)
-        return None
+        return
     finally:
         DEADLINE.stop()
     seconds = time.perf_counter() - started
@@ -104,17 +103,11 @@ def run_trial(
             values = list(_as_tuple(value, names, ""))
         except _BadReturn as bad:
             channel.send(_bad_return(index, run, str(bad)))
-            return None
-    returns = [converted(n, v) for n, v in zip(names, values, strict=True)]
-    channel.queue(index, run, seconds, returns)
-    return _shapes(returns)
+            return
+    channel.queue(index, run, seconds, [converted(n, v) for n, v in zip(names, values, strict=True)])
 
 
 Shapes = tuple[tuple[int, ...] | None, ...]  # a trial's returns' shapes, None where one was not given
-
-
-def _shapes(returns: list[Converted]) -> Shapes:
-    return tuple(None if array is None else array.shape for *_, array in returns)
 
 
 class _BadReturn(Exception):
@@ -199,10 +192,10 @@ def _rerun_trial(
     its own outcome alone: a verdict does not depend on which other trials were rerun.
     """
     lifted = _Held()
-    shapes = run_trial(lifted, functions, index, inputs, job, submission_dir, run)
+    run_trial(lifted, functions, index, inputs, job, submission_dir, run)
     # Against the first run where it is known: a return the first run could not give either (a backward
     # that raises at every call) is no refusal of the lifted input, and is not tried twice.
-    if not (lifted.refused() if first is None else shapes != first):
+    if not (lifted.refused() if first is None else lifted.shapes() != first):
         lifted.forward(channel)
         return
     plain = _Held()
@@ -240,6 +233,12 @@ class _Held:
         on (None, a value that is no array, one a later call did not get to compute)."""
         raised = any(header.get("kind") in _REFUSALS for header, _ in self._sent)
         return raised or any(label is None for *_, returns in self._queued for _, label, *_ in returns)
+
+    def shapes(self) -> Shapes | None:
+        """The shapes it returned (None for a return it did not give), or None where the trial failed."""
+        if self._sent or len(self._queued) != 1:
+            return None
+        return tuple(None if array is None else array.shape for *_, array in self._queued[0][3])
 
     def forward(self, sink: TrialSink) -> None:
         for header, arrays in self._sent:
