@@ -34,7 +34,7 @@ from grader.exercise.spec import Exercise
 from grader.handin.choice import ChosenBy, FileChoice
 from grader.handin.prepare import Submission
 from grader.judging.compare import EntryError
-from grader.outcomes import FailedCell, Failure, FailureKind, Verdict
+from grader.outcomes import FailedCell, Failure, FailureKind, MistakeFamily, Verdict
 from grader.results import FailingCase, NearMiss, NotebookUse, ReturnResult, SubmissionResult
 
 # Before 0.3 every class beside one exercises folder shared this one file, so that `grader report` showed
@@ -401,6 +401,9 @@ def _return(data: dict[str, Any]) -> ReturnResult:
         **{
             **data,
             "verdict": Verdict(data["verdict"]),
+            "mistake_family": None
+            if data.get("mistake_family") is None
+            else MistakeFamily(data["mistake_family"]),
             "failing_entries": tuple(_entry(e) for e in data["failing_entries"]),
             "near_misses": tuple(
                 NearMiss(**{**n, "index": tuple(n["index"])}) for n in data.get("near_misses", ())

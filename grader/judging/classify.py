@@ -185,4 +185,13 @@ def _message(
         )
     if worst.rerun is RerunOutcome.STILL_WRONG:
         return f"{how}, at any precision{ratio}: a mistake in the formula"
+    if worst.rerun is RerunOutcome.REFUSED:
+        # Not "a mistake": nothing ran above the precision used. Its points follow the first run alone (no
+        # mistake may pass for an unstable formula), and the student is told how to let the grader tell.
+        return (
+            f"{how}{ratio}; {worst.note}: beyond rounding, but no rerun above {worst.precision} showed "
+            "whether from a mistake or from an unstable formula; to let the grader rerun it in higher "
+            "precision, accept any float ndarray (isinstance(x, np.ndarray), np.issubdtype(x.dtype, "
+            "np.floating))"
+        )
     return f"{how}{ratio}; {worst.note}: a mistake in the formula, not rounding"

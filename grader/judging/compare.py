@@ -81,7 +81,10 @@ class RerunOutcome(Enum):
 
     NONE = "none"  # not beyond rounding: nothing to decide
     NOT_RERUN = "not rerun"  # the reruns stopped before this trial (an earlier one timed out)
-    RERUN_FAILED = "rerun failed"  # the rerun raised, timed out or returned nothing usable
+    RERUN_FAILED = "rerun failed"  # the rerun timed out, or ran out of memory
+    # The code raised or returned another shape only when rerun: it refused the rerun's input (a check of
+    # its type or dtype, torch's tensor()), so the rerun says nothing either way of the formula.
+    REFUSED = "rerun refused"
     HARD_CODED = "hard-coded precision"  # the rerun came back no finer than the first run: judged there
     OVERFLOWS = "overflows"  # infinities or NaN where finite values were due: the format's range
     NEVER_FINITE = "never finite"  # NaN or infinities on every trial, which no rerun confirmed: no range

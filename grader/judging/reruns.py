@@ -43,10 +43,10 @@ from grader.judging.compare import (
     infer_precision,
 )
 from grader.memo import PerObject
-from grader.outcomes import Verdict
+from grader.outcomes import FailureKind, Verdict
 from grader.sandbox.payload import ReturnProblem
 from grader.sandbox.protocol import EXTENDED
-from grader.sandbox.report import Pass, RerunRequest, WorkerReport
+from grader.sandbox.report import Pass, RerunRequest, Returned, WorkerReport
 
 if TYPE_CHECKING:
     from grader.exercise.reference import References
@@ -193,15 +193,29 @@ def compare_first_pass(spec: ReturnSpec, references: References, first: Pass) ->
     return judged.with_others(others)
 
 
-Rerun = tuple[np.ndarray, str] | str  # (array, dtype) returned by a rerun, or what went wrong with it
+@dataclass(frozen=True)
+class Refused:
+    """A rerun the code answered otherwise than its first run, which returned values: it raised, returned
+    the wrong number of values, None or another shape. The worker tried it with exact ndarrays too
+    (worker/trial.py), so what is left is a check of the dtype (`assert x.dtype == np.float64`), torch's
+    refusal of extended precision, or the like: the input was refused, the formula not judged."""
+
+    what: str  # what the code did, in the student's words (the exception and the line that raised it)
+
+
+# (array, dtype) returned by a rerun, its input refused, or what else went wrong with it (a timeout).
+Rerun = tuple[np.ndarray, str] | Refused | str
+_REFUSALS = (FailureKind.EXCEPTION, FailureKind.BAD_RETURN)
+_TORCH = "torch.Tensor"  # in the source of a return made by torch (worker/returns.py)
 
 
 def _rerun_of(run: Pass, index: int, name: str) -> Rerun | None:
     if index in run.outputs:
         item = run.outputs[index].by_name[name]
-        return item.problem if isinstance(item, ReturnProblem) else (item.array, item.dtype)
+        return Refused(item.problem) if isinstance(item, ReturnProblem) else (item.array, item.dtype)
     if index in run.failures:
-        return run.failures[index].message
+        failure = run.failures[index]
+        return Refused(failure.message) if failure.kind in _REFUSALS else failure.message
     return None
 
 
@@ -225,9 +239,27 @@ def resolve_beyond_rounding(
             references.spread[index][spec.name],
             got[index],
             _rerun_of(report.reruns, index, spec.name),
-            _rerun_of(report.extended, index, spec.name),
+            _extended_of(report, index, spec.name),
         )
     return resolved
+
+
+def _extended_of(report: WorkerReport, index: int, name: str) -> Rerun | None:
+    """A trial's extended rerun, where torch code's refusal of it is torch's: torch stops at float64 (its
+    tensor() of an extended array raises), which no change to the code lifts. Torch code is told by what
+    its first run returned, torch tensors."""
+    extended = _rerun_of(report.extended, index, name)
+    output = report.first.outputs.get(index)
+    if (
+        isinstance(extended, Refused)
+        and output is not None
+        and any(
+            isinstance(item, Returned) and _TORCH in item.description.source
+            for item in output.by_name.values()
+        )
+    ):
+        return extended.what
+    return extended
 
 
 def resolve_with_rerun(
@@ -265,6 +297,9 @@ def resolve_with_rerun(
         return _judged_by_scaling(original, expected, spread, got, extended[0], _IN_EXTENDED)
     if rerun is None:
         return _without_rerun(original, expected, got, precision, "it was not rerun", RerunOutcome.NOT_RERUN)
+    if isinstance(rerun, Refused):
+        why = f"your code refused its rerun at float64 ({rerun.what})"
+        return _without_rerun(original, expected, got, precision, why, RerunOutcome.REFUSED)
     if isinstance(rerun, str):
         return _without_rerun(original, expected, got, precision, f"its rerun at float64 failed ({rerun})")
     array, dtype = rerun
@@ -276,9 +311,17 @@ def resolve_with_rerun(
             # float64 values, yet computed otherwise when lifted: float32 inside, which the rerun lifted.
             return _judged_by_scaling(original, expected, spread, got, array, _AT_FLOAT64)
         why = "it could not be rerun above float64"
-        # torch.tensor() of an extended input raises, say: torch stops at float64. Its message (torch's
-        # list of supported dtypes) tells a student nothing about their formula: that torch is why does.
+        if isinstance(extended, Refused):  # a check of the student's: torch's refusal is a str here
+            # torch.tensor() of an extended input raises (torch stops at float64), as does a check for
+            # float64: no formula was judged, and the student reads which line refused.
+            why += (
+                f" (your code refused numpy's extended-precision arrays, np.longdouble: {extended.what}; "
+                "torch cannot take them, nor code that insists on float64)"
+            )
+            return _without_rerun(original, expected, got, precision, why, RerunOutcome.REFUSED)
         if isinstance(extended, str):
+            # torch.tensor() of an extended input raises, say: torch stops at float64. Its message (torch's
+            # list of supported dtypes) tells a student nothing about their formula: that torch is why does.
             why += " (torch code cannot be)"
         elif extended is not None:
             why += (
@@ -316,7 +359,7 @@ def _same_values(rerun: np.ndarray, got: np.ndarray) -> bool:
 def _same_shape(rerun: Rerun | None, expected: np.ndarray) -> Rerun | None:
     """A rerun's array, or why it is of no use: code that returns another shape when lifted."""
     if isinstance(rerun, tuple) and rerun[0].size != expected.size:
-        return f"it returned shape {rerun[0].shape}, expected {expected.shape}"
+        return Refused(f"it returned shape {rerun[0].shape}, expected {expected.shape}")
     return rerun
 
 

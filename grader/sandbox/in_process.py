@@ -38,7 +38,15 @@ from grader.outcomes import Failure, FailureKind
 from grader.sandbox.payload import MESSAGE, ReturnKind, ReturnProblem, TrialFailed
 from grader.sandbox.process import Capture
 from grader.sandbox.protocol import Run
-from grader.sandbox.report import Pass, RerunRequest, Returned, ReturnItem, TrialOutput, WorkerReport
+from grader.sandbox.report import (
+    Pass,
+    RerunRequest,
+    Returned,
+    ReturnItem,
+    TrialOutput,
+    WorkerReport,
+    returned_shapes,
+)
 from grader.sandbox.runner import calls_job
 from grader.sandbox.worker import autograd_check, channel
 from grader.sandbox.worker import trial as calls
@@ -163,7 +171,11 @@ class InProcessRunner:
     def rerun(self, request: RerunRequest) -> WorkerReport:
         first = self.first_pass()
         probes = {p.index: dict(p.inputs) for p in request.probes}
-        reruns = calls.Reruns(request.trials, probes, request.extended)
+        shapes = {
+            i: tuple(s if s is None else tuple(s) for s in found)
+            for i, found in returned_shapes(first, request)
+        }
+        reruns = calls.Reruns(request.trials, probes, request.extended, shapes)
         with self._running():
             calls.run_reruns(self._collector, self._functions, self._inputs, reruns, self._job, self._where)
         return self._report(first)

@@ -225,6 +225,21 @@ class RerunRequest:
     extended: tuple[int, ...] = ()
 
 
+def returned_shapes(first: Pass, request: RerunRequest) -> list[tuple[int, list[list[int] | None]]]:
+    """What the first pass returned on each trial to rerun, as shapes (None for a return it did not
+    give): the worker tries a rerun that returns other shapes (or raises) once more (worker/trial.py).
+    Sent with the request: the worker keeps nothing of its first pass, which costs every hand-in."""
+    shapes = []
+    for index in sorted({*request.trials, *request.extended}):
+        output = first.outputs.get(index)
+        if output is not None:
+            by_name = output.by_name.values()
+            shapes.append(
+                (index, [list(i.array.shape) if isinstance(i, Returned) else None for i in by_name])
+            )
+    return shapes
+
+
 @dataclass(frozen=True)
 class WorkerReport:
     """Both passes of one submission's worker, and what it printed."""

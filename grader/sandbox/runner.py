@@ -35,7 +35,7 @@ from grader.sandbox.pass_state import Reading
 from grader.sandbox.process import Capture, WorkerProcess
 from grader.sandbox.protocol import Run, encode
 from grader.sandbox.reading import FrameReader
-from grader.sandbox.report import Overrun, Pass, RerunRequest, Returned, WorkerReport
+from grader.sandbox.report import Overrun, Pass, RerunRequest, Returned, WorkerReport, returned_shapes
 
 
 class HandinWorker:
@@ -180,7 +180,7 @@ class RunningWorker:
         passes: dict[Run, Pass] = {}
         reader = self._reader
         if first.stopped is None and not reader.finished:
-            self._request(request)
+            self._request(request, first)
             owed = {
                 Run.FLOAT64: [*request.trials, *(p.index for p in request.probes)],
                 Run.EXTENDED: list(request.extended),
@@ -253,12 +253,13 @@ class RunningWorker:
         }
         return encode(job) + _encoded_trials(trials)
 
-    def _request(self, request: RerunRequest) -> None:
+    def _request(self, request: RerunRequest, first: Pass) -> None:
         header = {
             "type": "rerun",
             "trials": list(request.trials),
             "extended": list(request.extended),
             "probes": [[p.index, list(p.inputs)] for p in request.probes],
+            "shapes": returned_shapes(first, request),
         }
         arrays = [array for p in request.probes for array in p.inputs.values()]
         self._process.write_now(encode(header, arrays))

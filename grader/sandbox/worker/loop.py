@@ -131,7 +131,8 @@ def _exercise(
     arrays = iter(request.arrays)
     probes = {index: {n: next(arrays) for n in names} for index, names in request.header["probes"]}
     header = request.header
-    reruns = Reruns(header["trials"], probes, header["extended"])
+    first = {index: tuple(s if s is None else tuple(s) for s in shapes) for index, shapes in header["shapes"]}
+    reruns = Reruns(header["trials"], probes, header["extended"], first)
     run_reruns(channel, functions, inputs_by_trial, reruns, job, submission_dir)
     channel.send({"type": "done"})
     return True

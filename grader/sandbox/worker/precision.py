@@ -29,6 +29,12 @@ class _Lifted(np.ndarray):
         """A copy of `array` in this class's precision."""
         return array.astype(cls._lifted_to).view(cls)
 
+    @classmethod
+    def plain(cls, array: np.ndarray) -> np.ndarray:
+        """A copy of `array` in this class's precision as an exact ndarray, for code that refuses a
+        subclass (`type(x) is np.ndarray`): its own `astype` no longer lifts, its dtype is the same."""
+        return np.asarray(array.astype(cls._lifted_to))
+
     def astype(self, dtype: Any, *args: Any, **kwargs: Any) -> Any:
         wanted = np.dtype(dtype)
         if wanted.kind == "f" and wanted.itemsize < self._lifted_to.itemsize:

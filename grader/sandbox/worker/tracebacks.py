@@ -20,6 +20,27 @@ def exception_line(exc: BaseException, submission_dir: Path) -> str:
     return clip(text.replace(str(submission_dir) + os.sep, ""))
 
 
+def raised_at(exc: BaseException, submission_dir: Path) -> str:
+    """Where in the student's files `exc` was raised, as " at line 6 of f.py: `assert ...`", or "" where
+    none of their frames is on its way."""
+    frames = _student_frames(exc, submission_dir)
+    if not frames:
+        return ""
+    last = frames[-1]
+    prefix = str(submission_dir) + os.sep
+    line = f": `{clip(last.line.strip(), 200)}`" if last.line else ""
+    return f" at line {last.lineno} of {last.filename.removeprefix(prefix)}{line}"
+
+
+def _student_frames(exc: BaseException, submission_dir: Path) -> list[traceback.FrameSummary]:
+    prefix = str(submission_dir) + os.sep
+    return [
+        f
+        for f in traceback.extract_tb(exc.__traceback__)
+        if f.filename.startswith(prefix) and not f.filename.startswith(_GRADER_FILES)
+    ]
+
+
 def clip(text: str, limit: int = 4000) -> str:
     return text if len(text) <= limit else text[:limit] + f" ... [{len(text) - limit} more characters]"
 
@@ -27,11 +48,7 @@ def clip(text: str, limit: int = 4000) -> str:
 def student_traceback(exc: BaseException, submission_dir: Path) -> str:
     """The traceback restricted to the student's own files, with paths relative to the submission."""
     prefix = str(submission_dir) + os.sep
-    frames = [
-        f
-        for f in traceback.extract_tb(exc.__traceback__)
-        if f.filename.startswith(prefix) and not f.filename.startswith(_GRADER_FILES)
-    ]
+    frames = _student_frames(exc, submission_dir)
     lines = []
     for frame in frames[-_TRACEBACK_FRAMES:]:
         lines.append(f'  File "{frame.filename.removeprefix(prefix)}", line {frame.lineno}, in {frame.name}')

@@ -15,11 +15,11 @@ from grader.sandbox import seeding
 from grader.sandbox.protocol import Run
 from grader.sandbox.worker.arguments import arguments_of
 from grader.sandbox.worker.autograd_check import autograd_checked
-from grader.sandbox.worker.channel import TrialSink
+from grader.sandbox.worker.channel import Converted, TrialSink
 from grader.sandbox.worker.deadline import DEADLINE, TrialTimeout
 from grader.sandbox.worker.precision import float64_everywhere
 from grader.sandbox.worker.returns import converted, type_name
-from grader.sandbox.worker.tracebacks import exception_line, student_traceback
+from grader.sandbox.worker.tracebacks import exception_line, raised_at, student_traceback
 from grader.text import counted
 
 
@@ -42,10 +42,12 @@ def run_trial(
     job: dict[str, Any],
     submission_dir: Path,
     run: Run,
+    plain: bool = False,
 ) -> None:
     """One trial: the exercise's calls in order (one, or a forward and the backward that takes its cache),
-    each on fresh copies of the inputs and what the calls before it bound; its returns sent."""
-    builders = arguments_of(job, run)
+    each on fresh copies of the inputs and what the calls before it bound; its returns sent. `plain`: a
+    rerun's inputs as exact ndarrays (arguments.py)."""
+    builders = arguments_of(job, run, plain)
     bound: dict[str, Any] = {}  # what earlier calls returned, by the names the exercise gives them
     names: list[str] = job["returns"]
     seeding.seed_randomness(job["seed"], index)  # a rerun draws what its first run drew
@@ -87,6 +89,9 @@ def run_trial(
             error["overrun"] = {"deadline": deadline, "cpu_seconds": cpu, "first_call": first_call}
         elif kind is FailureKind.MEMORY:
             message = f"needed more memory than the {job['limits']['memory_mb']} MB allowed — {message}"
+        elif run is not Run.FIRST:
+            # What refused a rerun's input, where: the line (a type or dtype check) says why to a student.
+            message += raised_at(exc, submission_dir)
         error.update(message=message, traceback=student_traceback(exc, submission_dir))
         channel.send(error)
         return
@@ -100,6 +105,9 @@ def run_trial(
             channel.send(_bad_return(index, run, str(bad)))
             return
     channel.queue(index, run, seconds, [converted(n, v) for n, v in zip(names, values, strict=True)])
+
+
+Shapes = tuple[tuple[int, ...] | None, ...]  # a trial's returns' shapes, None where one was not given
 
 
 class _BadReturn(Exception):
@@ -134,6 +142,8 @@ class Reruns:
     float64: Sequence[int]  # trials again at float64
     probes: Mapping[int, dict[str, np.ndarray]]  # new inputs, at float64
     extended: Sequence[int]  # trials again in numpy's extended precision
+    # What each trial's first run returned, as shapes: a rerun that returns others refused its input.
+    first: Mapping[int, Shapes] = dataclasses.field(default_factory=dict)
 
 
 def run_reruns(
@@ -147,13 +157,91 @@ def run_reruns(
     """The second pass, in the order the grader reads it. A checked trial is checked again (new factors):
     a copy stays off above its precision, an unstable formula's error shrinks (judging/provenance.py)."""
     checks = frozenset(job.get("checks", ()))
+    first = reruns.first
     runs = [
-        *((index, inputs_by_trial[index], Run.FLOAT64, index in checks) for index in reruns.float64),
-        *((index, inputs, Run.FLOAT64, False) for index, inputs in reruns.probes.items()),
-        *((index, inputs_by_trial[index], Run.EXTENDED, index in checks) for index in reruns.extended),
+        *((i, inputs_by_trial[i], Run.FLOAT64, i in checks, first.get(i)) for i in reruns.float64),
+        *((i, inputs, Run.FLOAT64, False, None) for i, inputs in reruns.probes.items()),  # new inputs
+        *((i, inputs_by_trial[i], Run.EXTENDED, i in checks, first.get(i)) for i in reruns.extended),
     ]
     with float64_everywhere():
-        for index, inputs, run, checked in runs:
+        for index, inputs, run, checked, shapes in runs:
             channel.starting(index)
             with autograd_checked(checked):
-                run_trial(channel, functions, index, inputs, job, submission_dir, run)
+                _rerun_trial(channel, functions, index, inputs, job, submission_dir, run, shapes)
+
+
+def _rerun_trial(
+    channel: TrialSink,
+    functions: list[Callable[..., Any]],
+    index: int,
+    inputs: dict[str, np.ndarray],
+    job: dict[str, Any],
+    submission_dir: Path,
+    run: Run,
+    first: Shapes | None,
+) -> None:
+    """A trial again, lifted: with the inputs of the class that lifts `astype`, and where the code refuses
+    them (raises, returns nothing usable, or other shapes than its `first` run) once more with exact
+    ndarrays of the same precision.
+
+    Student code checks its input's type (`type(x) is np.ndarray`, `type(x).__name__ == "ndarray"`) and
+    goes another way for anything else, often to `float(x)` or `math.exp(x)`, which raise on an array: that
+    says nothing of its formula, and an exact ndarray passes such a check. Nothing lifts a check of the
+    dtype (`x.dtype == np.float64`) honestly: what the second try says then reaches the grader, which
+    judges the trial without the rerun (judging/reruns.py). Every rerun trial is tried the same way, by
+    its own outcome alone: a verdict does not depend on which other trials were rerun.
+    """
+    lifted = _Held()
+    run_trial(lifted, functions, index, inputs, job, submission_dir, run)
+    # Against the first run where it is known: a return the first run could not give either (a backward
+    # that raises at every call) is no refusal of the lifted input, and is not tried twice.
+    if not (lifted.refused() if first is None else lifted.shapes() != first):
+        lifted.forward(channel)
+        return
+    plain = _Held()
+    channel.starting(index)
+    run_trial(plain, functions, index, inputs, job, submission_dir, run, plain=True)
+    plain.forward(channel)
+
+
+# The kinds of failure that are the code's answer to its input; a timeout, memory or an exit are not
+# retried (another try could only cost their limits again).
+_REFUSALS = frozenset({FailureKind.EXCEPTION.value, FailureKind.BAD_RETURN.value})
+
+
+class _Held:
+    """A rerun try's result, held until it is known whether it goes to the grader or another try does.
+
+    Forwarded at once after its try, before any other student code runs: the arrays a return holds are
+    copied only when the real sink queues them."""
+
+    def __init__(self) -> None:
+        self._sent: list[tuple[dict[str, Any], list[np.ndarray] | None]] = []
+        self._queued: list[tuple[int, Run, float, list[Converted]]] = []
+
+    def send(self, header: dict[str, Any], arrays: list[np.ndarray] | None = None) -> None:
+        self._sent.append((header, arrays))
+
+    def starting(self, trial: int) -> None:
+        """The real sink was told already."""
+
+    def queue(self, trial: int, run: Run, seconds: float, returns: list[Converted]) -> None:
+        self._queued.append((trial, run, seconds, returns))
+
+    def refused(self) -> bool:
+        """Whether the code raised, returned the wrong number of values, or a return it cannot be graded
+        on (None, a value that is no array, one a later call did not get to compute)."""
+        raised = any(header.get("kind") in _REFUSALS for header, _ in self._sent)
+        return raised or any(label is None for *_, returns in self._queued for _, label, *_ in returns)
+
+    def shapes(self) -> Shapes | None:
+        """The shapes it returned (None for a return it did not give), or None where the trial failed."""
+        if self._sent or len(self._queued) != 1:
+            return None
+        return tuple(None if array is None else array.shape for *_, array in self._queued[0][3])
+
+    def forward(self, sink: TrialSink) -> None:
+        for header, arrays in self._sent:
+            sink.send(header, arrays)
+        for trial, run, seconds, returns in self._queued:
+            sink.queue(trial, run, seconds, returns)
