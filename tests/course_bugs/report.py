@@ -54,13 +54,18 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     started = time.perf_counter()
-    header = f"{'exercise':<36} {'file':<34} {'return':<16} {'expected':<26} {'got':<8} {'family: name':<60} result"
+    header = (
+        f"{'exercise':<36} {'file':<34} {'return':<16} {'expected':<26} {'got':<8} "
+        f"{'family: name':<60} result"
+    )
     print(header)
     print("-" * len(header))
     bugs = named = 0
     by_family: Counter[str] = Counter()
     named_by_family: Counter[str] = Counter()
     broken: list[str] = []
+    wrong_names = 0  # returns of bugs named by another family or name
+    correct_flagged = 0  # correct variants named, or judged logic or error, anywhere
     for exercise_id in args.exercises or corpus_exercises():
         cases = load_cases(exercise_id)
         graded = grade_cases(exercise_id, cases, args.trials)
@@ -69,6 +74,7 @@ def main(argv: list[str] | None = None) -> int:
             found = problems(case, result)
             if found:
                 broken.append(f"{exercise_id}/{case.file}: " + "; ".join(found))
+                correct_flagged += case.kind is Kind.CORRECT
             if case.kind is Kind.BUG:
                 bugs += 1
                 hit = is_named(case, result)
@@ -81,6 +87,7 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             for ret in result.returns:
                 outcome = naming(case, ret)
+                wrong_names += case.kind is Kind.BUG and outcome is Outcome.WRONG_NAME
                 shown = (
                     ret.name in case.expected
                     or outcome is Outcome.WRONG_NAME
@@ -95,16 +102,19 @@ def main(argv: list[str] | None = None) -> int:
                 )
     print()
     print(
-        f"bugs named: {named} / {bugs} ({named / max(bugs, 1):.0%}); the manifest's floor {min_named_rate():.0%}"
+        f"bugs named: {named} / {bugs} ({named / max(bugs, 1):.0%}); "
+        f"the manifest's floor {min_named_rate():.0%}"
     )
+    print(f"wrongly named returns of bugs: {wrong_names}")
+    print(f"correct variants named, or judged logic or error: {correct_flagged}")
     print("per family (the first listed for each return): named / bugs")
     for family in sorted(by_family):
         print(f"  {family:<24} {named_by_family[family]:>3} / {by_family[family]}")
     print(f"{time.perf_counter() - started:.0f} s")
     if broken:
         print(
-            f"\n{len(broken)} hand-ins break the corpus's rules (a wrong name, a correct variant named or logic, "
-            "a bug's verdict not the manifest's):"
+            f"\n{len(broken)} hand-ins break the corpus's rules (a wrong name, a correct variant named "
+            "or logic, a bug's verdict not the manifest's):"
         )
         print("\n".join(broken))
     return 1 if broken else 0
