@@ -1,0 +1,16 @@
+import numpy as np
+
+
+def affine_forward(x, w, b):
+    x, w, b = x.astype(np.float32), w.astype(np.float32), b.astype(np.float32)
+    x_rows = x.reshape(x.shape[0], -1)
+    out = x_rows @ w + b
+    return out, (x, w, b)
+
+
+def affine_backward(dout, cache):
+    x, w, b = cache
+    dx = (dout @ w.T).reshape(x.shape)
+    dw = x.reshape(x.shape[0], -1).T @ dout
+    db = np.sum(dout, axis=0)
+    return dx, dw, db

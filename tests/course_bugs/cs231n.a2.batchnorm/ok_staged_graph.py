@@ -1,0 +1,33 @@
+import numpy as np
+
+
+def batchnorm_forward(x, gamma, beta, bn_param):
+    eps = bn_param["eps"]
+    N, D = x.shape
+    mu = 1.0 / N * np.sum(x, axis=0)
+    xmu = x - mu
+    var = 1.0 / N * np.sum(xmu ** 2, axis=0)
+    sqrtvar = np.sqrt(var + eps)
+    ivar = 1.0 / sqrtvar
+    xhat = xmu * ivar
+    out = gamma * xhat + beta
+    return out, (xhat, gamma, xmu, ivar, sqrtvar, var, eps)
+
+
+def batchnorm_backward(dout, cache):
+    xhat, gamma, xmu, ivar, sqrtvar, var, eps = cache
+    N, D = dout.shape
+    dbeta = np.sum(dout, axis=0)
+    dgamma = np.sum(dout * xhat, axis=0)
+    dxhat = dout * gamma
+    divar = np.sum(dxhat * xmu, axis=0)
+    dxmu1 = dxhat * ivar
+    dsqrtvar = -1.0 / (sqrtvar ** 2) * divar
+    dvar = 0.5 * 1.0 / np.sqrt(var + eps) * dsqrtvar
+    dsq = 1.0 / N * np.ones((N, D)) * dvar
+    dxmu2 = 2 * xmu * dsq
+    dx1 = dxmu1 + dxmu2
+    dmu = -1 * np.sum(dxmu1 + dxmu2, axis=0)
+    dx2 = 1.0 / N * np.ones((N, D)) * dmu
+    dx = dx1 + dx2
+    return dx, dgamma, dbeta

@@ -1,0 +1,21 @@
+import numpy as np
+
+
+def dropout_forward(x, dropout_param):
+    p, mode = dropout_param["p"], dropout_param["mode"]
+    if "seed" in dropout_param:
+        np.random.seed(dropout_param["seed"])
+    mask = None
+    if mode == "train":
+        mask = (np.random.rand(*x.shape) >= p) / (1 - p)
+        out = x * mask
+    else:
+        out = x
+    return out, (dropout_param, mask)
+
+
+def dropout_backward(dout, cache):
+    dropout_param, mask = cache
+    if dropout_param["mode"] == "train":
+        return dout * mask
+    return dout

@@ -1,0 +1,27 @@
+import numpy as np
+
+
+def max_pool_forward_naive(x, pool_param):
+    ph, pw, s = pool_param["pool_height"], pool_param["pool_width"], pool_param["stride"]
+    N, C, H, W = x.shape
+    Hout = 1 + (H - ph) // s
+    Wout = 1 + (W - pw) // s
+    out = np.zeros((N, C, Hout, Wout))
+    for i in range(Hout):
+        for j in range(Wout):
+            window = x[:, :, i * s:i * s + ph, j * s:j * s + pw]
+            out[:, :, i, j] = np.max(window, axis=(2, 3))
+    return out, (x, pool_param)
+
+
+def max_pool_backward_naive(dout, cache):
+    x, pool_param = cache
+    ph, pw, s = pool_param["pool_height"], pool_param["pool_width"], pool_param["stride"]
+    N, C, Hout, Wout = dout.shape
+    dx = np.zeros_like(x)
+    for i in range(Hout):
+        for j in range(Wout):
+            window = x[:, :, i * s:i * s + ph, j * s:j * s + pw]
+            mask = window == np.max(window, axis=(2, 3), keepdims=True)
+            dx[:, :, i * s:i * s + ph, j * s:j * s + pw] = mask * dout[:, :, i, j][:, :, None, None]
+    return dx
