@@ -30,7 +30,9 @@ HEADER = """
     starter: null
 """
 
-AFFINE = HEADER.format(id="affine_demo") + """
+AFFINE = (
+    HEADER.format(id="affine_demo")
+    + """
     args: [x, w, b, dout]
     sizes: {N: {min: 2, max: 5}, D: {min: 2, max: 5}, M: {min: 2, max: 5}}
     inputs:
@@ -45,8 +47,11 @@ AFFINE = HEADER.format(id="affine_demo") + """
       - {name: dx, vjp: {of: out, wrt: x, upstream: dout}}
       - {name: dw, vjp: {of: out, wrt: w, upstream: dout}}
 """
+)
 
-POOL = HEADER.format(id="pool_demo") + """
+POOL = (
+    HEADER.format(id="pool_demo")
+    + """
     args: [x, dout]
     sizes: {{N: 1, C: 2, HO: {{min: 2, max: 4}}, WO: {{min: 2, max: 4}}, H: HO + 1, W: WO + 1}}
     inputs:
@@ -58,8 +63,11 @@ POOL = HEADER.format(id="pool_demo") + """
       - {{name: out, value: out}}
       - {{name: dx, vjp: {{of: out, wrt: x, upstream: dout}}}}
 """
+)
 
-CONV = HEADER.format(id="conv_demo") + """
+CONV = (
+    HEADER.format(id="conv_demo")
+    + """
     args: [x, w, b, dout]
     sizes:
       N: 2
@@ -82,8 +90,11 @@ CONV = HEADER.format(id="conv_demo") + """
       - {name: dx, vjp: {of: out, wrt: x, upstream: dout}}
       - {name: dw, vjp: {of: out, wrt: w, upstream: dout}}
 """
+)
 
-RNN_STEP = HEADER.format(id="rnn_step_demo") + """
+RNN_STEP = (
+    HEADER.format(id="rnn_step_demo")
+    + """
     args: [x, prev_h, Wx, Wh, b, dnext_h]
     sizes: {N: {min: 2, max: 4}, D: {min: 2, max: 4}, H: {min: 2, max: 4}}
     inputs:
@@ -100,6 +111,7 @@ RNN_STEP = HEADER.format(id="rnn_step_demo") + """
       - {name: next_h, value: next_h}
       - {name: dWx, vjp: {of: next_h, wrt: Wx, upstream: dnext_h}}
 """
+)
 
 
 def _exercise(tmp_path: Path, spec: str) -> Exercise:
@@ -152,7 +164,7 @@ def _pooled_by_hand(x: np.ndarray, dout: np.ndarray, whole: bool) -> np.ndarray:
 @pytest.mark.parametrize("whole", [False, True], ids=["at-the-maximum", "whole-window"])
 def test_overlapping_pooling_windows_assigned(tmp_path: Path, whole: bool) -> None:
     exercise = _exercise(tmp_path, POOL.format(stride=", 1"))
-    start = "overlapping pooling windows assigned: each window " + ("of dx" if whole else "'s dout")
+    start = "overlapping pooling windows assigned: each window" + (" of dx" if whole else "'s dout")
     slip = _slip(exercise, MistakeFamily.OVERWRITTEN, start)
     changed = 0
     for values, right, wrong in _both(exercise, slip):
@@ -244,18 +256,48 @@ def test_an_exercise_without_a_graph_has_no_slips() -> None:
 @pytest.mark.parametrize(
     ("exercise_id", "wrong", "returns", "start", "family"),
     [
-        ("cs231n.a3.lstm_step", "gates_ifgo.py", ("next_c", "dWx"), "the gates in the order gi, gf, gg, go",
-         MistakeFamily.GATE_ORDER),
-        ("cs231n.a3.lstm_step", "dprev_c_no_forget.py", ("dprev_c",), "the factor gf missing from dprev_c",
-         MistakeFamily.DERIVATIVE_MISSING),
-        ("cs231n.a3.rnn_step", "tanh_prime_prev_h.py", ("dx", "dWh"), "tanh's derivative taken at prev_h",
-         MistakeFamily.TIME_SHIFT),
-        ("cs231n.a3.temporal_affine", "dw_reshape.py", ("dw",), "x.reshape where x.T belongs",
-         MistakeFamily.RESHAPE_FOR_TRANSPOSE),
-        ("cs231n.a2.conv_naive", "dx_assigned.py", ("dx",), "convolution windows assigned in dx",
-         MistakeFamily.OVERWRITTEN),
-        ("cs231n.a2.max_pool_naive", "assign_not_accumulate.py", ("dx",),
-         "overlapping pooling windows assigned: each window's dout", MistakeFamily.OVERWRITTEN),
+        (
+            "cs231n.a3.lstm_step",
+            "gates_ifgo.py",
+            ("next_c", "dWx"),
+            "the gates in the order gi, gf, gg, go",
+            MistakeFamily.GATE_ORDER,
+        ),
+        (
+            "cs231n.a3.lstm_step",
+            "dprev_c_no_forget.py",
+            ("dprev_c",),
+            "the factor gf missing from dprev_c",
+            MistakeFamily.DERIVATIVE_MISSING,
+        ),
+        (
+            "cs231n.a3.rnn_step",
+            "tanh_prime_prev_h.py",
+            ("dx", "dWh"),
+            "tanh's derivative taken at prev_h",
+            MistakeFamily.TIME_SHIFT,
+        ),
+        (
+            "cs231n.a3.temporal_affine",
+            "dw_reshape.py",
+            ("dw",),
+            "x.reshape where x.T belongs",
+            MistakeFamily.RESHAPE_FOR_TRANSPOSE,
+        ),
+        (
+            "cs231n.a2.conv_naive",
+            "dx_assigned.py",
+            ("dx",),
+            "convolution windows assigned in dx",
+            MistakeFamily.OVERWRITTEN,
+        ),
+        (
+            "cs231n.a2.max_pool_naive",
+            "assign_not_accumulate.py",
+            ("dx",),
+            "overlapping pooling windows assigned: each window's dout",
+            MistakeFamily.OVERWRITTEN,
+        ),
     ],
     ids=["gate-order", "forget-gate", "time-shift", "reshape", "conv-assigned", "pool-assigned"],
 )
@@ -275,8 +317,13 @@ def test_real_style_code_is_named(
 
 @pytest.mark.parametrize(
     "exercise_id",
-    ["cs231n.a3.lstm_step", "cs231n.a3.rnn_step", "cs231n.a2.conv_naive", "cs231n.a2.max_pool_naive",
-     "cs231n.a3.temporal_affine"],
+    [
+        "cs231n.a3.lstm_step",
+        "cs231n.a3.rnn_step",
+        "cs231n.a2.conv_naive",
+        "cs231n.a2.max_pool_naive",
+        "cs231n.a3.temporal_affine",
+    ],
 )
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
 def test_right_values_are_never_named(exercise_id: str, dtype: str) -> None:

@@ -2,9 +2,10 @@
 
 Internal to the graph language: parse() never accepts them from an author (they are not in FUNCTIONS);
 the mistake families of grader/judging/backward_slips.py put them into a changed copy of an exercise's
-graph. Each is written in the straight-through form `detach(F) + G - detach(G)`: the value of F, the
-gradient of G, out of differentiable torch operations only, so that the reference evaluates it as it does
-any graph (float64, under vmap over the trials of one size, autograd for the gradients). Shapes are read
+graph. Each is written in the straight-through form `detach(F) + (G - detach(G))`: the value of F
+bit for bit (G - G is an exact 0), the gradient of G, out of differentiable torch operations only, so
+that the reference evaluates it as it does any graph (float64, under vmap over the trials of one size,
+autograd for the gradients). Shapes are read
 at run time: one trial's tensors under vmap, whatever its sizes.
 """
 
@@ -27,11 +28,11 @@ def matmul_reshaped(a: torch.Tensor, b: torch.Tensor, side: int) -> torch.Tensor
         rows = a.detach().reshape(-1, k)  # (m, k)
         wrong = rows.reshape(k, -1).T  # (m, k), where rows belongs: its transpose is a.reshape(k, m)
         through = (wrong @ b).reshape(product.shape)
-        return a @ b.detach() + through - through.detach()
+        return a @ b.detach() + (through - through.detach())
     k, n = b.shape
     wrong = b.detach().reshape(n, k).T  # (k, n): its transpose is b.reshape(n, k)
     through = a @ wrong
-    return a.detach() @ b + through - through.detach()
+    return a.detach() @ b + (through - through.detach())
 
 
 def _pair(value: Any) -> tuple[int, int]:
@@ -75,7 +76,7 @@ def max_pool_assigned(x: torch.Tensor, kernel: Any, stride: Any, whole: int) -> 
         later = torch.triu(torch.ones(count, count, dtype=torch.bool), diagonal=1)
         kept = ~(same & later).any(dim=-1)  # no later window writes the entry this one wrote
     through = (torch.gather(x4.reshape(n, c, h * w), -1, picked) * kept).reshape(pooled.shape)
-    out = pooled.detach() + through - through.detach()
+    out = pooled.detach() + (through - through.detach())
     return out.squeeze(-2) if flat else out
 
 
@@ -107,7 +108,7 @@ def conv_assigned(
     last = w4[-1].detach().reshape(c, kh * kw, 1)
     share = (columns * kept * last).sum(dim=(1, 2)).reshape(n, 1, rows, cols)
     through = torch.cat([torch.zeros(n, filters - 1, rows, cols, dtype=share.dtype), share], dim=1)
-    result = out + through - through.detach()
+    result = out + (through - through.detach())
     return result.squeeze(-2) if flat else result
 
 

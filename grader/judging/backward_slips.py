@@ -2,7 +2,7 @@
 
 Each yields GraphSlips (mistakes.py): the exercise with its graph changed so that reference_returns
 computes what the mistaken code returns. A slip made in the backward only keeps the forward's value with
-the straight-through form `detach(F) + G - detach(G)` (the value of F, the gradient of G), or calls one
+the straight-through form `detach(F) + (G - detach(G))` (the value of F, the gradient of G), or calls one
 of the graph's internal operations (grader/exercise/backward_ops.py) written that way.
 
   reshape_for_transpose  x.reshape(k, m) @ dout where x.T @ dout belongs (or dout @ w.reshape(n, k) for
@@ -130,9 +130,10 @@ def _detach(node: ast.expr) -> ast.expr:
 
 
 def _straight_through(value: ast.expr, gradient: ast.expr) -> ast.expr:
-    """`detach(value) + gradient - detach(gradient)`: value's value, gradient's gradient."""
-    plus = ast.BinOp(_detach(value), ast.Add(), gradient)
-    return ast.fix_missing_locations(ast.BinOp(plus, ast.Sub(), _detach(gradient)))
+    """`detach(value) + (gradient - detach(gradient))`: value's value bit for bit (the difference is an
+    exact 0), gradient's gradient."""
+    zero = ast.BinOp(gradient, ast.Sub(), _detach(gradient))
+    return ast.fix_missing_locations(ast.BinOp(_detach(value), ast.Add(), zero))
 
 
 def _with_nodes(exercise: Exercise, position: int, changes: Mapping[int, ast.expr]) -> Exercise:
@@ -347,7 +348,7 @@ def time_shift(exercise: Exercise, probe: Probe) -> Iterator[GraphSlip]:
 def _state_pairs(exercise: Exercise, probe: Probe) -> dict[str, str]:
     """Computed state -> the input that is its previous time step's (next_h -> prev_h)."""
     pairs: dict[str, str] = {}
-    inputs = [n for n in exercise.spec.inputs if n in probe.varying]
+    inputs = list(exercise.spec.inputs)
     for assignment in exercise.program.assignments:
         stem = _stem(assignment.target)
         if stem is None:
@@ -490,9 +491,8 @@ def factor_dropped(exercise: Exercise, probe: Probe) -> Iterator[GraphSlip]:
             ):
                 if not _computed(dropped, computed) or not probe.depends(kept):
                     continue
-                gradient = ast.BinOp(
-                    ast.BinOp(rebuild(dropped, kept), ast.Add(), kept), ast.Sub(), _detach(kept)
-                )
+                zero = ast.BinOp(kept, ast.Sub(), _detach(kept))
+                gradient = ast.BinOp(rebuild(dropped, kept), ast.Add(), zero)
                 of = ast.unparse(kept)
                 receiver = probe.gradient_of.get(of) if isinstance(kept, ast.Name) else None
                 where = receiver if receiver is not None else f"the gradient of {of}"
