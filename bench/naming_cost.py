@@ -16,6 +16,7 @@ import statistics
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 from unittest import mock
 
 from grader.exercise.reference import compute_references
@@ -51,13 +52,25 @@ def candidates(exercise: Exercise, without: bool) -> tuple[int, float]:
     return sum(len(v) for v in found.values()), took
 
 
-def graded(exercise: Exercise, wrong: Path, without: bool) -> tuple[float, list[str]]:
+def graded(exercise: Exercise, wrong: Path, without: bool) -> tuple[float, float, list[str]]:
+    """grade()'s seconds, those of diagnose() within it (every logic return's), and the names given."""
     diagnosis._candidates_of = type(diagnosis._candidates_of)(16)  # cold: as the first hand-in of a class
-    with mock.patch.object(backward_slips, "backward_slips", _none) if without else _nothing():
+    spent = [0.0]
+    real = diagnosis.diagnose
+
+    def timed(*args: Any, **kwargs: Any) -> Any:
         started = time.perf_counter()
-        result = grade(exercise, submission_from_path(wrong), 0, None)
+        try:
+            return real(*args, **kwargs)
+        finally:
+            spent[0] += time.perf_counter() - started
+
+    families = mock.patch.object(backward_slips, "backward_slips", _none) if without else _nothing()
+    with mock.patch.object(diagnosis, "diagnose", timed), families:
+        started = time.perf_counter()
+        result = grade(exercise, submission_from_path(wrong, exercise.spec.entry), 0, None)
         took = time.perf_counter() - started
-    return took, sorted({r.misconception or "-" for r in result.returns})
+    return took, spent[0], sorted({(r.misconception or "-")[:60] for r in result.returns})
 
 
 class _nothing:
@@ -84,16 +97,11 @@ def main() -> None:
         wrong = CASES.get(folder)
         if wrong is None:
             continue
-        times = {}
-        names = {}
-        for without in (True, False):
+        for without, when in ((True, "before"), (False, "after")):
             runs = [graded(exercise, ROOT / folder / wrong, without) for _ in range(args.repeats)]
-            times[without] = statistics.median(t for t, _ in runs)
-            names[without] = runs[0][1]
-        print(
-            f"{'':32s} grade({wrong}), before: {times[True]:6.2f} s {names[True]}\n"
-            f"{'':32s}                 after:  {times[False]:6.2f} s {names[False]}"
-        )
+            took = statistics.median(t for t, _, _ in runs)
+            naming = statistics.median(d for _, d, _ in runs)
+            print(f"{'':32s} grade({wrong}) {when}: {took:6.2f} s, diagnose {naming:5.2f} s, {runs[0][2]}")
 
 
 if __name__ == "__main__":

@@ -478,18 +478,21 @@ def _stacked_blocks(exercise: Exercise, probe: Probe) -> dict[str, list[_Block]]
 def factor_dropped(exercise: Exercise, probe: Probe) -> Iterator[GraphSlip]:
     """One factor of a product missing from the other's gradient, the forward right (dprev_c = dnext_c
     where dnext_c * f belongs): for each product p * q of which the dropped factor is computed by the
-    graph (a gate, tanh(c); an input such as a regularisation strength is not dropped so) and the other
-    carries a gradient."""
+    graph from what is differentiated (a gate, tanh(c); not an input such as a regularisation strength, nor
+    a constant mask such as one_hot(y)) and the other carries a gradient; a square x * x is left to the
+    standard mistakes (half the value)."""
     computed = set(exercise.program.defined)
     for position, assignment in enumerate(exercise.program.assignments):
         for k, node in enumerate(_nodes(assignment.expr)):
             if not (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult)):
                 continue
+            if ast.unparse(node.left) == ast.unparse(node.right):
+                continue  # a square: its derivative's factor 2 is the standard mistakes' "half the value"
             for dropped, kept, rebuild in (
                 (node.left, node.right, lambda d, kp: ast.BinOp(d, ast.Mult(), _detach(kp))),
                 (node.right, node.left, lambda d, kp: ast.BinOp(_detach(kp), ast.Mult(), d)),
             ):
-                if not _computed(dropped, computed) or not probe.depends(kept):
+                if not (_computed(dropped, computed) and probe.depends(dropped) and probe.depends(kept)):
                     continue
                 zero = ast.BinOp(kept, ast.Sub(), _detach(kept))
                 gradient = ast.BinOp(rebuild(dropped, kept), ast.Add(), zero)
