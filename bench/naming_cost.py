@@ -90,9 +90,9 @@ def main() -> None:
         exercise = load_exercise(ROOT / folder / "exercise.yaml")
         row = []
         for without in (True, False):
-            runs = [candidates(exercise, without) for _ in range(args.repeats)]
-            count = runs[0][0]
-            row.append(f"{count:4d} candidates {statistics.median(t for _, t in runs):6.2f} s")
+            counted = [candidates(exercise, without) for _ in range(args.repeats)]
+            seconds = statistics.median(t for _, t in counted)
+            row.append(f"{counted[0][0]:4d} candidates {seconds:6.2f} s")
         print(f"{exercise.id:32s} sample, before: {row[0]}   after: {row[1]}")
         wrong = CASES.get(folder)
         if wrong is None:

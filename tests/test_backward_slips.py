@@ -3,12 +3,15 @@ code returns, names real-style code through grade(), and never names right value
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 from conftest import exercise_folder, write_exercise
 
+from grader.exercise.graph import GraphError, parse
 from grader.exercise.reference import compute_references, reference_returns
 from grader.exercise.spec import Exercise, load_exercise
 from grader.exercise.trials import make_trials
@@ -124,7 +127,10 @@ def _slip(exercise: Exercise, family: MistakeFamily, start: str = "") -> GraphSl
     return found[0]
 
 
-def _both(exercise: Exercise, slip: GraphSlip, count: int = 12) -> list[tuple[dict, dict, dict]]:
+Values = Mapping[str, Any]
+
+
+def _both(exercise: Exercise, slip: GraphSlip, count: int = 12) -> list[tuple[Values, Values, Values]]:
     """(inputs and sizes, right values, the slip's values) on each trial."""
     trials = make_trials(exercise, 0, count)
     right, wrong = reference_returns(exercise, trials), reference_returns(slip.variant, trials)
@@ -350,3 +356,8 @@ def test_right_values_are_never_named(exercise_id: str, dtype: str) -> None:
         )
         found = diagnose(exercise, references, spec, returned, {c.trial: c for c in compared})
         assert found is None, (spec.name, found)
+
+
+def test_the_internal_operations_are_not_offered_to_authors() -> None:
+    with pytest.raises(GraphError, match="not an allowed function"):
+        parse("out = slip_matmul_reshaped(x, w, 0)", ["x", "w"])

@@ -30,7 +30,7 @@ import torch
 
 from grader.exercise.graph import Assignment, Program, evaluate
 from grader.exercise.spec import Exercise
-from grader.exercise.trials import make_trials
+from grader.exercise.trials import Trial, make_trials
 from grader.judging.mistakes import GraphSlip, _nodes
 from grader.outcomes import MistakeFamily
 
@@ -89,7 +89,8 @@ def backward_slips(exercise: Exercise) -> Iterator[GraphSlip]:
 def _probe(exercise: Exercise) -> Probe | None:
     if exercise.spec.graph is None or not exercise.program.assignments:
         return None
-    trials, seen = [], set()
+    trials: list[Trial] = []
+    seen: set[tuple[tuple[str, int], ...]] = set()
     for trial in make_trials(exercise, 0, 4 * _PROBES):
         if trial.size_key not in seen and len(trials) < _PROBES:
             seen.add(trial.size_key)
@@ -103,7 +104,7 @@ def _probe(exercise: Exercise) -> Probe | None:
                 values.append(evaluate(exercise.program, env))
     except Exception:  # a graph that fails on a probe fails in the reference too, and says so there
         return None
-    wrt = {}
+    wrt: dict[str, str] = {}
     for ret in exercise.spec.returns:
         target = ret.grad or ret.vjp
         if target is not None:
@@ -397,17 +398,17 @@ def gate_order(exercise: Exercise, probe: Probe) -> Iterator[GraphSlip]:
         count = len(blocks)
         layouts: list[tuple[int, ...]] = []
         for i, j in itertools.combinations(range(count), 2):
-            layout = list(range(count))
-            layout[i], layout[j] = layout[j], layout[i]
-            layouts.append(tuple(layout))
+            swapped = list(range(count))
+            swapped[i], swapped[j] = swapped[j], swapped[i]
+            layouts.append(tuple(swapped))
         functions = [b.function for b in blocks]
         odd = [i for i, f in enumerate(functions) if functions.count(f) == 1]
         if count > 2 and len(odd) == 1:
             for place in range(count):
-                layout = [g for g in range(count) if g != odd[0]]
-                layout.insert(place, odd[0])
-                if tuple(layout) not in layouts and layout != list(range(count)):
-                    layouts.append(tuple(layout))
+                moved = [g for g in range(count) if g != odd[0]]
+                moved.insert(place, odd[0])
+                if tuple(moved) not in layouts and moved != list(range(count)):
+                    layouts.append(tuple(moved))
         for layout in layouts:
             variant = exercise
             changes: dict[int, dict[int, ast.expr]] = {}
@@ -488,14 +489,13 @@ def factor_dropped(exercise: Exercise, probe: Probe) -> Iterator[GraphSlip]:
                 continue
             if ast.unparse(node.left) == ast.unparse(node.right):
                 continue  # a square: its derivative's factor 2 is the standard mistakes' "half the value"
-            for dropped, kept, rebuild in (
-                (node.left, node.right, lambda d, kp: ast.BinOp(d, ast.Mult(), _detach(kp))),
-                (node.right, node.left, lambda d, kp: ast.BinOp(_detach(kp), ast.Mult(), d)),
-            ):
+            for dropped, kept in ((node.left, node.right), (node.right, node.left)):
                 if not (_computed(dropped, computed) and probe.depends(dropped) and probe.depends(kept)):
                     continue
+                # the product's value and dropped's gradient, with kept's gradient the upstream alone
+                product_kept = ast.BinOp(dropped, ast.Mult(), _detach(kept))
                 zero = ast.BinOp(kept, ast.Sub(), _detach(kept))
-                gradient = ast.BinOp(rebuild(dropped, kept), ast.Add(), zero)
+                gradient = ast.BinOp(product_kept, ast.Add(), zero)
                 of = ast.unparse(kept)
                 receiver = probe.gradient_of.get(of) if isinstance(kept, ast.Name) else None
                 where = receiver if receiver is not None else f"the gradient of {of}"
