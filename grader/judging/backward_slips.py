@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import ast
 import itertools
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -46,7 +46,6 @@ class Probe:
     values: tuple[Mapping[str, object], ...]
     sizes: tuple[Mapping[str, int], ...]
     varying: frozenset[str]
-    inputs: frozenset[str]
     gradient_of: Mapping[str, str]  # input -> the return holding its gradient
 
     def shapes(self, expr: ast.expr) -> list[tuple[int, ...]] | None:
@@ -114,7 +113,7 @@ def _probe(exercise: Exercise) -> Probe | None:
         if any(isinstance(n, ast.Name) and n.id in varying for n in ast.walk(assignment.expr)):
             varying.add(assignment.target)
     sizes = tuple(dict(t.sizes) for t in make_trials(exercise, 0, _SIZE_PROBES))
-    return Probe(tuple(values), sizes, frozenset(varying), frozenset(exercise.spec.inputs), wrt)
+    return Probe(tuple(values), sizes, frozenset(varying), wrt)
 
 
 def _tensor(array: np.ndarray) -> torch.Tensor:
@@ -303,12 +302,13 @@ def _per_axis(probe: Probe, expr: ast.expr) -> list[list[int]] | None:
 
 # A function's derivative as students write it from its output y: 1 - y**2 for tanh, y (1 - y) for sigmoid.
 _FROM_OUTPUT = {"tanh": "1 - {y} ** 2", "sigmoid": "{y} * (1 - {y})"}
-_STEP_WORDS = ("prev", "next", "old", "new", "last", "curr", "cur")
+_STEP_WORDS = ("prev", "next", "old", "new", "last", "curr")
 
 
 def time_shift(exercise: Exercise, probe: Probe) -> Iterator[GraphSlip]:
     """A derivative taken at the previous time step's state: the state pairs are an input and a value the
-    graph computes from it, of the same shape, named alike but for prev/next (prev_h and next_h). For
+    graph computes from it, of the same shape on every probe, named alike but for the step's word
+    (prev_h and next_h; the names are the graph's only mark of which input is a step's state). For
     `next_h = tanh(a)`: tanh' written from the output at prev_h (1 - prev_h**2 for 1 - next_h**2); for a
     call tanh(next_c) anywhere: taken at prev_c (1 - tanh(prev_c)**2)."""
     pairs = _state_pairs(exercise, probe)
@@ -349,13 +349,16 @@ def time_shift(exercise: Exercise, probe: Probe) -> Iterator[GraphSlip]:
 def _state_pairs(exercise: Exercise, probe: Probe) -> dict[str, str]:
     """Computed state -> the input that is its previous time step's (next_h -> prev_h)."""
     pairs: dict[str, str] = {}
-    inputs = list(exercise.spec.inputs)
+    sources: dict[str, set[str]] = {name: {name} for name in exercise.spec.inputs}
     for assignment in exercise.program.assignments:
+        read = {n.id for n in ast.walk(assignment.expr) if isinstance(n, ast.Name)}
+        sources[assignment.target] = set().union(*(sources.get(n, set()) for n in read))
         stem = _stem(assignment.target)
         if stem is None:
             continue
-        for name in inputs:
-            if _stem(name) != stem or name == assignment.target:
+        for name in exercise.spec.inputs:
+            # the previous step's state goes into the next one: prev_h into next_h, not a mere namesake
+            if _stem(name) != stem or name not in sources[assignment.target]:
                 continue
             shapes = {(_shape(v, assignment.target), _shape(v, name)) for v in probe.values}
             if all(a == b and a is not None for a, b in shapes):
@@ -518,6 +521,3 @@ def _computed(node: ast.expr, computed: set[str]) -> bool:
     return isinstance(node, ast.Call) and any(
         isinstance(n, ast.Name) and n.id in computed for n in ast.walk(node)
     )
-
-
-__all__: Sequence[str] = ("backward_slips",)
