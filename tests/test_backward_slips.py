@@ -225,10 +225,25 @@ def lstm_step() -> Exercise:
 
 def test_gate_orders_are_the_plausible_few(lstm_step: Exercise) -> None:
     orders = [s.name for s in backward_slips(lstm_step) if s.family is MistakeFamily.GATE_ORDER]
-    # six swaps of two gates and the tanh block moved to the front or second: not the 23 permutations
-    assert len(orders) == len(set(orders)) == 8
-    assert any(name.startswith("the gates in the order gi, gf, gg, go") for name in orders)
-    assert any(name.startswith("the gates in the order gi, gg, gf, go") for name in orders)  # TensorFlow's
+    whole = [name for name in orders if name.startswith("the gates in the order")]
+    stacked = [name for name in orders if name.startswith("the gates' gradients stacked in the order")]
+    # six swaps of two gates and the tanh block moved to the front or second: not the 23 permutations,
+    # each read so in the forward and backward, or stacked so in the backward only
+    assert len(whole) == len(set(whole)) == len(stacked) == len(set(stacked)) == 8
+    assert len(orders) == 16
+    assert any(name.startswith("the gates in the order gi, gf, gg, go") for name in whole)  # PyTorch's
+    assert any(name.startswith("the gates in the order gi, gg, gf, go") for name in whole)  # TensorFlow's
+
+
+def test_gate_gradients_stacked_in_another_order(lstm_step: Exercise) -> None:
+    order = "gi, gf, gg, go"
+    stacked = _slip(lstm_step, MistakeFamily.GATE_ORDER, f"the gates' gradients stacked in the order {order}")
+    whole = _slip(lstm_step, MistakeFamily.GATE_ORDER, f"the gates in the order {order}")
+    pairs = zip(_both(lstm_step, stacked, 6), _both(lstm_step, whole, 6), strict=True)
+    for (_, right, wrong), (_, _, both) in pairs:
+        for name in ("next_h", "next_c", "dprev_c"):  # the forward, and the cell's path, are right
+            assert np.array_equal(wrong[name], right[name])
+        assert not np.allclose(wrong["db"], right["db"]) and not np.allclose(wrong["db"], both["db"])
 
 
 def test_gates_read_in_another_order(lstm_step: Exercise) -> None:
@@ -271,6 +286,13 @@ def test_an_exercise_without_a_graph_has_no_slips() -> None:
         ),
         (
             "cs231n.a3.lstm_step",
+            "da_ifgo.py",
+            ("dx", "db"),
+            "the gates' gradients stacked in the order gi, gf, gg, go",
+            MistakeFamily.GATE_ORDER,
+        ),
+        (
+            "cs231n.a3.lstm_step",
             "dprev_c_no_forget.py",
             ("dprev_c",),
             "the factor gf missing from dprev_c",
@@ -305,7 +327,15 @@ def test_an_exercise_without_a_graph_has_no_slips() -> None:
             MistakeFamily.OVERWRITTEN,
         ),
     ],
-    ids=["gate-order", "forget-gate", "time-shift", "reshape", "conv-assigned", "pool-assigned"],
+    ids=[
+        "gate-order",
+        "gate-gradients",
+        "forget-gate",
+        "time-shift",
+        "reshape",
+        "conv-assigned",
+        "pool-assigned",
+    ],
 )
 def test_real_style_code_is_named(
     exercise_id: str, wrong: str, returns: tuple[str, ...], start: str, family: MistakeFamily

@@ -392,10 +392,12 @@ class _Block:
 def gate_order(exercise: Exercise, probe: Probe) -> Iterator[GraphSlip]:
     """A tensor sliced into k stacked blocks of equal width along its last axis (an LSTM's a[:, 0:H] to
     a[:, 3H:4H]), each read by one assignment (gi, gf, go, gg), read in another order: in the forward and
-    in the backward's concatenation of the gates' gradients alike. Of the k! - 1 orders, those a student
-    writes: two gates swapped (k(k-1)/2), and the one block of another function (g, the tanh among
-    sigmoids) moved to another place, which the libraries' layouts differ by (PyTorch's and Keras'
-    i, f, g, o; TensorFlow's i, g, f, o): 8 orders of 4 gates, not 23."""
+    in the backward's concatenation of the gates' gradients alike, or in that concatenation only (the
+    forward right: each gate's value from its own block, its gradient sent to another's). Of the k! - 1
+    orders, those a student writes: two gates swapped (k(k-1)/2), and the one block of another function
+    (g, the tanh among sigmoids) moved to another place, which the libraries' layouts differ by
+    (PyTorch's and Keras' i, f, g, o; TensorFlow's i, g, f, o): 8 orders of 4 gates, not 23, each in
+    both forms."""
     for base, blocks in _stacked_blocks(exercise, probe).items():
         gates = [b.gate for b in blocks]
         count = len(blocks)
@@ -412,17 +414,9 @@ def gate_order(exercise: Exercise, probe: Probe) -> Iterator[GraphSlip]:
                 moved.insert(place, odd[0])
                 if tuple(moved) not in layouts and moved != list(range(count)):
                     layouts.append(tuple(moved))
+        ours = ", ".join(gates)
         for layout in layouts:
-            variant = exercise
-            changes: dict[int, dict[int, ast.expr]] = {}
-            for block_place, gate in enumerate(layout):
-                source = blocks[gate]
-                target_node = blocks[block_place].node
-                changes.setdefault(source.position, {})[source.index] = target_node
-            for position, change in changes.items():
-                variant = _with_nodes(variant, position, change)
             theirs = ", ".join(gates[g] for g in layout)
-            ours = ", ".join(gates)
             yield GraphSlip(
                 f"the gates in the order {theirs} ({base}'s blocks of columns), where the exercise has "
                 f"{ours}",
@@ -430,8 +424,35 @@ def gate_order(exercise: Exercise, probe: Probe) -> Iterator[GraphSlip]:
                 f"your values are those of the gates read from {base}'s blocks in the order {theirs}; the "
                 f"exercise stacks them as {ours}: use that order in the forward's slices and in the "
                 "backward's concatenation of the gates' gradients",
-                variant,
+                _reordered(exercise, blocks, layout, backward_only=False),
             )
+            yield GraphSlip(
+                f"the gates' gradients stacked in the order {theirs} into d{base} ({base}'s blocks of "
+                f"columns), where the forward has {ours}",
+                MistakeFamily.GATE_ORDER,
+                f"your forward reads the gates in the exercise's order, {ours}, but your backward stacks "
+                f"their gradients into d{base} in the order {theirs}: concatenate them in the forward's "
+                "order",
+                _reordered(exercise, blocks, layout, backward_only=True),
+            )
+
+
+def _reordered(
+    exercise: Exercise, blocks: list[_Block], layout: tuple[int, ...], backward_only: bool
+) -> Exercise:
+    """The exercise with gate layout[b] reading block b: in the forward and the backward, or (backward_only)
+    with each gate's value its own block's and its gradient sent to block b."""
+    changes: dict[int, dict[int, ast.expr]] = {}
+    for place, gate in enumerate(layout):
+        source = blocks[gate]
+        wrong: ast.expr = blocks[place].node
+        if backward_only:
+            wrong = _straight_through(source.node, wrong)
+        changes.setdefault(source.position, {})[source.index] = wrong
+    variant = exercise
+    for position, change in changes.items():
+        variant = _with_nodes(variant, position, change)
+    return variant
 
 
 def _stacked_blocks(exercise: Exercise, probe: Probe) -> dict[str, list[_Block]]:
