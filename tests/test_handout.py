@@ -124,7 +124,7 @@ def test_the_command_writes_a_handout_that_grader_check_grades_by_id(tmp_path: P
         check=False,
     )
     assert made.returncode == 0, made.stderr
-    assert "cs231n.a2.conv_naive" in made.stdout and "graded by the course only" in made.stdout
+    assert "cs231n.a2.dropout" in made.stdout and "graded by the course only" in made.stdout
     assert (out / README).is_file()
     assert (out / "cs231n" / "a2" / "_support" / "cs231n" / "im2col.py").is_file()
     student = tmp_path / "student" / "graph2.py"

@@ -74,8 +74,12 @@ def standard_mistakes(
 def mutant_mistakes(
     exercise: Exercise, trials: list[Trial], only: str | None = None
 ) -> Iterator[tuple[ReturnSpec, Mistake]]:
-    """The graph mutants' returns on `trials` (see graph_mutants), or only the one named `only`."""
+    """The graph mutants' returns on `trials` (see graph_mutants) and the slips of a backward written by
+    hand (backward_slips.py), or only the one named `only`."""
+    from grader.judging.backward_slips import backward_slips  # it builds on this module's GraphSlip
+
     yield from _recomputed(exercise, trials, graph_mutants(exercise), only)
+    yield from _recomputed(exercise, trials, backward_slips(exercise), only)
 
 
 def _recomputed(
