@@ -176,6 +176,9 @@ def _message(
     # Rounding envelopes only where they are a number: a NaN is named by how_wrong instead.
     envelopes = f" ({worst.max_ratio:.3g} {worst.precision} rounding envelopes)"
     ratio = envelopes if np.isfinite(worst.max_ratio) else ""
+    if verdict is Verdict.INSTABILITY and all(c.rerun is RerunOutcome.RIGHT_SHIFTED for c in decisive):
+        # torch float64 code: no rerun above float64, the shifted run says it (reruns.py): plain words
+        return f"{how}{ratio}, but {decisive[0].note}: subtract each row's maximum before exp"
     if verdict is Verdict.INSTABILITY:
         why = max(decisive, key=lambda c: c.max_ratio).note
         return (

@@ -89,6 +89,10 @@ class RerunOutcome(Enum):
     SHRINKS = "error shrinks with the precision"  # by the ratio of the formats' unit roundoffs: rounding
     CANCELLED = "cancelled at both precisions"  # 0 where values below the format's resolution were due
     STILL_WRONG = "still wrong at higher precision"
+    # float64 code with nothing above float64 (torch), run again on inputs moved by a shift that leaves
+    # the exercise's values unchanged (judging/invariance.py)
+    RIGHT_SHIFTED = "right on shifted inputs"
+    WRONG_SHIFTED = "still wrong on shifted inputs"
 
     @property
     def unstable(self) -> bool:
@@ -98,6 +102,7 @@ class RerunOutcome(Enum):
             RerunOutcome.RIGHT_HIGHER,
             RerunOutcome.SHRINKS,
             RerunOutcome.CANCELLED,
+            RerunOutcome.RIGHT_SHIFTED,
         )
 
 
