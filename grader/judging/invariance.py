@@ -103,8 +103,9 @@ def _candidates(exercise: Exercise, sample: Trial) -> list[Shift]:
             continue
         if not isinstance(value, np.ndarray) or value.ndim == 0 or value.size < 2:
             continue
-        # The finest first: a constant per row fixes more than one for the whole array.
-        found += [Shift(name, -1)] if value.ndim > 1 else []
+        # The finest first: a constant per row fixes more than one for the whole array (rows of one entry
+        # would move every entry anyhow: no invariance to find there).
+        found += [Shift(name, -1)] if value.ndim > 1 and value.shape[-1] > 1 else []
         found.append(Shift(name, None))
     return found
 
