@@ -144,8 +144,7 @@ def _notebook_use(submission: Submission, report: WorkerReport) -> NotebookUse |
 
 
 def _judge_return(
-    exercise: Exercise,
-    spec: ReturnSpec, references: References, report: WorkerReport, compared: Compared
+    exercise: Exercise, spec: ReturnSpec, references: References, report: WorkerReport, compared: Compared
 ) -> tuple[Compared, Mapping[int, np.ndarray]]:
     """Every trial of one return judged; the arrays compared, by trial."""
     first, fatal = report.first, report.fatal
