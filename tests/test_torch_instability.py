@@ -17,18 +17,23 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import EXERCISES, exercise_folder, grader_run
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from grader.exercise.reference import References, compute_references
-from grader.exercise.spec import Exercise, load_exercise
+from grader.exercise.spec import Exercise, ReturnSpec, load_exercise
 from grader.exercise.trials import make_trials
 from grader.grading import grade
 from grader.handin.discover import submission_from_path
 from grader.judging import invariance
+from grader.judging.compare import Comparison, RerunOutcome, compare
+from grader.judging.reruns import resolve_with_rerun
 from grader.outcomes import Verdict
 from grader.results import SubmissionResult
 
 HERE = Path(__file__).resolve().parent / "torch_instability"
 VARIANTS = HERE / "variants"
+U64 = 2.0**-52
 TRIALS = 200  # about 40% of trials put a row more than 708 below the batch's maximum
 
 # file -> the verdict each return must get
@@ -127,3 +132,66 @@ def test_the_cli_tells_the_student() -> None:
     verdicts = {r["name"]: r["verdict"] for r in result["returns"]}
     assert verdicts == {"loss": "instability", "dW": "instability"}
     assert all("loses precision on large inputs in float64" in r["message"] for r in result["returns"])
+
+
+# --- the rule alone, on synthetic runs --------------------------------------------------------------------
+
+SPEC = ReturnSpec(name="g", value="g")
+SHIFT = invariance.Shift("z", -1)
+TORCH_RAISED = "TypeError: can't convert np.ndarray of type numpy.longdouble"
+
+
+def decided(expected: np.ndarray, got: np.ndarray, shifted: np.ndarray | str | None) -> Comparison:
+    """A float64 trial beyond rounding, whose rerun at float64 gave the same values and whose extended
+    rerun raised (torch code), decided with its run on shifted inputs (None: none was run)."""
+    spread = np.zeros_like(expected)
+    first = compare(0, SPEC, expected, got, "float64", spread)
+    assert first.verdict is Verdict.LOGIC and first.precision == "float64"
+    moved = (
+        None if shifted is None else (SHIFT, shifted if isinstance(shifted, str) else (shifted, "float64"))
+    )
+    return resolve_with_rerun(first, SPEC, expected, spread, got, (got, "float64"), TORCH_RAISED, moved)
+
+
+def values(seed: int) -> np.ndarray:
+    return np.random.default_rng(seed).uniform(0.5, 2.0, size=(3, 4))
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), nan=st.booleans())
+def test_right_on_shifted_inputs_is_instability(seed: int, nan: bool) -> None:
+    expected = values(seed)
+    got = expected * (1 + 1e-6)  # subnormal intermediates: a few digits left
+    if nan:
+        got[0] = np.nan  # a row whose exp underflowed to 0 everywhere: 0 / 0
+    judged = decided(expected, got, expected + 2 * U64 * expected)
+    assert judged.verdict is Verdict.INSTABILITY
+    assert judged.rerun is RerunOutcome.RIGHT_SHIFTED
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1), factor=st.sampled_from([-1.0, 0.5, 2.0, 0.9, 1.001]), nan=st.booleans()
+)
+def test_wrong_on_shifted_inputs_is_logic_even_where_it_was_nan(seed: int, factor: float, nan: bool) -> None:
+    expected = values(seed)
+    got = expected * factor
+    if nan:
+        got[0] = np.nan  # NaN alone would be read as float64's range
+    judged = decided(expected, got, expected * factor)
+    assert judged.verdict is Verdict.LOGIC
+    assert judged.rerun is RerunOutcome.WRONG_SHIFTED
+
+
+def test_a_shifted_run_that_raised_shows_nothing() -> None:
+    expected = values(0)
+    judged = decided(expected, expected * 2.0, "AssertionError: inputs too small")
+    assert judged.verdict is Verdict.LOGIC
+    assert judged.rerun is RerunOutcome.RERUN_FAILED
+    assert "AssertionError" in judged.note
+
+
+def test_without_a_shift_it_is_judged_as_before() -> None:
+    expected = values(0)
+    judged = decided(expected, expected * (1 + 1e-6), None)
+    assert judged.verdict is Verdict.LOGIC  # no precision above float64, no invariance: a mistake
