@@ -178,7 +178,10 @@ def _message(
     ratio = envelopes if np.isfinite(worst.max_ratio) else ""
     if verdict is Verdict.INSTABILITY and all(c.rerun is RerunOutcome.RIGHT_SHIFTED for c in decisive):
         # torch float64 code: no rerun above float64, the shifted run says it (reruns.py): plain words
-        return f"{how}{ratio}, but {decisive[0].note}: subtract each row's maximum before exp"
+        return (
+            f"{how}{ratio}, but {decisive[0].note}. Your formula is right but loses precision on large "
+            "inputs in float64: subtract each row's maximum before exp (torch.logsumexp and log_softmax do)"
+        )
     if verdict is Verdict.INSTABILITY:
         why = max(decisive, key=lambda c: c.max_ratio).note
         return (

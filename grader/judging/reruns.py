@@ -339,13 +339,10 @@ def _judged_shifted(
     with np.errstate(divide="ignore", invalid="ignore"):
         worst = float(np.max(np.where(error > 0, error / allowed, 0.0), initial=0.0))
     if np.all(error <= SHIFTED_SLACK * allowed):
-        note = (
-            f"it is right when {shift.words} (which leaves every value due unchanged): your formula is "
-            "right but loses precision on large inputs in float64"
-        )
+        note = f"it is right when {shift.words}, which does not change the right answer"
         return _decided(original, RerunOutcome.RIGHT_SHIFTED, note)
     note = (
-        f"it is still wrong when {shift.words}, which leaves every value due unchanged "
+        f"it is still wrong when {shift.words}, which does not change the right answer "
         f"({worst:.3g} envelopes): not float64's range"
     )
     return _decided(original, RerunOutcome.WRONG_SHIFTED, note)
