@@ -11,8 +11,10 @@ Every trial beyond rounding is rerun at float64 (float32 code lifted: torch's dt
 numpy's `astype` by the inputs' class). Code that computed in float64 already is also rerun with numpy's
 inputs in extended precision (`np.longdouble`: 80-bit on x86-64, 11 more bits and a range to 1e4932).
 Torch has nothing above float64; where the extended rerun cannot run (torch tensors made from the inputs,
-numpy.linalg) a float64 trial is judged on its first run: NaN or infinities where finite values were due
-are the format's range (instability), any other error beyond float64 rounding is a mistake.
+numpy.linalg) a float64 trial is judged by its run on inputs moved by the exercise's shift invariance
+where the graph has one and the inputs are large (invariance.py: right there is instability, wrong there a
+mistake, NaN or not), else on its first run: NaN or infinities where finite values were due are the
+format's range (instability), any other error beyond float64 rounding is a mistake.
 """
 
 from __future__ import annotations
