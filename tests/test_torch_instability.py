@@ -4,9 +4,10 @@ tests/torch_instability/ holds an exercise (CS231n's softmax loss without regula
 that lie far apart across rows) and real-style torch float64 hand-ins: one shift for the whole batch
 (`scores - scores.max()`, loss by autograd and by hand), log(sum(exp(scores))) unshifted, and bugs that
 fail on large inputs as well (the gradient's sign, the 1/N of the mean, the columns' max, a row's max
-subtracted in the log-sum-exp and never added back). The grader runs each failing float64 trial again on
-inputs moved by the exercise's shift invariance (grader/judging/invariance.py): the unstable formulas
-are right there, and are `instability`; the bugs are still wrong, and stay `logic`.
+subtracted in the log-sum-exp and never added back, scores clipped at 700). The grader runs each failing
+float64 trial again on inputs moved by the exercise's shift invariance (grader/judging/invariance.py):
+the unstable formulas are right there, and are `instability`; the bugs are still wrong there, or (the
+clipping) right there but wrong on every trial as they are, and stay `logic`.
 """
 
 from __future__ import annotations
@@ -47,6 +48,8 @@ EXPECTED = {
     "bug_column_max.py": {"loss": Verdict.LOGIC, "dW": Verdict.LOGIC},
     # the max is detached, so the gradient is softmax's: right; the loss is off by each row's max
     "bug_lse_without_max.py": {"loss": Verdict.LOGIC, "dW": Verdict.PASS},
+    # right on shifted (small) inputs too, but wrong on every trial as it is: another function, not range
+    "bug_clipped.py": {"loss": Verdict.LOGIC, "dW": Verdict.LOGIC},
 }
 
 
@@ -91,6 +94,12 @@ def test_a_bug_says_the_shift_did_not_help(graded: dict[str, SubmissionResult]) 
     dw = next(r for r in graded["bug_global_max_sign.py"].returns if r.name == "dW")
     assert "still wrong when each row of W is moved by a constant" in dw.message
     assert "a mistake in the formula" in dw.message
+
+
+def test_clipping_is_no_instability(graded: dict[str, SubmissionResult]) -> None:
+    for result in graded["bug_clipped.py"].returns:
+        assert "right only with its inputs moved to small values" in result.message
+        assert "a mistake in the formula" in result.message
 
 
 def test_the_shift_is_derived_from_the_graph(exercise: Exercise, references: References) -> None:
@@ -166,7 +175,7 @@ def test_right_on_shifted_inputs_is_instability(seed: int, nan: bool) -> None:
         got[0] = np.nan  # a row whose exp underflowed to 0 everywhere: 0 / 0
     judged = decided(expected, got, expected + 2 * U64 * expected)
     assert judged.verdict is Verdict.INSTABILITY
-    assert judged.rerun is RerunOutcome.RIGHT_SHIFTED
+    assert judged.rerun is (RerunOutcome.RANGE_SHIFTED if nan else RerunOutcome.RIGHT_SHIFTED)
 
 
 @settings(max_examples=40, deadline=None)

@@ -176,7 +176,8 @@ def _message(
     # Rounding envelopes only where they are a number: a NaN is named by how_wrong instead.
     envelopes = f" ({worst.max_ratio:.3g} {worst.precision} rounding envelopes)"
     ratio = envelopes if np.isfinite(worst.max_ratio) else ""
-    if verdict is Verdict.INSTABILITY and all(c.rerun is RerunOutcome.RIGHT_SHIFTED for c in decisive):
+    shifted = (RerunOutcome.RIGHT_SHIFTED, RerunOutcome.RANGE_SHIFTED)
+    if verdict is Verdict.INSTABILITY and all(c.rerun in shifted for c in decisive):
         # torch float64 code: no rerun above float64, the shifted run says it (reruns.py): plain words
         return (
             f"{how}{ratio}, but {decisive[0].note}. Your formula is right but loses precision on large "

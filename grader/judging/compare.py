@@ -91,8 +91,10 @@ class RerunOutcome(Enum):
     STILL_WRONG = "still wrong at higher precision"
     # float64 code with nothing above float64 (torch), run again on inputs moved by a shift that leaves
     # the exercise's values unchanged (judging/invariance.py)
-    RIGHT_SHIFTED = "right on shifted inputs"
+    RIGHT_SHIFTED = "right on shifted inputs"  # finite but wrong at first
+    RANGE_SHIFTED = "NaN or infinite, right on shifted inputs"
     WRONG_SHIFTED = "still wrong on shifted inputs"
+    ONLY_SHIFTED = "right only on shifted inputs, on every trial"  # no trial right as it was: a mistake
 
     @property
     def unstable(self) -> bool:
@@ -103,6 +105,7 @@ class RerunOutcome(Enum):
             RerunOutcome.SHRINKS,
             RerunOutcome.CANCELLED,
             RerunOutcome.RIGHT_SHIFTED,
+            RerunOutcome.RANGE_SHIFTED,
         )
 
 

@@ -306,7 +306,7 @@ def resolve_with_rerun(
             return _judged_by_scaling(original, expected, spread, got, array, _AT_FLOAT64)
         if shifted is not None:
             shift, moved = shifted
-            return _judged_shifted(original, expected, spread, _same_shape(moved, expected), shift)
+            return _judged_shifted(original, expected, spread, got, _same_shape(moved, expected), shift)
         why = "it could not be rerun above float64"
         # torch.tensor() of an extended input raises, say: torch stops at float64. Its message (torch's
         # list of supported dtypes) tells a student nothing about their formula: that torch is why does.
@@ -326,13 +326,15 @@ def _judged_shifted(
     original: Comparison,
     expected: np.ndarray,
     spread: np.ndarray,
+    got: np.ndarray,
     moved: Rerun | None,
     shift: invariance.Shift,
 ) -> Comparison:
     """A float64 trial decided by its run on inputs moved by `shift`, which leaves the values due as they
     were: right there on every entry (within SHIFTED_SLACK of the trial's own envelopes) is a formula
     right in exact arithmetic that float64's range failed on the large inputs; wrong there too, a
-    mistake, whatever the first run's NaN or infinities said."""
+    mistake, whatever the first run's NaN or infinities said. Finite values right only when shifted are
+    instability only where the return is right on some trial as well (`finite_somewhere`)."""
     if not isinstance(moved, tuple):
         note = f"it failed when {shift.words} ({moved}), which shows no more"
         return _decided(original, RerunOutcome.RERUN_FAILED, note)
@@ -342,7 +344,8 @@ def _judged_shifted(
         worst = float(np.max(np.where(error > 0, error / allowed, 0.0), initial=0.0))
     if np.all(error <= SHIFTED_SLACK * allowed):
         note = f"it is right when {shift.words}, which does not change the right answer"
-        return _decided(original, RerunOutcome.RIGHT_SHIFTED, note)
+        finite = bool(np.all(np.isfinite(got.astype(np.float64))))
+        return _decided(original, RerunOutcome.RIGHT_SHIFTED if finite else RerunOutcome.RANGE_SHIFTED, note)
     note = (
         f"it is still wrong when {shift.words}, which does not change the right answer "
         f"({worst:.3g} envelopes): not float64's range"
@@ -354,14 +357,28 @@ def finite_somewhere(judged: Compared) -> Compared:
     """One return's trials, with overflow that no rerun confirmed kept as instability only where the code
     is right on some trial: a formula that overflows at large values is right at the others, while NaN or
     infinities on every trial are no format's range (a NaN constant is no unstable formula, and may not
-    earn an exercise's instability credit)."""
+    earn an exercise's instability credit).
+
+    Likewise finite values right only on shifted inputs (invariance.py): float64 under- or overflowing
+    leaves the trials whose inputs it can hold right, while a formula that differs from the exercise's on
+    every large input (scores clipped at 700 before exp) is wrong on every trial, and right when shifted
+    to small values as well. NaN or infinities that the shifted run made right stay instability: the
+    format's range in plain sight (log(sum(exp(x))) unshifted overflows on every trial of large x)."""
     if judged.passing or any(c.verdict in (Verdict.PASS, Verdict.PRECISION) for c in judged.others.values()):
         return judged
-    note = "NaN or infinite on every trial, and no rerun above the precision used made them finite"
+    never = "NaN or infinite on every trial, and no rerun above the precision used made them finite"
+    only_shifted = (
+        "wrong on every trial, and right only with its inputs moved to small values: a formula that "
+        "differs from the exercise's on large inputs (clipping them, say), not float64's range"
+    )
+    demoted = {
+        RerunOutcome.OVERFLOWS: (RerunOutcome.NEVER_FINITE, never),
+        RerunOutcome.RIGHT_SHIFTED: (RerunOutcome.ONLY_SHIFTED, only_shifted),
+    }
     return judged.with_others(
         {
-            trial: replace(c, verdict=Verdict.LOGIC, rerun=RerunOutcome.NEVER_FINITE, note=note)
-            if c.rerun is RerunOutcome.OVERFLOWS
+            trial: replace(c, verdict=Verdict.LOGIC, rerun=demoted[c.rerun][0], note=demoted[c.rerun][1])
+            if c.rerun in demoted
             else c
             for trial, c in judged.others.items()
         }
