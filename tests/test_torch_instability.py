@@ -4,15 +4,15 @@ tests/torch_instability/ holds an exercise (CS231n's softmax loss without regula
 that lie far apart across rows) and real-style torch float64 hand-ins: one shift for the whole batch
 (`scores - scores.max()`, loss by autograd and by hand), log(sum(exp(scores))) unshifted, and bugs that
 fail on large inputs as well (the gradient's sign, the 1/N of the mean, the columns' max, a row's max
-subtracted in the log-sum-exp and never added back, scores clipped at 700). The grader runs each failing
-float64 trial again on inputs moved by the exercise's shift invariance (grader/judging/invariance.py):
-the unstable formulas are right there, and are `instability`; the bugs are still wrong there, or (the
-clipping) right there but wrong on every trial as they are, and stay `logic`.
+subtracted in the log-sum-exp and never added back). The grader runs each failing float64 trial again
+on inputs moved by the exercise's shift invariance (grader/judging/invariance.py): the unstable formulas
+are right there, and are `instability`; the bugs are still wrong there, and stay `logic`.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -27,8 +27,8 @@ from grader.exercise.trials import make_trials
 from grader.grading import grade
 from grader.handin.discover import submission_from_path
 from grader.judging import invariance
-from grader.judging.compare import Comparison, RerunOutcome, compare
-from grader.judging.reruns import resolve_with_rerun
+from grader.judging.compare import Compared, Comparison, RerunOutcome, compare
+from grader.judging.reruns import finite_somewhere, resolve_with_rerun
 from grader.outcomes import Verdict
 from grader.results import SubmissionResult
 
@@ -48,8 +48,6 @@ EXPECTED = {
     "bug_column_max.py": {"loss": Verdict.LOGIC, "dW": Verdict.LOGIC},
     # the max is detached, so the gradient is softmax's: right; the loss is off by each row's max
     "bug_lse_without_max.py": {"loss": Verdict.LOGIC, "dW": Verdict.PASS},
-    # right on shifted (small) inputs too, but wrong on every trial as it is: another function, not range
-    "bug_clipped.py": {"loss": Verdict.LOGIC, "dW": Verdict.LOGIC},
 }
 
 
@@ -94,12 +92,6 @@ def test_a_bug_says_the_shift_did_not_help(graded: dict[str, SubmissionResult]) 
     dw = next(r for r in graded["bug_global_max_sign.py"].returns if r.name == "dW")
     assert "still wrong when each row of W is moved by a constant" in dw.message
     assert "a mistake in the formula" in dw.message
-
-
-def test_clipping_is_no_instability(graded: dict[str, SubmissionResult]) -> None:
-    for result in graded["bug_clipped.py"].returns:
-        assert "right only with its inputs moved to small values" in result.message
-        assert "a mistake in the formula" in result.message
 
 
 def test_the_shift_is_derived_from_the_graph(exercise: Exercise, references: References) -> None:
@@ -204,3 +196,22 @@ def test_without_a_shift_it_is_judged_as_before() -> None:
     expected = values(0)
     judged = decided(expected, expected * (1 + 1e-6), None)
     assert judged.verdict is Verdict.LOGIC  # no precision above float64, no invariance: a mistake
+
+
+def test_right_only_when_shifted_on_every_trial_is_logic() -> None:
+    """Finite values wrong on every trial and right only when shifted (a formula that differs on every
+    large input, as scores clipped at 700 do where every trial's scores pass 700) are no range failure;
+    with one trial right as it was, the others are instability; NaN made right stays instability."""
+    expected = values(0)
+    finite = decided(expected, expected * (1 + 1e-6), expected)
+    nan = decided(expected, np.full_like(expected, np.nan), expected)
+    assert (finite.rerun, nan.rerun) == (RerunOutcome.RIGHT_SHIFTED, RerunOutcome.RANGE_SHIFTED)
+    alone = finite_somewhere(Compared((), {0: finite}))
+    assert alone.others[0].verdict is Verdict.LOGIC
+    assert alone.others[0].rerun is RerunOutcome.ONLY_SHIFTED
+    assert "right only with its inputs moved to small values" in alone.others[0].note
+    right = replace(compare(1, SPEC, expected, expected, "float64", np.zeros_like(expected)), trial=1)
+    assert right.verdict is Verdict.PASS
+    beside = finite_somewhere(Compared((), {0: finite, 1: right}))
+    assert beside.others[0].verdict is Verdict.INSTABILITY
+    assert finite_somewhere(Compared((), {0: nan})).others[0].verdict is Verdict.INSTABILITY
