@@ -176,6 +176,13 @@ def _message(
     # Rounding envelopes only where they are a number: a NaN is named by how_wrong instead.
     envelopes = f" ({worst.max_ratio:.3g} {worst.precision} rounding envelopes)"
     ratio = envelopes if np.isfinite(worst.max_ratio) else ""
+    shifted = (RerunOutcome.RIGHT_SHIFTED, RerunOutcome.RANGE_SHIFTED)
+    if verdict is Verdict.INSTABILITY and all(c.rerun in shifted for c in decisive):
+        # torch float64 code: no rerun above float64, the shifted run says it (reruns.py): plain words
+        return (
+            f"{how}{ratio}, but {decisive[0].note}. Your formula is right but loses precision on large "
+            "inputs in float64: subtract each row's maximum before exp (torch.logsumexp and log_softmax do)"
+        )
     if verdict is Verdict.INSTABILITY:
         why = max(decisive, key=lambda c: c.max_ratio).note
         return (

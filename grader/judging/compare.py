@@ -92,6 +92,12 @@ class RerunOutcome(Enum):
     SHRINKS = "error shrinks with the precision"  # by the ratio of the formats' unit roundoffs: rounding
     CANCELLED = "cancelled at both precisions"  # 0 where values below the format's resolution were due
     STILL_WRONG = "still wrong at higher precision"
+    # float64 code with nothing above float64 (torch), run again on inputs moved by a shift that leaves
+    # the exercise's values unchanged (judging/invariance.py)
+    RIGHT_SHIFTED = "right on shifted inputs"  # finite but wrong at first
+    RANGE_SHIFTED = "NaN or infinite, right on shifted inputs"
+    WRONG_SHIFTED = "still wrong on shifted inputs"
+    ONLY_SHIFTED = "right only on shifted inputs, on every trial"  # no trial right as it was: a mistake
 
     @property
     def unstable(self) -> bool:
@@ -101,6 +107,8 @@ class RerunOutcome(Enum):
             RerunOutcome.RIGHT_HIGHER,
             RerunOutcome.SHRINKS,
             RerunOutcome.CANCELLED,
+            RerunOutcome.RIGHT_SHIFTED,
+            RerunOutcome.RANGE_SHIFTED,
         )
 
 

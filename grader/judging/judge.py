@@ -50,7 +50,7 @@ def judge(
         error = replace(error, message=f"{error.message}; {hint}") if hint else error
     verdicts: list[tuple[ReturnSpec, ReturnResult, Compared]] = []
     for spec in exercise.spec.returns:
-        comparisons, got = _judge_return(spec, references, report, plan.comparisons[spec.name])
+        comparisons, got = _judge_return(exercise, spec, references, report, plan.comparisons[spec.name])
         judged = classify_return(exercise, spec.name, comparisons, by_index, expected, got)
         verdicts.append((spec, _accepted(spec, judged, references, report), comparisons))
     # Named once every return is judged: another year's convention names a return only where the student
@@ -149,7 +149,7 @@ def _notebook_use(submission: Submission, report: WorkerReport) -> NotebookUse |
 
 
 def _judge_return(
-    spec: ReturnSpec, references: References, report: WorkerReport, compared: Compared
+    exercise: Exercise, spec: ReturnSpec, references: References, report: WorkerReport, compared: Compared
 ) -> tuple[Compared, Mapping[int, np.ndarray]]:
     """Every trial of one return judged; the arrays compared, by trial."""
     first, fatal = report.first, report.fatal
@@ -175,7 +175,7 @@ def _judge_return(
                     trial.index, Verdict.ERROR, problem=f"{spec.name} {item.problem}"
                 )
     got = _Arrays(arrays, references.expected, spec.name)
-    judged.update(resolve_beyond_rounding(spec, references, report, compared, got))
+    judged.update(resolve_beyond_rounding(exercise, spec, references, report, compared, got))
     return finite_somewhere(compared.with_others(judged)), got
 
 

@@ -11,8 +11,10 @@ Every trial beyond rounding is rerun at float64 (float32 code lifted: torch's dt
 numpy's `astype` by the inputs' class). Code that computed in float64 already is also rerun with numpy's
 inputs in extended precision (`np.longdouble`: 80-bit on x86-64, 11 more bits and a range to 1e4932).
 Torch has nothing above float64; where the extended rerun cannot run (torch tensors made from the inputs,
-numpy.linalg) a float64 trial is judged on its first run: NaN or infinities where finite values were due
-are the format's range (instability), any other error beyond float64 rounding is a mistake.
+numpy.linalg) a float64 trial is judged by its run on inputs moved by the exercise's shift invariance
+where the graph has one and the inputs are large (invariance.py: right there is instability, wrong there a
+mistake, NaN or not), else on its first run: NaN or infinities where finite values were due are the
+format's range (instability), any other error beyond float64 rounding is a mistake.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from grader.exercise.spec import Exercise, ReturnSpec
-from grader.judging import consistency
+from grader.judging import consistency, invariance
 from grader.judging.compare import (
     PRECISIONS,
     Compared,
@@ -62,6 +64,10 @@ HAS_EXTENDED = PRECISIONS["float64"].eps > EXTENDED_EPS
 # entries, those below -44.4 lost in extended precision as well), 50-fold on trial 133; 2048-fold
 # where nothing is lost. An error that shrinks by this factor or more is rounding.
 SHRINK_FACTOR = 4.0
+# A run on shifted inputs is judged against the trial's own envelope, drawn where the inputs were large:
+# it rounds less there, not more, but its own rounding (of the moved inputs) may differ a little. Every
+# mistake `grader validate` accepts lands hundreds of envelopes away.
+SHIFTED_SLACK = 4.0
 
 
 @dataclass(frozen=True)
@@ -132,12 +138,26 @@ def plan_reruns(exercise: Exercise, references: References, first: Pass) -> Reru
         ]
         if both:
             probes.append(consistency.make_probe(pair, by_index[min(both)], number))
+    moved = [trial for p in probes for trial in (p.plus, p.minus)]
     request = RerunRequest(
         tuple(sorted(beyond)),
-        tuple(moved for p in probes for moved in (p.plus, p.minus)),
+        (*moved, *_shifted(exercise, references, in_float64)),
         tuple(sorted(in_float64)) if HAS_EXTENDED else (),
     )
     return RerunPlan(comparisons, tuple(probes), request)
+
+
+def _shifted(exercise: Exercise, references: References, in_float64: set[int]) -> list[Trial]:
+    """The float64 trials beyond rounding once more, moved by the exercise's shift invariance where it has
+    one and their inputs are large (invariance.py): torch's float64 code has no rerun above float64, and
+    where the maths is the same on the moved inputs an unstable formula is right there."""
+    if not in_float64:
+        return []
+    shift = invariance.shift_of(exercise, references)
+    if shift is None:
+        return []
+    by_index = {t.index: t for t in references.trials}
+    return [shift.moved(by_index[i]) for i in sorted(in_float64) if shift.large(by_index[i])]
 
 
 def _input_shapes(references: References) -> InputShapes:
@@ -220,6 +240,7 @@ def _rerun_of(run: Pass, index: int, name: str) -> Rerun | None:
 
 
 def resolve_beyond_rounding(
+    exercise: Exercise,
     spec: ReturnSpec,
     references: References,
     report: WorkerReport,
@@ -228,10 +249,14 @@ def resolve_beyond_rounding(
 ) -> dict[int, Comparison]:
     """Trials beyond rounding, each decided by its own reruns between instability and logic."""
     resolved: dict[int, Comparison] = {}
+    shift: invariance.Shift | None = None
     for comparison in compared.others.values():
         if comparison.verdict is not Verdict.LOGIC:
             continue
         index = comparison.trial
+        shifted = _rerun_of(report.reruns, invariance.shifted_index(index), spec.name)
+        if shifted is not None and shift is None:  # derived already when the rerun was planned
+            shift = invariance.shift_of(exercise, references)
         resolved[index] = resolve_with_rerun(
             comparison,
             spec,
@@ -240,6 +265,7 @@ def resolve_beyond_rounding(
             got[index],
             _rerun_of(report.reruns, index, spec.name),
             _extended_of(report, index, spec.name),
+            None if shift is None or shifted is None else (shift, shifted),
         )
     return resolved
 
@@ -270,9 +296,12 @@ def resolve_with_rerun(
     got: np.ndarray,
     rerun: Rerun | None,
     extended: Rerun | None = None,
+    shifted: tuple[invariance.Shift, Rerun] | None = None,
 ) -> Comparison:
     """Decide a trial that failed beyond rounding from its reruns (at float64; in extended precision for
-    float64 code): an error that shrinks with the precision, or an overflow, is instability."""
+    float64 code): an error that shrinks with the precision, or an overflow, is instability. Float64 code
+    that no rerun could lift above float64 (torch) is decided by its run on inputs moved by the exercise's
+    shift invariance, where it has one (`shifted`, invariance.py)."""
     precision = PRECISIONS[original.precision]
     rerun, extended = (_same_shape(r, expected) for r in (rerun, extended))
     # Computed in extended precision: returned in it, or in float64 with other values than the first run
@@ -310,6 +339,9 @@ def resolve_with_rerun(
         if not _same_values(array, got):
             # float64 values, yet computed otherwise when lifted: float32 inside, which the rerun lifted.
             return _judged_by_scaling(original, expected, spread, got, array, _AT_FLOAT64)
+        if shifted is not None:
+            shift, moved = shifted
+            return _judged_shifted(original, expected, spread, got, _same_shape(moved, expected), shift)
         why = "it could not be rerun above float64"
         if isinstance(extended, Refused):  # a check of the student's: torch's refusal is a str here
             # torch.tensor() of an extended input raises (torch stops at float64), as does a check for
@@ -333,18 +365,63 @@ def resolve_with_rerun(
     return _without_rerun(original, expected, got, precision, note, RerunOutcome.HARD_CODED)
 
 
+def _judged_shifted(
+    original: Comparison,
+    expected: np.ndarray,
+    spread: np.ndarray,
+    got: np.ndarray,
+    moved: Rerun | None,
+    shift: invariance.Shift,
+) -> Comparison:
+    """A float64 trial decided by its run on inputs moved by `shift`, which leaves the values due as they
+    were: right there on every entry (within SHIFTED_SLACK of the trial's own envelopes) is a formula
+    right in exact arithmetic that float64's range failed on the large inputs; wrong there too, a
+    mistake, whatever the first run's NaN or infinities said. Finite values right only when shifted are
+    instability only where the return is right on some trial as well (`finite_somewhere`)."""
+    if not isinstance(moved, tuple):
+        note = f"it failed when {shift.words} ({moved}), which shows no more"
+        return _decided(original, RerunOutcome.RERUN_FAILED, note)
+    precision = PRECISIONS["float64"]
+    error, allowed = entry_errors(expected, moved[0], spread, precision)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        worst = float(np.max(np.where(error > 0, error / allowed, 0.0), initial=0.0))
+    if np.all(error <= SHIFTED_SLACK * allowed):
+        note = f"it is right when {shift.words}, which does not change the right answer"
+        finite = bool(np.all(np.isfinite(got.astype(np.float64))))
+        return _decided(original, RerunOutcome.RIGHT_SHIFTED if finite else RerunOutcome.RANGE_SHIFTED, note)
+    note = (
+        f"it is still wrong when {shift.words}, which does not change the right answer "
+        f"({worst:.3g} envelopes): not float64's range"
+    )
+    return _decided(original, RerunOutcome.WRONG_SHIFTED, note)
+
+
 def finite_somewhere(judged: Compared) -> Compared:
     """One return's trials, with overflow that no rerun confirmed kept as instability only where the code
     is right on some trial: a formula that overflows at large values is right at the others, while NaN or
     infinities on every trial are no format's range (a NaN constant is no unstable formula, and may not
-    earn an exercise's instability credit)."""
+    earn an exercise's instability credit).
+
+    Likewise finite values right only on shifted inputs (invariance.py): float64 under- or overflowing
+    leaves the trials whose inputs it can hold right, while a formula that differs from the exercise's on
+    every large input (scores clipped at 700 before exp) is wrong on every trial, and right when shifted
+    to small values as well. NaN or infinities that the shifted run made right stay instability: the
+    format's range in plain sight (log(sum(exp(x))) unshifted overflows on every trial of large x)."""
     if judged.passing or any(c.verdict in (Verdict.PASS, Verdict.PRECISION) for c in judged.others.values()):
         return judged
-    note = "NaN or infinite on every trial, and no rerun above the precision used made them finite"
+    never = "NaN or infinite on every trial, and no rerun above the precision used made them finite"
+    only_shifted = (
+        "wrong on every trial, and right only with its inputs moved to small values: a formula that "
+        "differs from the exercise's on large inputs (clipping them, say), not float64's range"
+    )
+    demoted = {
+        RerunOutcome.OVERFLOWS: (RerunOutcome.NEVER_FINITE, never),
+        RerunOutcome.RIGHT_SHIFTED: (RerunOutcome.ONLY_SHIFTED, only_shifted),
+    }
     return judged.with_others(
         {
-            trial: replace(c, verdict=Verdict.LOGIC, rerun=RerunOutcome.NEVER_FINITE, note=note)
-            if c.rerun is RerunOutcome.OVERFLOWS
+            trial: replace(c, verdict=Verdict.LOGIC, rerun=demoted[c.rerun][0], note=demoted[c.rerun][1])
+            if c.rerun in demoted
             else c
             for trial, c in judged.others.items()
         }
