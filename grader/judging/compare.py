@@ -89,6 +89,9 @@ class RerunOutcome(Enum):
     SHRINKS = "error shrinks with the precision"  # by the ratio of the formats' unit roundoffs: rounding
     CANCELLED = "cancelled at both precisions"  # 0 where values below the format's resolution were due
     STILL_WRONG = "still wrong at higher precision"
+    # The same call (same inputs, same seed, nothing lifted) answered otherwise when run again: state kept
+    # between calls. No rerun of such code says anything of its precision: judged by its values.
+    CHANGED = "changed between identical calls"
 
     @property
     def unstable(self) -> bool:

@@ -163,7 +163,7 @@ class InProcessRunner:
     def rerun(self, request: RerunRequest) -> WorkerReport:
         first = self.first_pass()
         probes = {p.index: dict(p.inputs) for p in request.probes}
-        reruns = calls.Reruns(request.trials, probes, request.extended)
+        reruns = calls.Reruns(request.trials, probes, request.extended, request.again)
         with self._running():
             calls.run_reruns(self._collector, self._functions, self._inputs, reruns, self._job, self._where)
         return self._report(first)
@@ -179,6 +179,7 @@ class InProcessRunner:
             first=first,
             reruns=self._collector.pass_of(Run.FLOAT64),
             extended=self._collector.pass_of(Run.EXTENDED),
+            again=self._collector.pass_of(Run.AGAIN),
             stdout=self._stdout.text(),
             stderr=self._stderr.text(),
             output_bytes=self._stdout.total + self._stderr.total,

@@ -131,7 +131,7 @@ def _exercise(
     arrays = iter(request.arrays)
     probes = {index: {n: next(arrays) for n in names} for index, names in request.header["probes"]}
     header = request.header
-    reruns = Reruns(header["trials"], probes, header["extended"])
+    reruns = Reruns(header["trials"], probes, header["extended"], header["again"])
     run_reruns(channel, functions, inputs_by_trial, reruns, job, submission_dir)
     channel.send({"type": "done"})
     return True

@@ -169,6 +169,7 @@ class Reruns:
     float64: Sequence[int]  # trials again at float64
     probes: Mapping[int, dict[str, np.ndarray]]  # new inputs, at float64
     extended: Sequence[int]  # trials again in numpy's extended precision
+    again: Sequence[int] = ()  # trials again as the first pass ran them
 
 
 def run_reruns(
@@ -182,6 +183,10 @@ def run_reruns(
     """The second pass, in the order the grader reads it. A checked trial is checked again (new factors):
     a copy stays off above its precision, an unstable formula's error shrinks (judging/provenance.py)."""
     checks = frozenset(job.get("checks", ()))
+    for index in reruns.again:  # first, before anything is lifted: as the first pass ran it
+        channel.starting(index)
+        with autograd_checked(index in checks):
+            run_trial(channel, functions, index, inputs_by_trial[index], job, submission_dir, Run.AGAIN)
     runs = [
         *((index, inputs_by_trial[index], Run.FLOAT64, index in checks) for index in reruns.float64),
         *((index, inputs, Run.FLOAT64, False) for index, inputs in reruns.probes.items()),
