@@ -249,6 +249,9 @@ def resolve_beyond_rounding(
     return resolved
 
 
+_NO_RERUN = "so no rerun can tell rounding from a mistake: judged by its values"
+
+
 @dataclass(frozen=True)
 class ChangedAnswer:
     """A trial whose return came back otherwise from the same call, run again as it first ran."""
@@ -257,11 +260,11 @@ class ChangedAnswer:
     first_error: float  # the largest |error| of each answer, as a share of the reference's largest entry
     again_error: float
 
-    def words(self, name: str) -> str:
+    def words(self, name: str, consequence: str = _NO_RERUN) -> str:
         return (
             f"it returned different answers for the same inputs: on trial {self.trial} its {name} was "
             f"{_off_by(self.first_error)} on the first call and {_off_by(self.again_error)} when called "
-            "again with the same inputs, so no rerun can tell rounding from a mistake: judged by its values. "
+            f"again with the same inputs, {consequence}. "
             "Your function keeps state between calls (a call counter, a global list, a cache) or draws "
             f"random numbers it does not seed: compute {name} from the arguments alone"
         )
