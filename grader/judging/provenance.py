@@ -269,6 +269,8 @@ def checked(judged: ReturnResult, spec: ReturnSpec, checks: Checks) -> ReturnRes
             f"trial {trial} was one of the trials on which the grader checks that {name} is derived by "
             "hand, not taken from autograd, and a return whose check could not run earns no points"
         )
+        if judged.verdict is Verdict.ERROR and ordinary.failed_trials == ordinary.trials:
+            return judged  # it erred on every trial (a backward short of a value): the check is no news
         if judged.verdict is Verdict.ERROR:  # the trial's failure is told among its own already
             return replace(judged, message=f"{judged.message}; {note}")
         message = f"{name}: trial {trial} did not complete ({why}); {note}. Make the function run to its end"
