@@ -148,3 +148,12 @@ def test_a_hand_in_that_keeps_state_but_answers_alike_keeps_every_point(
 def test_a_plain_mistake_is_not_called_a_changing_answer(graph2: Exercise, tmp_path: Path) -> None:
     judged = user_grad(graph2, tmp_path, COUNTING.format(when="True"))
     assert judged.verdict is Verdict.LOGIC and SAME_INPUTS not in judged.message, judged.message
+
+
+def test_wrong_after_some_calls_says_that_its_answers_changed(graph2: Exercise, tmp_path: Path) -> None:
+    """Right on the first 10 calls, wrong after: the failing trials alone look like a plain mistake, and the
+    smallest of them would replay right in a fresh process; a trial it got right, called again, shows why."""
+    judged = user_grad(graph2, tmp_path, COUNTING.format(when="CALLS[0] > 10"))
+    assert (judged.verdict, judged.score) == (Verdict.LOGIC, 0.0), judged.message
+    assert SAME_INPUTS in judged.message, judged.message
+    assert "on the first call and off by 50% when called again" in judged.message, judged.message

@@ -108,9 +108,18 @@ class RerunPlan:
     request: RerunRequest
 
 
-# Trials beyond rounding run once more as they first ran, to see the same answer (the smallest indices:
-# code wrong on its first calls only shows there). Few: each is one more call of a failing hand-in.
+# Where a trial is beyond rounding, this many of them and as many that were right run once more as they
+# first ran, to see the same answers (the smallest indices: code wrong on its first calls only, or right
+# on them only, shows there). Few: each is one more call of a failing hand-in, and none of a passing one.
 AGAIN = 3
+
+
+def _again(references: References, first: Pass, beyond: set[int]) -> tuple[int, ...]:
+    """The trials to run once more as they first ran: the first few beyond rounding, the first few not."""
+    if not beyond:
+        return ()
+    right = [t.index for t in references.trials if t.index not in beyond and t.index in first.outputs]
+    return tuple(sorted({*sorted(beyond)[:AGAIN], *right[:AGAIN]}))
 
 
 def plan_reruns(exercise: Exercise, references: References, first: Pass) -> RerunPlan:
@@ -149,7 +158,7 @@ def plan_reruns(exercise: Exercise, references: References, first: Pass) -> Reru
         tuple(sorted(beyond)),
         tuple(moved for p in probes for moved in (p.plus, p.minus)),
         tuple(sorted(in_float64)) if HAS_EXTENDED else (),
-        tuple(sorted(beyond)[:AGAIN]),
+        _again(references, first, beyond),
     )
     return RerunPlan(comparisons, tuple(probes), request)
 
