@@ -238,7 +238,7 @@ def _graded(
     # Split again from the report's first pass: a runner may have rewritten its failures' places (a
     # notebook's cells).
     _, first, checked = provenance.split(references, report.first, checks)
-    checked = replace(checked, reruns=report.reruns, extended=report.extended)
+    checked = replace(checked, reruns=report.reruns, extended=report.extended, again=report.again)
     return judge(
         exercise, submission, seed, ordinary, replace(report, first=first), plan, only_trial, checked
     )

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import grade_source, write_exercise
+from conftest import EXERCISES, grade_source, write_exercise
 
 from grader.errors import SpecError
 from grader.exercise.spec import Exercise, load_exercise
@@ -134,7 +134,9 @@ def test_a_forward_returning_no_cache_says_so(exercise: Exercise, tmp_path: Path
     )
     result = grade_source(exercise, tmp_path, "nocache.py", source, trials=5)
     messages = [r.message for r in result.returns]
-    assert all("affine_forward returned a single" in m and "(out, cache)" in m for m in messages), messages
+    assert all(
+        "affine_forward returned a single" in m and "2 values are due: out, cache" in m for m in messages
+    )
 
 
 @pytest.mark.parametrize(
@@ -152,3 +154,116 @@ def test_a_broken_chain_is_a_spec_error_at_its_line(tmp_path: Path, old: str, ne
     with pytest.raises(SpecError) as info:
         load_exercise(folder)
     assert words in str(info.value), info.value
+
+
+RNN_STEP = """
+    import numpy as np
+
+
+    def rnn_step_forward(x, prev_h, Wx, Wh, b):
+        next_h = np.tanh(x @ Wx + prev_h @ Wh + b)
+        return next_h, (x, prev_h, Wx, Wh, next_h)
+
+
+    def rnn_step_backward(dnext_h, cache):
+        x, prev_h, Wx, Wh, next_h = cache
+        da = dnext_h * (1.0 - next_h * next_h)
+        dx, dprev_h, dWx, dWh, db = da @ Wx.T, da @ Wh.T, x.T @ da, prev_h.T @ da, da.sum(axis=0)
+        return dx, dprev_h, dWx, dWh, db
+"""
+BACKWARD = ("dx", "dprev_h", "dWx", "dWh", "db")
+
+
+@pytest.fixture(scope="module")
+def rnn_step() -> Exercise:
+    return load_exercise(EXERCISES / "cs231n" / "a3" / "rnn_step")
+
+
+@pytest.mark.parametrize(
+    ("returned", "got"),
+    [
+        ("dx, dprev_h, dWx, dWh", "returned 4 values"),  # db forgotten
+        ("dx, dprev_h, dWx, dWh, db, da", "returned 6 values"),
+        ("[dx, dprev_h, dWx, dWh]", "returned 4 values"),
+        ("None", "returned None"),  # a `pass` left where the return belongs
+        ("dx", "returned a single numpy.ndarray"),
+    ],
+)
+def test_a_backward_returning_the_wrong_count_leaves_the_forward_graded(
+    rnn_step: Exercise, tmp_path: Path, returned: str, got: str
+) -> None:
+    """The backward's returns err with the count in the message; the forward's next_h keeps its points."""
+    source = RNN_STEP.replace("return dx, dprev_h, dWx, dWh, db", f"return {returned}")
+    result = grade_source(rnn_step, tmp_path, "rnn_layers.py", source, trials=12)
+    assert result.error is None, result.error
+    by_name = {r.name: r for r in result.returns}
+    assert by_name["next_h"].verdict is Verdict.PASS
+    assert by_name["next_h"].score == by_name["next_h"].points == 2
+    due = "dx, dprev_h, dWx, dWh, db"
+    for name in BACKWARD:
+        judged = by_name[name]
+        assert (judged.verdict, judged.score, judged.failed_trials) == (Verdict.ERROR, 0.0, 12)
+        assert f"rnn_step_backward {got}; 5" in judged.message, judged.message
+        assert f"are due: {due}" in judged.message, judged.message
+    assert result.score == 2
+
+
+def test_the_count_message_reads_as_the_student_would_say_it(rnn_step: Exercise, tmp_path: Path) -> None:
+    source = RNN_STEP.replace("return dx, dprev_h, dWx, dWh, db", "return dx, dprev_h, dWx, dWh")
+    result = grade_source(rnn_step, tmp_path, "rnn_layers.py", source, trials=3)
+    message = {r.name: r.message for r in result.returns}["db"]
+    assert "rnn_step_backward returned 4 values; 5 are due: dx, dprev_h, dWx, dWh, db" in message, message
+    assert "derived by hand" not in message, message  # erring on every trial, the autograd check is no news
+
+
+def test_a_backward_short_on_some_trials_only_errs_there(rnn_step: Exercise, tmp_path: Path) -> None:
+    """A count that depends on the sizes (db dropped when N == 1) fails those trials and no others."""
+    source = RNN_STEP.replace(
+        "return dx, dprev_h, dWx, dWh, db",
+        "return (dx, dprev_h, dWx, dWh) if x.shape[0] == 1 else (dx, dprev_h, dWx, dWh, db)",
+    )
+    result = grade_source(rnn_step, tmp_path, "rnn_layers.py", source, trials=30)
+    by_name = {r.name: r for r in result.returns}
+    assert by_name["next_h"].verdict is Verdict.PASS and by_name["next_h"].failed_trials == 0
+    failed = {by_name[name].failed_trials for name in BACKWARD}
+    assert len(failed) == 1 and 0 < failed.pop() < 30
+    assert all(by_name[name].verdict is Verdict.ERROR for name in BACKWARD)
+
+
+def test_a_forward_returning_the_wrong_count_fails_every_return(rnn_step: Exercise, tmp_path: Path) -> None:
+    """Its backward cannot run without the cache: every return errs, and says the forward is why."""
+    source = RNN_STEP.replace(
+        "return next_h, (x, prev_h, Wx, Wh, next_h)", "return next_h, x, prev_h, Wx, Wh, next_h"
+    )
+    result = grade_source(rnn_step, tmp_path, "rnn_layers.py", source, trials=5)
+    assert result.score == 0
+    for judged in result.returns:
+        assert judged.verdict is Verdict.ERROR
+        assert "rnn_step_forward returned 6 values; 2 are due: next_h, cache" in judged.message, (
+            judged.message
+        )
+
+
+def test_a_tuple_subclass_cannot_count_one_number_and_hand_over_another(
+    rnn_step: Exercise, tmp_path: Path
+) -> None:
+    """Hostile code: a tuple whose __len__ says 5 is read by its real length (4)."""
+    source = (
+        RNN_STEP.replace(
+            "return dx, dprev_h, dWx, dWh, db",
+            "return Five((dx, dprev_h, dWx, dWh))",
+        )
+        + """
+
+    class Five(tuple):
+        def __len__(self):
+            return 5
+
+        def __iter__(self):
+            return iter((*tuple.__iter__(self), None))
+"""
+    )
+    result = grade_source(rnn_step, tmp_path, "rnn_layers.py", source, trials=3)
+    by_name = {r.name: r for r in result.returns}
+    assert by_name["next_h"].verdict is Verdict.PASS
+    assert all("rnn_step_backward returned 4 values" in by_name[n].message for n in BACKWARD)

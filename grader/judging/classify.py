@@ -190,6 +190,9 @@ def _message(
             "(overflow in exp, cancellation), not a mistake in the maths; rewrite it stably "
             "(subtract the max before exp, use log-sum-exp, avoid subtracting nearly equal numbers)"
         )
+    changed = next((c for c in decisive if c.rerun is RerunOutcome.CHANGED), None)
+    if changed is not None:  # what the student must fix first: no other finding about it holds
+        return f"{how}{ratio}; {changed.note}"
     if worst.rerun is RerunOutcome.STILL_WRONG:
         return f"{how}, at any precision{ratio}: a mistake in the formula"
     if worst.rerun is RerunOutcome.REFUSED:

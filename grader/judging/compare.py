@@ -98,6 +98,9 @@ class RerunOutcome(Enum):
     RANGE_SHIFTED = "NaN or infinite, right on shifted inputs"
     WRONG_SHIFTED = "still wrong on shifted inputs"
     ONLY_SHIFTED = "right only on shifted inputs, on every trial"  # no trial right as it was: a mistake
+    # The same call (same inputs, same seed, nothing lifted) answered otherwise when run again: state kept
+    # between calls. No rerun of such code says anything of its precision: judged by its values.
+    CHANGED = "changed between identical calls"
 
     @property
     def unstable(self) -> bool:

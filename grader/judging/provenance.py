@@ -16,6 +16,12 @@ of their comparisons and reruns, since autograd's values there are changed on pu
 is graded on the checks and fails closed: right on every ordinary trial but off on a checked one, it is
 `autograd`, no points; a checked trial that did not complete (it raised, exited, crashed or ran out of
 time, or the channel was lost) earns it no points either, since the check could not run.
+
+Off on a check is a copy's sign only in code that answers the same call the same way. Before a by-hand
+return is called a copy, the last few ordinary trials run once more exactly as they first ran (`steady`):
+a hand-in whose answers changed there (right on its first thousand calls and wrong after, say) keeps no
+points either, but is told that it returned different answers for the same inputs, as `logic`, not
+`autograd`. A copy cannot earn anything by changing its answers: the return is off on a check either way.
 """
 
 from __future__ import annotations
@@ -39,6 +45,7 @@ from grader.text import counted
 
 if TYPE_CHECKING:
     from grader.judging.compare import Compared, Comparison
+    from grader.judging.reruns import ChangedAnswer
 
 # Checked trials per run: one copy off on a single checked trial suffices, three make a copy that is right
 # by chance on one (an entry whose factors' mixture lands near 1) still caught; fewer where the run has few
@@ -56,6 +63,9 @@ OFF = 1 / 8
 # can hide on one or two ordinary trials and show on a checked one (seen on affine with 3 trials). Below
 # it the return still earns nothing there, as `logic`: wrong where it was checked, cause not named.
 ACCUSE_AFTER = 8
+# Ordinary trials run again as they first ran before a by-hand return is called a copy: the last ones of
+# the first pass, after which a hand-in that changes its answers after many calls has changed them.
+STEADY = 3
 
 
 def pick_checks(
@@ -85,6 +95,11 @@ class Checks:
     stopped: Failure | None = None  # what ended the first pass early, if it did
     reruns: Pass = field(default_factory=Pass)  # the worker's reruns at float64 (checked again), when read
     extended: Pass = field(default_factory=Pass)  # and in extended precision
+    # The last ordinary trials of the first pass, run again as they first ran where a by-hand return is off
+    # on a check (with_reruns): their references, what they first gave, and what they gave again.
+    steady: References = field(default_factory=lambda: References((), {}, {}))
+    steady_first: Pass = field(default_factory=Pass)
+    again: Pass = field(default_factory=Pass)
 
 
 def with_reruns(request: RerunRequest, exercise: Exercise, checks: Checks) -> RerunRequest:
@@ -104,10 +119,12 @@ def with_reruns(request: RerunRequest, exercise: Exercise, checks: Checks) -> Re
                         extended.add(found.trial)
     if not again:
         return request
+    steady = (t.index for t in checks.steady.trials)
     return replace(
         request,
         trials=tuple(sorted({*request.trials, *again})),
         extended=tuple(sorted({*request.extended, *extended})),
+        again=tuple(sorted({*request.again, *steady})),
     )
 
 
@@ -123,6 +140,8 @@ def split(references: References, first: Pass, checks: Sequence[int]) -> tuple[R
     if not checked:
         return references, first, Checks((), Pass(), References((), {}, {}), first.stopped)
     ran = checked & (first.outputs.keys() | first.failures.keys())
+    answered = [t for t in references.trials if t.index in first.outputs and t.index not in checked]
+    steady = {t.index for t in answered[-STEADY:]}
 
     def only(keep: bool) -> tuple[References, Pass]:
         wanted = checked if keep else ran
@@ -137,10 +156,22 @@ def split(references: References, first: Pass, checks: Sequence[int]) -> tuple[R
 
     ordinary_references, ordinary = only(False)
     checked_references, checked_pass = only(True)
+    steady_references = References(
+        tuple(t for t in references.trials if t.index in steady),
+        {i: e for i, e in references.expected.items() if i in steady},
+        {i: s for i, s in references.spread.items() if i in steady},
+    )
     return (
         ordinary_references,
         ordinary,
-        Checks(tuple(sorted(checked)), checked_pass, checked_references, first.stopped),
+        Checks(
+            tuple(sorted(checked)),
+            checked_pass,
+            checked_references,
+            first.stopped,
+            steady=steady_references,
+            steady_first=first.restricted(steady),
+        ),
     )
 
 
@@ -238,6 +269,8 @@ def checked(judged: ReturnResult, spec: ReturnSpec, checks: Checks) -> ReturnRes
             f"trial {trial} was one of the trials on which the grader checks that {name} is derived by "
             "hand, not taken from autograd, and a return whose check could not run earns no points"
         )
+        if judged.verdict is Verdict.ERROR and ordinary.failed_trials == ordinary.trials:
+            return judged  # it erred on every trial (a backward short of a value): the check is no news
         if judged.verdict is Verdict.ERROR:  # the trial's failure is told among its own already
             return replace(judged, message=f"{judged.message}; {note}")
         message = f"{name}: trial {trial} did not complete ({why}); {note}. Make the function run to its end"
@@ -265,6 +298,15 @@ def checked(judged: ReturnResult, spec: ReturnSpec, checks: Checks) -> ReturnRes
         f"on those trials the grader secretly altered autograd's gradients, to check that {name} is derived "
         "by hand"
     )
+    changed = _changed(name, checks)
+    if changed is not None:
+        # Answers that change between identical calls say nothing of where they came from: no accusation.
+        message = (
+            f"{name} was {moved} on trial {first.trial}{others} (where the grader checks that {name} is "
+            f"derived by hand), though right on {counted(right, 'other trial')}; "
+            + changed.words(name, "so being off on a check is no sign of autograd: judged by its values")
+        )
+        return _zero(judged, Verdict.LOGIC, message, "")
     if right < ACCUSE_AFTER:
         message = (
             f"{name} was {moved} on trial {first.trial}{others}; {altered}. It passed "
@@ -277,6 +319,15 @@ def checked(judged: ReturnResult, spec: ReturnSpec, checks: Checks) -> ReturnRes
         f"but {moved} on trial {first.trial}{others}; {altered}, and your {name} changed with them"
     )
     return _zero(judged, Verdict.AUTOGRAD, message, _FEEDBACK.format(name=name))
+
+
+def _changed(name: str, checks: Checks) -> ChangedAnswer | None:
+    """Where `name` came back otherwise from an ordinary trial run again as it first ran (`steady`)."""
+    from grader.judging.reruns import changed_answer  # reruns imports this module
+
+    returned = checks.steady_first.returned(name)
+    got = {index: returned[index].array for index in returned}
+    return changed_answer(name, checks.steady, got, checks.again)
 
 
 def _zero(judged: ReturnResult, verdict: Verdict, message: str, feedback: str) -> ReturnResult:

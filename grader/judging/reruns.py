@@ -15,6 +15,14 @@ numpy.linalg) a float64 trial is judged by its run on inputs moved by the exerci
 where the graph has one and the inputs are large (invariance.py: right there is instability, wrong there a
 mistake, NaN or not), else on its first run: NaN or infinities where finite values were due are the
 format's range (instability), any other error beyond float64 rounding is a mistake.
+
+A rerun tells precision from a mistake only of code that answers the same call the same way. A few trials
+beyond rounding also run once more exactly as they first ran (`again`); where a return's answer changed
+there (a call counter, a cache keyed by input, unseeded random numbers: wrong on its first calls and
+right later, say), none of its reruns is evidence of an unstable formula, and every trial of it beyond
+rounding is judged by its values: a mistake, told as different answers for the same inputs. This one
+finding is the hand-in's, not a trial's: a stateful hand-in must not earn instability's credit on the
+trials that were not run again.
 """
 
 from __future__ import annotations
@@ -106,6 +114,20 @@ class RerunPlan:
     request: RerunRequest
 
 
+# Where a trial is beyond rounding, this many of them and as many that were right run once more as they
+# first ran, to see the same answers (the smallest indices: code wrong on its first calls only, or right
+# on them only, shows there). Few: each is one more call of a failing hand-in, and none of a passing one.
+AGAIN = 3
+
+
+def _again(references: References, first: Pass, beyond: set[int]) -> tuple[int, ...]:
+    """The trials to run once more as they first ran: the first few beyond rounding, the first few not."""
+    if not beyond:
+        return ()
+    right = [t.index for t in references.trials if t.index not in beyond and t.index in first.outputs]
+    return tuple(sorted({*sorted(beyond)[:AGAIN], *right[:AGAIN]}))
+
+
 def plan_reruns(exercise: Exercise, references: References, first: Pass) -> RerunPlan:
     """Compare the first pass, and pick the trials to rerun: every trial beyond rounding, at float64, and
     those of them computed in float64 again in extended precision. (The trials of the autograd check are
@@ -143,6 +165,7 @@ def plan_reruns(exercise: Exercise, references: References, first: Pass) -> Reru
         tuple(sorted(beyond)),
         (*moved, *_shifted(exercise, references, in_float64)),
         tuple(sorted(in_float64)) if HAS_EXTENDED else (),
+        _again(references, first, beyond),
     )
     return RerunPlan(comparisons, tuple(probes), request)
 
@@ -247,13 +270,18 @@ def resolve_beyond_rounding(
     compared: Compared,
     got: Mapping[int, np.ndarray],
 ) -> dict[int, Comparison]:
-    """Trials beyond rounding, each decided by its own reruns between instability and logic."""
+    """Trials beyond rounding, each decided by its own reruns between instability and logic; all of them
+    logic where the return's answer changed between identical calls (`changed_answer`)."""
     resolved: dict[int, Comparison] = {}
     shift: invariance.Shift | None = None
+    changed = changed_answer(spec.name, references, got, report.again)
     for comparison in compared.others.values():
         if comparison.verdict is not Verdict.LOGIC:
             continue
         index = comparison.trial
+        if changed is not None:
+            resolved[index] = _decided(comparison, RerunOutcome.CHANGED, changed.words(spec.name))
+            continue
         shifted = _rerun_of(report.reruns, invariance.shifted_index(index), spec.name)
         if shifted is not None and shift is None:  # derived already when the rerun was planned
             shift = invariance.shift_of(exercise, references)
@@ -286,6 +314,77 @@ def _extended_of(report: WorkerReport, index: int, name: str) -> Rerun | None:
     ):
         return extended.what
     return extended
+
+
+_NO_RERUN = "so no rerun can tell rounding from a mistake: judged by its values"
+
+
+@dataclass(frozen=True)
+class ChangedAnswer:
+    """A trial whose return came back otherwise from the same call, run again as it first ran."""
+
+    trial: int
+    first_error: float  # the largest |error| of each answer, as a share of the reference's largest entry
+    again_error: float
+
+    def words(self, name: str, consequence: str = _NO_RERUN) -> str:
+        return (
+            f"it returned different answers for the same inputs: on trial {self.trial} its {name} was "
+            f"{_off_by(self.first_error)} on the first call and {_off_by(self.again_error)} when called "
+            f"again with the same inputs, {consequence}. "
+            "Your function keeps state between calls (a call counter, a global list, a cache) or draws "
+            f"random numbers it does not seed: compute {name} from the arguments alone"
+        )
+
+
+def _off_by(error: float) -> str:
+    """An answer's error, as a share of the reference's largest entry, in words."""
+    if error == 0:
+        return "exact"
+    if not np.isfinite(error):
+        return "not finite"
+    return f"off by {error:.2g} of its largest entry" if error < 0.01 else f"off by {error:.0%}"
+
+
+def answer_error(array: np.ndarray, expected: np.ndarray, scale_of: np.ndarray | None = None) -> float:
+    """The largest |array - expected| as a share of the largest finite entry of `scale_of` (by default
+    `expected`); inf: NaN, another size, or nothing to measure against."""
+    expected = np.asarray(expected, dtype=np.float64)
+    if array.size != expected.size:
+        return float("inf")
+    change = np.abs(array.astype(np.float64).reshape(expected.shape) - expected)
+    largest = float(np.nan_to_num(change, nan=np.inf).max(initial=0.0))
+    measure = expected if scale_of is None else np.asarray(scale_of, dtype=np.float64)
+    scale = float(np.abs(measure[np.isfinite(measure)]).max(initial=0.0))
+    if largest == 0:
+        return 0.0
+    return largest / scale if scale > 0 else float("inf")
+
+
+def changed_answer(
+    name: str, references: References, got: Mapping[int, np.ndarray], again: Pass
+) -> ChangedAnswer | None:
+    """The first trial, run again as it first ran, on which `name` came back materially otherwise than the
+    first time (the two answers apart by more than _MATERIAL of the reference's largest entry: the same
+    call is bit for bit the same computation, and rounding differs by far less anyway), or None."""
+    for index in sorted(again.outputs.keys() & got.keys()):
+        item = again.outputs[index].by_name.get(name)
+        if not isinstance(item, Returned) or index not in references.expected:
+            continue
+        first_array = np.asarray(got[index])
+        if _same_values(item.array, first_array):
+            continue
+        expected = references.expected[index][name]
+        if answer_error(item.array, first_array, scale_of=expected) > _MATERIAL:
+            return ChangedAnswer(
+                index, answer_error(first_array, expected), answer_error(item.array, expected)
+            )
+    return None
+
+
+# Below this share of the reference's largest entry a change is rounding's at any precision a hand-in
+# computes in (float16's unit roundoff is 4.9e-4): never called a changed answer.
+_MATERIAL = 1e-3
 
 
 def resolve_with_rerun(

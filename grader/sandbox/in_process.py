@@ -175,7 +175,7 @@ class InProcessRunner:
             i: tuple(s if s is None else tuple(s) for s in found)
             for i, found in returned_shapes(first, request)
         }
-        reruns = calls.Reruns(request.trials, probes, request.extended, shapes)
+        reruns = calls.Reruns(request.trials, probes, request.extended, shapes, request.again)
         with self._running():
             calls.run_reruns(self._collector, self._functions, self._inputs, reruns, self._job, self._where)
         return self._report(first)
@@ -191,6 +191,7 @@ class InProcessRunner:
             first=first,
             reruns=self._collector.pass_of(Run.FLOAT64),
             extended=self._collector.pass_of(Run.EXTENDED),
+            again=self._collector.pass_of(Run.AGAIN),
             stdout=self._stdout.text(),
             stderr=self._stderr.text(),
             output_bytes=self._stdout.total + self._stderr.total,

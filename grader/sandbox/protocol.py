@@ -74,6 +74,9 @@ class Run(Enum):
     FIRST = "first"  # as the student's code runs it
     FLOAT64 = "float64"  # again, with every float lifted to at least float64
     EXTENDED = "extended"  # again, numpy's floats in extended precision: above float64
+    # Again as the first run ran it, nothing lifted: code that answers the same inputs otherwise than it
+    # did (state kept between calls) shows here, and its changed answer is no unstable formula's.
+    AGAIN = "again"
 
 
 class ProtocolError(Exception):

@@ -217,12 +217,14 @@ class Pass:
 
 @dataclass(frozen=True)
 class RerunRequest:
-    """What the worker runs after its first pass: trials again at float64, probes (new inputs) at float64,
-    and trials again in numpy's extended precision (for code that computed in float64 already)."""
+    """What the worker runs after its first pass: trials again as they first ran (nothing lifted: the same
+    call, to see the same answer), trials again at float64, probes (new inputs) at float64, and trials
+    again in numpy's extended precision (for code that computed in float64 already)."""
 
     trials: tuple[int, ...] = ()
     probes: tuple[Trial, ...] = ()
     extended: tuple[int, ...] = ()
+    again: tuple[int, ...] = ()
 
 
 def returned_shapes(first: Pass, request: RerunRequest) -> list[tuple[int, list[list[int] | None]]]:
@@ -247,6 +249,7 @@ class WorkerReport:
     first: Pass
     reruns: Pass  # at float64, probes included
     extended: Pass = field(default_factory=Pass)  # in extended precision
+    again: Pass = field(default_factory=Pass)  # as the first pass ran them
     stdout: str = ""
     stderr: str = ""
     output_bytes: int = 0
@@ -268,6 +271,7 @@ class WorkerReport:
             first=self.first.relocated(where),
             reruns=self.reruns.relocated(where),
             extended=self.extended.relocated(where),
+            again=self.again.relocated(where),
         )
 
     def after(self, earlier: WorkerReport) -> WorkerReport:

@@ -182,6 +182,7 @@ class RunningWorker:
         if first.stopped is None and not reader.finished:
             self._request(request, first)
             owed = {
+                Run.AGAIN: list(request.again),
                 Run.FLOAT64: [*request.trials, *(p.index for p in request.probes)],
                 Run.EXTENDED: list(request.extended),
             }
@@ -210,6 +211,7 @@ class RunningWorker:
             first=first,
             reruns=passes.get(Run.FLOAT64, Pass()),
             extended=passes.get(Run.EXTENDED, Pass()),
+            again=passes.get(Run.AGAIN, Pass()),
             stdout=stdout.text(),
             stderr=stderr.text(),
             output_bytes=stdout.total + stderr.total,
@@ -258,6 +260,7 @@ class RunningWorker:
             "type": "rerun",
             "trials": list(request.trials),
             "extended": list(request.extended),
+            "again": list(request.again),
             "probes": [[p.index, list(p.inputs)] for p in request.probes],
             "shapes": returned_shapes(first, request),
         }

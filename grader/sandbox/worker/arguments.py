@@ -82,7 +82,7 @@ def _fresh(name: str, job: dict[str, Any], run: Run, bound: frozenset[str], plai
         return lambda inputs, values: handed(inputs[name] != 0, kind)
     # A rerun checks the same code, lifted.
     lifted = LIFTED.get(run)
-    as_first = run is Run.FIRST
+    as_first = run in (Run.FIRST, Run.AGAIN)
     narrow = job["inputs_as"] or (how["dtype"] if how["dtype"] != "float64" else None)
 
     def copied(array: np.ndarray) -> np.ndarray:

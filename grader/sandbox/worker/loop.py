@@ -132,7 +132,7 @@ def _exercise(
     probes = {index: {n: next(arrays) for n in names} for index, names in request.header["probes"]}
     header = request.header
     first = {index: tuple(s if s is None else tuple(s) for s in shapes) for index, shapes in header["shapes"]}
-    reruns = Reruns(header["trials"], probes, header["extended"], first)
+    reruns = Reruns(header["trials"], probes, header["extended"], first, header["again"])
     run_reruns(channel, functions, inputs_by_trial, reruns, job, submission_dir)
     channel.send({"type": "done"})
     return True

@@ -64,7 +64,12 @@ def run_trial(
         values = [bound[n] for n in names] if job["calls"][-1]["binds"] is not None else None
     except _BadReturn as bad:
         DEADLINE.stop()
-        channel.send(_bad_return(index, run, str(bad)))
+        if any(n in bound for n in names):
+            # A later call (the backward) returned too few or too many values: judged as if it had raised
+            # there, so what the calls before it returned (the forward's out) is still graded.
+            _queue_partial(channel, index, run, started, names, bound, f"not computed: {bad}")
+        else:
+            channel.send(_bad_return(index, run, str(bad)))
         return
     except BaseException as exc:
         DEADLINE.stop()
@@ -73,12 +78,9 @@ def run_trial(
         if kind is FailureKind.EXCEPTION and any(n in bound for n in names):
             # A later call (the backward) raised: what the calls before it returned (the forward's out) is
             # still graded, and each return it did not get to says why.
-            problem = f"not computed: {entry}() raised {message}"
-            seconds = time.perf_counter() - started
-            partial = [
-                converted(n, bound[n]) if n in bound else (n, None, problem, None, None) for n in names
-            ]
-            channel.queue(index, run, seconds, partial)
+            _queue_partial(
+                channel, index, run, started, names, bound, f"not computed: {entry}() raised {message}"
+            )
             return
         error: dict[str, Any] = {"type": "trial-error", "trial": index, "run": run.value, "kind": kind.value}
         if isinstance(exc, TrialTimeout):
@@ -114,14 +116,47 @@ class _BadReturn(Exception):
     """A call returned another number of values than the exercise names."""
 
 
+def _queue_partial(
+    channel: TrialSink,
+    index: int,
+    run: Run,
+    started: float,
+    names: list[str],
+    bound: dict[str, Any],
+    problem: str,
+) -> None:
+    """A trial whose later call failed: the returns bound before it sent, each of the others with why."""
+    seconds = time.perf_counter() - started
+    channel.queue(
+        index,
+        run,
+        seconds,
+        [converted(n, bound[n]) if n in bound else (n, None, problem, None, None) for n in names],
+    )
+
+
 def _as_tuple(value: Any, names: list[str], function: str) -> tuple[Any, ...]:
+    """The values a call returned, one per name, or _BadReturn saying how many came and how many are due.
+
+    Read through tuple's and list's own methods: a subclass's __len__ or __iter__ (student code) could
+    otherwise count one number of values and hand over another.
+    """
     if len(names) == 1:
         return (value,)
-    if isinstance(value, tuple | list) and len(value) == len(names):
-        return tuple(value)
-    got = counted(len(value), "value") if isinstance(value, tuple | list) else f"a single {type_name(value)}"
+    items: tuple[Any, ...] | None = None
+    if isinstance(value, tuple):
+        items = tuple.__getitem__(value, slice(None))
+    elif isinstance(value, list):
+        items = tuple(list.__getitem__(value, slice(None)))
+    if items is not None and len(items) == len(names):
+        return items
+    if items is not None:
+        got = counted(len(items), "value")
+    else:
+        got = "None" if value is None else f"a single {type_name(value)}"
     who = f"{function} " if function else ""
-    raise _BadReturn(f"{who}returned {got}; expected a tuple of {len(names)}: ({', '.join(names)})")
+    due = f"{len(names)} are due" if items is not None else f"{len(names)} values are due"
+    raise _BadReturn(f"{who}returned {got}; {due}: {', '.join(names)}")
 
 
 def _bad_return(index: int, run: Run, message: str) -> dict[str, Any]:
@@ -144,6 +179,7 @@ class Reruns:
     extended: Sequence[int]  # trials again in numpy's extended precision
     # What each trial's first run returned, as shapes: a rerun that returns others refused its input.
     first: Mapping[int, Shapes] = dataclasses.field(default_factory=dict)
+    again: Sequence[int] = ()  # trials again as the first pass ran them
 
 
 def run_reruns(
@@ -158,6 +194,10 @@ def run_reruns(
     a copy stays off above its precision, an unstable formula's error shrinks (judging/provenance.py)."""
     checks = frozenset(job.get("checks", ()))
     first = reruns.first
+    for index in reruns.again:  # first, before anything is lifted: as the first pass ran it
+        channel.starting(index)
+        with autograd_checked(index in checks):
+            run_trial(channel, functions, index, inputs_by_trial[index], job, submission_dir, Run.AGAIN)
     runs = [
         *((i, inputs_by_trial[i], Run.FLOAT64, i in checks, first.get(i)) for i in reruns.float64),
         *((i, inputs, Run.FLOAT64, False, None) for i, inputs in reruns.probes.items()),  # new inputs
