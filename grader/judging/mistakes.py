@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
+from itertools import chain
 
 import numpy as np
 
@@ -74,8 +75,11 @@ def standard_mistakes(
 def mutant_mistakes(
     exercise: Exercise, trials: list[Trial], only: str | None = None
 ) -> Iterator[tuple[ReturnSpec, Mistake]]:
-    """The graph mutants' returns on `trials` (see graph_mutants), or only the one named `only`."""
-    yield from _recomputed(exercise, trials, graph_mutants(exercise), only)
+    """The graph mutants' returns on `trials` (see graph_mutants), then the graph's mistake families
+    (see families.py), or only the one named `only`."""
+    from grader.judging.families import graph_families  # it builds on this module's GraphSlip
+
+    yield from _recomputed(exercise, trials, chain(graph_mutants(exercise), graph_families(exercise)), only)
 
 
 def _recomputed(
