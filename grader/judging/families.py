@@ -134,33 +134,37 @@ def dropped_paths(exercise: Exercise) -> Iterator[GraphSlip]:
                 uses.setdefault(node.id, []).append((position, index))
             elif _reduction(node) and index > 0:
                 statistics.append(((position, index), ast.unparse(node)))
-    candidates: list[tuple[list[Place], str]] = []
+    # Statistics first (a mean's or variance's path is the one students drop), then other names, then
+    # a name dropped in one of its uses only, then every statistic at once.
+    statistic_paths: list[tuple[list[Place], str]] = []
+    name_paths: list[tuple[list[Place], str]] = []
+    use_paths: list[tuple[list[Place], str]] = []
+    shown: list[str] = []  # the statistics, as `every statistic (...)` lists them
     for assignment in program.assignments:
         places = uses.get(assignment.target, [])
         if not places:
             continue
-        what = f"{assignment.target} = {ast.unparse(assignment.expr)}"
         described = _described(assignment.expr, labels)
-        if described:
-            what += f" ({described})"
-        candidates.append((places, what))
+        what = f"{assignment.target} ({described})" if described else assignment.target
+        if _reduction(assignment.expr):
+            statistic_paths.append((places, what))
+            shown.append(assignment.target)
+        else:
+            name_paths.append((places, what))
         by_user: dict[int, list[Place]] = {}
         for place in places:
             by_user.setdefault(place[0], []).append(place)
         if len(by_user) > 1:
             for user, alone in by_user.items():
-                candidates.append((alone, f"{what}, in {program.assignments[user].target}"))
+                use_paths.append((alone, f"{assignment.target} in {program.assignments[user].target}"))
     for place, text in statistics:
         node = list(ast.walk(program.assignments[place[0]].expr))[place[1]]
         described = _described(node, labels)
-        candidates.append(([place], f"{text}" + (f" ({described})" if described else "")))
-    named_statistics = [
-        place for a in program.assignments if _reduction(a.expr) for place in uses.get(a.target, [])
-    ]
-    every = named_statistics + [place for place, _ in statistics]
-    if len(every) > 1:
-        shown = [a.target for a in program.assignments if _reduction(a.expr) and a.target in uses]
-        shown += [text for _, text in statistics]
+        statistic_paths.append(([place], f"{text} ({described})" if described else text))
+        shown.append(text)
+    candidates = statistic_paths + name_paths + use_paths
+    if len(statistic_paths) > 1:
+        every = [place for places, _ in statistic_paths for place in places]
         candidates.append((every, f"every statistic ({', '.join(shown)})"))
     seen: set[tuple[Place, ...]] = set()
     for places, what in candidates:
@@ -173,22 +177,20 @@ def dropped_paths(exercise: Exercise) -> Iterator[GraphSlip]:
         if reach is None:
             continue
         wrt, of = reach
-        name = f"the path through {what} dropped"
         feedback = (
             f"your values are the gradient with {what} held constant: {wrt} reaches {of} through it as "
-            f"well as along its other paths, and the chain rule adds every path's gradient; add the term "
+            "well as along its other paths, and the chain rule adds every path's gradient; add the term "
             "that flows back through it (for a mean or a variance: its gradient summed over the axes it "
             "reduces, divided by their size)"
         )
-        yield GraphSlip(
-            f"{name}: {wrt} reaches {of} also through it", MistakeFamily.DROPPED_PATH, feedback, variant
-        )
+        name = f"the path through {what} dropped: {wrt} reaches {of} also through it"
+        yield GraphSlip(name, MistakeFamily.DROPPED_PATH, feedback, variant)
 
 
 def wrong_axes(exercise: Exercise) -> Iterator[GraphSlip]:
     """The reductions over one set of axes taken over another, where the tensor's rank is known: all the
-    reductions over the same axes of tensors of the same rank together (a mean and its variance), and
-    each alone where there are several; a variant that fails to evaluate is skipped by the caller."""
+    reductions over the same axes of tensors of the same rank together (a mean and its variance); a
+    variant that fails to evaluate is skipped by the caller."""
     labels = _all_labels(exercise)
     groups: dict[tuple[int, tuple[int, ...], bool], list[tuple[Place, Labels, str]]] = {}
     for position, assignment in enumerate(exercise.program.assignments):
@@ -206,29 +208,27 @@ def wrong_axes(exercise: Exercise) -> Iterator[GraphSlip]:
             key = (len(shape), axes, function in _ONE_AXIS)
             groups.setdefault(key, []).append(((position, index), shape, function))
     for (rank, axes, single), members in groups.items():
-        others = _axis_sets(rank, single)
-        subsets = [members] + ([[m] for m in members] if len(members) > 1 else [])
-        for other in others:
+        # All of them together: a student who takes the mean over other axes takes the variance there too.
+        shape = members[0][1]
+        functions = " and ".join(dict.fromkeys(f for _, _, f in members))
+        due = _axes_words(axes, shape)
+        for other in _axis_sets(rank, single):
             if other == axes:
                 continue
-            for subset in subsets:
-                shape = subset[0][1]
-                functions = " and ".join(dict.fromkeys(f for _, _, f in subset))
-                name = (
-                    f"the {functions} over {_axes_words(other, shape)} instead of {_axes_words(axes, shape)}"
-                )
-                if len(subset) < len(members):
-                    statement = exercise.program.assignments[subset[0][0][0]]
-                    name += f" (in {statement.target} only)"
-                norm = _NORMS_4D.get(other) if rank == 4 and functions != "sum" else None
-                feedback = (
-                    f"your values are those of the {functions} taken over {_axes_words(other, shape)}"
-                    + (f", {norm}" if norm else "")
-                    + f"; the exercise takes it over {_axes_words(axes, shape)}: pass axis={axes} "
-                    "(with keepdims=True so that it broadcasts back)"
-                )
-                rewrite = dict.fromkeys((place for place, _, _ in subset), _with_axes(other))
-                yield GraphSlip(name, MistakeFamily.WRONG_AXES, feedback, _rewritten(exercise, rewrite))
+            norm = _NORMS_4D.get(other) if rank == 4 and functions != "sum" else None
+            feedback = (
+                f"your values are those of the {functions} taken over {_axes_words(other, shape)}"
+                + (f", {norm}" if norm else "")
+                + f"; the exercise takes it over {due}: pass axis={axes[0] if len(axes) == 1 else axes}"
+                + ("" if single else " (with keepdims=True so that it broadcasts back)")
+            )
+            rewrite = dict.fromkeys((place for place, _, _ in members), _with_axes(other))
+            yield GraphSlip(
+                f"the {functions} over {_axes_words(other, shape)} instead of {due}",
+                MistakeFamily.WRONG_AXES,
+                feedback,
+                _rewritten(exercise, rewrite),
+            )
 
 
 def _axis_sets(rank: int, single: bool) -> list[tuple[int, ...]]:
@@ -237,7 +237,7 @@ def _axis_sets(rank: int, single: bool) -> list[tuple[int, ...]]:
     if rank == 4:
         return [(0,), (1,), (2, 3), (0, 2, 3), (1, 2, 3)]
     if rank == 3:
-        return [(0,), (1,), (2,), (0, 1), (0, 2), (1, 2)]
+        return [(0,), (1,), (2,), (1, 2)]  # (1, 2): a reshaped group norm's layer norm
     return [(0,), (1,)]
 
 
