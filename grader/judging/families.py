@@ -22,8 +22,9 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 
 from grader.exercise.graph import Assignment, Program
-from grader.exercise.spec import Exercise, SizeRange
-from grader.judging.mistakes import GraphSlip, _rebuild, _terms
+from grader.exercise.spec import Exercise, ReturnSpec, SizeRange
+from grader.exercise.trials import Trial
+from grader.judging.mistakes import GraphSlip, Mistake, _rebuild, _recomputed, _terms
 from grader.outcomes import MistakeFamily
 
 Labels = tuple[str, ...]  # what each axis of a value is, by the size expression of the spec's shapes
@@ -51,6 +52,11 @@ def graph_families(exercise: Exercise) -> Iterator[GraphSlip]:
     yield from term_scales(exercise)
     yield from dropped_paths(exercise)
     yield from wrong_axes(exercise)
+
+
+def family_mistakes(exercise: Exercise, trials: list[Trial]) -> Iterator[tuple[ReturnSpec, Mistake]]:
+    """Every family's slips, evaluated on `trials`: what `grader validate` reports as covered."""
+    yield from _recomputed(exercise, trials, graph_families(exercise), None)
 
 
 def term_scales(exercise: Exercise) -> Iterator[GraphSlip]:
@@ -193,6 +199,7 @@ def wrong_axes(exercise: Exercise) -> Iterator[GraphSlip]:
     variant that fails to evaluate is skipped by the caller."""
     labels = _all_labels(exercise)
     groups: dict[tuple[int, tuple[int, ...], bool], list[tuple[Place, Labels, str]]] = {}
+    arguments: dict[tuple[int, tuple[int, ...], bool], set[str]] = {}
     for position, assignment in enumerate(exercise.program.assignments):
         env = labels
         for index, node in enumerate(ast.walk(assignment.expr)):
@@ -207,6 +214,7 @@ def wrong_axes(exercise: Exercise) -> Iterator[GraphSlip]:
                 continue
             key = (len(shape), axes, function in _ONE_AXIS)
             groups.setdefault(key, []).append(((position, index), shape, function))
+            arguments.setdefault(key, set()).add(ast.unparse(node.args[0]))
     for (rank, axes, single), members in groups.items():
         # All of them together: a student who takes the mean over other axes takes the variance there too.
         shape = members[0][1]
@@ -229,6 +237,58 @@ def wrong_axes(exercise: Exercise) -> Iterator[GraphSlip]:
                 feedback,
                 _rewritten(exercise, rewrite),
             )
+        # Statistics of a reshaped tensor (group norm's (N, G, CG * H * W)): the axes of the tensor before
+        # the reshape too, broadcast back to it and reshaped alike (per channel where it is per group).
+        source = _reshaped_from(exercise, arguments[(rank, axes, single)], labels)
+        if source is None or single:
+            continue
+        reshape, original = source
+        before = ast.unparse(reshape.args[0])
+        for other in _axis_sets(len(original), single=False):
+            norm = _NORMS_4D.get(other) if len(original) == 4 and functions != "sum" else None
+            where = f"{_axes_words(other, original)} of {before}"
+            feedback = (
+                f"your values are those of the {functions} taken over {where}"
+                + (f", {norm}" if norm else "")
+                + f"; the exercise takes it over {due} of {ast.unparse(reshape)}: reshape first, then reduce"
+            )
+            rewrite = dict.fromkeys((place for place, _, _ in members), _before_reshape(reshape, other))
+            yield GraphSlip(
+                f"the {functions} over {where} instead of {due} of its reshape",
+                MistakeFamily.WRONG_AXES,
+                feedback,
+                _rewritten(exercise, rewrite),
+            )
+
+
+def _reshaped_from(
+    exercise: Exercise, arguments: set[str], labels: Mapping[str, Labels | None]
+) -> tuple[ast.Call, Labels] | None:
+    """The reshape(x, shape) call that the one name the reductions read is assigned, and x's axes."""
+    if len(arguments) != 1:
+        return None
+    definitions = {a.target: a.expr for a in exercise.program.assignments}
+    expr = definitions.get(next(iter(arguments)))
+    if not (isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and expr.func.id == "reshape"):
+        return None
+    original = _labels(expr.args[0], labels)
+    return None if original is None or len(original) < 2 else (expr, original)
+
+
+def _before_reshape(reshape: ast.Call, axes: tuple[int, ...]) -> Rewrite:
+    """stat(xg, ...) -> reshape(stat(x, dim=axes, keepdim=True) + zeros_like(x), shape): x's statistic,
+    broadcast to x's shape, then reshaped as xg is."""
+
+    def rewrite(node: ast.expr) -> ast.expr:
+        assert isinstance(node, ast.Call)
+        source = reshape.args[0]
+        statistic = _with_axes(axes)(ast.Call(node.func, [source], node.keywords))
+        broadcast = ast.BinOp(
+            statistic, ast.Add(), ast.Call(ast.Name("zeros_like", ast.Load()), [source], [])
+        )
+        return ast.Call(ast.Name("reshape", ast.Load()), [broadcast, *reshape.args[1:]], [])
+
+    return rewrite
 
 
 def _axis_sets(rank: int, single: bool) -> list[tuple[int, ...]]:
