@@ -233,6 +233,7 @@ def test_real_style_mistakes_are_named(
     exercise = load_exercise(exercise_folder(exercise_id))
     result = grade_source(exercise, tmp_path, "handin.py", source, trials=30)
     graded = {r.name: r for r in result.returns}
-    assert graded[ret].misconception is not None and graded[ret].misconception.startswith(name), graded[ret]
+    named = graded[ret].misconception
+    assert named is not None and named.startswith(name), graded[ret]
     assert graded[ret].mistake_family is family
     assert all(r.verdict.value == "pass" for r in result.returns if r.name != ret)

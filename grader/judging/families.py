@@ -7,7 +7,9 @@
   with detach(), so that the gradient misses the path through it (batchnorm's backward without its mean
   or variance path);
 - wrong axes: the reductions over one set of axes taken over another (instance norm in spatial batch
-  norm, layer norm in group norm), all of them together and, where several share the axes, each alone.
+  norm, layer norm in group norm), all those over the same axes together (a mean and its variance); for
+  the statistics of a reshaped tensor, the axes of the tensor before the reshape too (per-channel group
+  norm).
 
 A variant that equals the right values on every trial names nothing: diagnosis requires a candidate to
 separate from the right values beyond both envelopes. Simple families come first; each is bounded by the
@@ -98,7 +100,7 @@ def term_scales(exercise: Exercise) -> Iterator[GraphSlip]:
                     )
                 )
             for used, due in itertools.permutations(sizes, 2):
-                if used in _divisors(node, definitions, sizes):
+                if used in _divisors(node, definitions, sizes, labels):
                     scaled = ast.BinOp(
                         ast.BinOp(node, ast.Mult(), ast.Name(used, ast.Load())),
                         ast.Div(),
@@ -123,8 +125,9 @@ def term_scales(exercise: Exercise) -> Iterator[GraphSlip]:
 
 
 def dropped_paths(exercise: Exercise) -> Iterator[GraphSlip]:
-    """Each intermediate treated as a constant, one at a time: an assigned name at all its uses (and at
-    each use alone where it has several), a statistic computed inline, and every statistic at once; only
+    """Each intermediate treated as a constant, one at a time: a statistic (a name assigned a reduction,
+    or one inside an expression), another name at all its uses, a name in one of the statements that
+    use it where several do, and every statistic at once; only
     where the input differentiated still reaches the function along another path (otherwise the
     gradient is merely zero, which the other families and the verdict already say)."""
     program = exercise.program
@@ -133,7 +136,7 @@ def dropped_paths(exercise: Exercise) -> Iterator[GraphSlip]:
         return
     labels = _all_labels(exercise)
     uses: dict[str, list[Place]] = {}
-    statistics: list[tuple[Place, str]] = []  # inline reductions, and those a name is assigned
+    statistics: list[tuple[Place, str]] = []  # reductions inside an expression (a name's are its uses)
     for position, assignment in enumerate(program.assignments):
         for index, node in enumerate(ast.walk(assignment.expr)):
             if isinstance(node, ast.Name) and node.id in program.defined:
@@ -165,7 +168,7 @@ def dropped_paths(exercise: Exercise) -> Iterator[GraphSlip]:
                 use_paths.append((alone, f"{assignment.target} in {program.assignments[user].target}"))
     for place, text in statistics:
         node = list(ast.walk(program.assignments[place[0]].expr))[place[1]]
-        described = _described(node, labels)
+        described = _described(node, labels) if isinstance(node, ast.expr) else ""
         statistic_paths.append(([place], f"{text} ({described})" if described else text))
         shown.append(text)
     candidates = statistic_paths + name_paths + use_paths
@@ -438,7 +441,9 @@ def _return_targets(exercise: Exercise) -> set[str]:
     return targets
 
 
-def _divisors(node: ast.expr, definitions: Mapping[str, ast.expr], sizes: list[str]) -> set[str]:
+def _divisors(
+    node: ast.expr, definitions: Mapping[str, ast.expr], sizes: list[str], labels: Mapping[str, Labels | None]
+) -> set[str]:
     """The sizes a term divides by, following the names it reads: a mean may divide by any of them."""
     found: set[str] = set()
     pending, visited = [node], set()
@@ -448,7 +453,9 @@ def _divisors(node: ast.expr, definitions: Mapping[str, ast.expr], sizes: list[s
             if isinstance(sub, ast.BinOp) and isinstance(sub.op, ast.Div):
                 found |= {n.id for n in ast.walk(sub.right) if isinstance(n, ast.Name) and n.id in sizes}
             elif isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and sub.func.id == "mean":
-                found |= set(sizes)
+                # the sizes of the axes it averages over, where known; any size otherwise
+                over = _labels(sub.args[0], labels) if sub.args else None
+                found |= set(sizes) if over is None else {n for n in over if n in sizes}
             elif isinstance(sub, ast.Name) and sub.id in definitions and sub.id not in visited:
                 visited.add(sub.id)
                 pending.append(definitions[sub.id])
@@ -570,6 +577,8 @@ def _labels(node: ast.expr, env: Mapping[str, Labels | None]) -> Labels | None:
             return a[:-1] + b[-1:]
         case ast.BinOp(left=left, right=right):
             return _broadcast(_labels(left, env), _labels(right, env))
+        case ast.Subscript(slice=ast.Tuple(elts=[ast.Call(func=ast.Name(id="arange"), args=[size]), *_])):
+            return (ast.unparse(size),)  # scores[arange(N), y]: one entry per row picked
         case ast.Call(func=ast.Name(id=function), args=args, keywords=keywords) if args:
             return _call_labels(function, args, keywords, env)
     return None
@@ -599,6 +608,8 @@ def _call_labels(
         return tuple(ast.unparse(e) for e in entries)
     if function == "one_hot" and first is not None and len(args) == 2:
         return (*first, ast.unparse(args[1]))
+    if function in _STATISTICS and not any(k.arg == "dim" for k in keywords):
+        return ()  # over every axis: a scalar, whatever it reduces
     if function in _STATISTICS and first is not None:
         call = ast.Call(ast.Name(function, ast.Load()), args, keywords)
         axes = _axes(call, first)
