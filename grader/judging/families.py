@@ -62,11 +62,9 @@ def family_mistakes(exercise: Exercise, trials: list[Trial]) -> Iterator[tuple[R
 
 
 def term_scales(exercise: Exercise) -> Iterator[GraphSlip]:
-    """Each term of a sum that a return computes, multiplied by and divided by each size, and each size
-    its term divides by replaced by another (num_classes for num_train)."""
+    """Each term of a sum that a return computes, multiplied by and divided by each size, its sign
+    flipped, and each size it divides by replaced by another (num_classes for num_train)."""
     sizes = _scaling_sizes(exercise)
-    if not sizes:
-        return
     targets = _return_targets(exercise)
     labels = _all_labels(exercise)
     definitions = {a.target: a.expr for a in exercise.program.assignments}
@@ -99,6 +97,14 @@ def term_scales(exercise: Exercise) -> Iterator[GraphSlip]:
                         "gradient, not the others', by it",
                     )
                 )
+            changes.append(
+                (
+                    ast.UnaryOp(ast.USub(), node),
+                    f"{where} with its sign flipped",
+                    "only that term's sign is wrong (the other terms are right): look for a minus lost or "
+                    "added in its derivative alone",
+                )
+            )
             for used, due in itertools.permutations(sizes, 2):
                 if used in _divisors(node, definitions, sizes, labels):
                     scaled = ast.BinOp(
@@ -166,6 +172,13 @@ def dropped_paths(exercise: Exercise) -> Iterator[GraphSlip]:
         if len(by_user) > 1:
             for user, alone in by_user.items():
                 use_paths.append((alone, f"{assignment.target} in {program.assignments[user].target}"))
+        for user, alone in by_user.items():
+            # uses in different terms of one statement (logsumexp(scores) - scores[arange(N), y]): each
+            # term's alone, as a hand-derived gradient that forgets the correct class's -1
+            by_term = _uses_by_term(program.assignments[user].expr, {index for _, index in alone})
+            if len(by_term) > 1:
+                for term, indices in by_term.items():
+                    use_paths.append(([(user, i) for i in indices], f"{assignment.target} in `{term}`"))
     for place, text in statistics:
         node = list(ast.walk(program.assignments[place[0]].expr))[place[1]]
         described = _described(node, labels) if isinstance(node, ast.expr) else ""
@@ -371,6 +384,21 @@ def _reduction(node: ast.AST) -> bool:
         and node.func.id in _STATISTICS
         and bool(node.args)
     )
+
+
+def _uses_by_term(expr: ast.expr, indices: set[int]) -> dict[str, list[int]]:
+    """The uses at `indices` (ast.walk order of `expr`) grouped by the term of the sum they lie in; the
+    sum may be the argument of a reduction (mean(a - b)), whose terms are then the statement's."""
+    inner = expr
+    if isinstance(inner, ast.Call) and isinstance(inner.func, ast.Name) and inner.func.id in _STATISTICS:
+        inner = inner.args[0]
+    order = {id(node): index for index, node in enumerate(ast.walk(expr))}
+    grouped: dict[str, list[int]] = {}
+    for _, term in _terms(inner):
+        inside = [order[id(node)] for node in ast.walk(term) if order.get(id(node)) in indices]
+        if inside:
+            grouped.setdefault(ast.unparse(term), []).extend(inside)
+    return grouped
 
 
 def _described(node: ast.expr, labels: Mapping[str, Labels | None]) -> str:
