@@ -16,6 +16,7 @@ from grader.exercise.trials import Trial, make_trials
 from grader.grading import grade
 from grader.handin.discover import submission_from_path
 from grader.judging.compare import PRECISIONS, compare_many
+from grader.judging.families import family_mistakes
 from grader.judging.mistakes import Mistake, standard_mistakes
 from grader.outcomes import MistakeFamily, Verdict
 from grader.results import ReturnResult, SubmissionResult
@@ -315,11 +316,33 @@ def discrimination(exercise: Exercise, references: References) -> Check:
             + "; ".join(hidden)
             + " (choose inputs, sizes or a regularisation strength that make them show)"
         )
-        return Check("test points tell standard mistakes apart", False, detail)
+        return Check(
+            "test points tell standard mistakes apart",
+            False,
+            detail + _families_covered(exercise, references),
+        )
     detail = f"all {tested} standard mistakes that change a return land beyond float32 rounding"
     if weakest is not None and weakest[0] < 0.5:
         detail += f"; the least visible, {weakest[1]}, on {weakest[0]:.0%} of trials"
-    return Check("test points tell standard mistakes apart", True, detail)
+    return Check(
+        "test points tell standard mistakes apart", True, detail + _families_covered(exercise, references)
+    )
+
+
+def _families_covered(exercise: Exercise, references: References) -> str:
+    """The graph's mistake families naming tries, by family: how many of their variants some return
+    tells from float32 rounding. Informative only: a variant may equal the right values on purpose (a
+    path whose gradient is 0 here), and naming never picks one that does."""
+    tried: dict[MistakeFamily, set[str]] = {}
+    told: dict[MistakeFamily, set[str]] = {}
+    for ret, mistake in family_mistakes(exercise, list(references.trials)):
+        tried.setdefault(mistake.family, set()).add(mistake.name)
+        if _beyond_rounding(ret, mistake, references, "float32") > 0:
+            told.setdefault(mistake.family, set()).add(mistake.name)
+    if not tried:
+        return ""
+    counts = ", ".join(f"{len(told.get(f, ()))} of {len(names)} {f.value}" for f, names in tried.items())
+    return f"; the graph's mistake families that naming tries, told from float32 rounding: {counts}"
 
 
 def _summary(result: SubmissionResult) -> str:

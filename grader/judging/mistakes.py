@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
+from itertools import chain
 
 import numpy as np
 
@@ -74,12 +75,15 @@ def standard_mistakes(
 def mutant_mistakes(
     exercise: Exercise, trials: list[Trial], only: str | None = None
 ) -> Iterator[tuple[ReturnSpec, Mistake]]:
-    """The graph mutants' returns on `trials` (see graph_mutants) and the slips of a backward written by
-    hand (backward_slips.py), or only the one named `only`."""
-    from grader.judging.backward_slips import backward_slips  # it builds on this module's GraphSlip
+    """The graph mutants' returns on `trials` (see graph_mutants), then the graph's mistake families
+    (families.py) and the slips of a backward written by hand (backward_slips.py), or only the one named
+    `only`."""
+    # They build on this module's GraphSlip.
+    from grader.judging.backward_slips import backward_slips
+    from grader.judging.families import graph_families
 
-    yield from _recomputed(exercise, trials, graph_mutants(exercise), only)
-    yield from _recomputed(exercise, trials, backward_slips(exercise), only)
+    slips = chain(graph_mutants(exercise), graph_families(exercise), backward_slips(exercise))
+    yield from _recomputed(exercise, trials, slips, only)
 
 
 def _recomputed(
