@@ -34,7 +34,7 @@ from grader.grading import grade
 from grader.handin.discover import submission_from_path
 from grader.judging import invariance
 from grader.judging.compare import Compared, Comparison, RerunOutcome, compare
-from grader.judging.reruns import finite_somewhere, resolve_with_rerun
+from grader.judging.reruns import ZeroedRuns, finite_somewhere, resolve_with_rerun
 from grader.outcomes import Verdict
 from grader.results import SubmissionResult
 
@@ -285,3 +285,47 @@ def test_right_only_when_shifted_on_every_trial_is_logic() -> None:
     beside = finite_somewhere(Compared((), {0: finite, 1: right}))
     assert beside.others[0].verdict is Verdict.INSTABILITY
     assert finite_somewhere(Compared((), {0: nan})).others[0].verdict is Verdict.INSTABILITY
+
+
+# --- the rule with a zeroed input, on synthetic runs ------------------------------------------------------
+
+ZEROED_SHIFT = invariance.Shift("z", -1, zeroed="reg")
+
+
+def decided_zeroed(
+    expected: np.ndarray, got: np.ndarray, a: np.ndarray | str, b: np.ndarray | str, c: np.ndarray | str
+) -> Comparison:
+    """A float64 trial beyond rounding decided by probes A (reg 0), B (reg 0, moved) and C (moved), the
+    values due at A (and B) being `expected` / 2 and at C `expected` * 3."""
+    spread = np.zeros_like(expected)
+    first = compare(0, SPEC, expected, got, "float64", spread)
+
+    def run(r: np.ndarray | str) -> tuple[np.ndarray, str] | str:
+        return r if isinstance(r, str) else (r, "float64")
+
+    due = invariance.ZeroedDue({"g": expected / 2}, {"g": spread}, {"g": expected * 3}, {"g": spread})
+    zeroed = ZeroedRuns(run(a), run(b), due)
+    return resolve_with_rerun(
+        first, SPEC, expected, spread, got, (got, "float64"), TORCH_RAISED, (ZEROED_SHIFT, run(c)), zeroed
+    )
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1))
+def test_with_a_zeroed_input_only_b_and_c_right_and_a_wrong_is_instability(seed: int) -> None:
+    expected = values(seed)
+    got = expected * (1 + 1e-6)
+    at_zero, moved = expected / 2, expected * 3
+    unstable = decided_zeroed(expected, got, at_zero * (1 + 1e-6), at_zero, moved)
+    assert unstable.verdict is Verdict.INSTABILITY and unstable.rerun is RerunOutcome.RIGHT_SHIFTED
+    assert "right when reg is 0 and each row of z is moved by a constant" in unstable.note
+    # the failure does not come back with reg at 0: it lies in the reg term
+    assert decided_zeroed(expected, got, at_zero, at_zero, moved).verdict is Verdict.LOGIC
+    # wrong with reg at 0 and moved: the data term is wrong
+    assert decided_zeroed(expected, got, at_zero * 2, at_zero * 2, moved).verdict is Verdict.LOGIC
+    # wrong moved with reg as given, right at 0: the reg term is wrong
+    wrong_reg = decided_zeroed(expected, got, at_zero * 2, at_zero, moved * 1.01)
+    assert wrong_reg.verdict is Verdict.LOGIC and "the reg term is wrong" in wrong_reg.note
+    raised = decided_zeroed(expected, got, "ValueError: reg must be positive", at_zero, moved)
+    assert raised.verdict is Verdict.LOGIC and raised.rerun is RerunOutcome.RERUN_FAILED
+    assert "ValueError: reg must be positive" in raised.note
