@@ -13,7 +13,8 @@ inputs in extended precision (`np.longdouble`: 80-bit on x86-64, 11 more bits an
 Torch has nothing above float64; where the extended rerun cannot run (torch tensors made from the inputs,
 numpy.linalg) a float64 trial is judged by its run on inputs moved by the exercise's shift invariance
 where the graph has one and the inputs are large (invariance.py: right there is instability, wrong there a
-mistake, NaN or not), else on its first run: NaN or infinities where finite values were due are the
+mistake, NaN or not; where the invariance needs a scalar input such as reg at 0, by three runs with it at
+0 and not, `_judged_zeroed`), else on its first run: NaN or infinities where finite values were due are the
 format's range (instability), any other error beyond float64 rounding is a mistake.
 """
 
