@@ -7,11 +7,17 @@ fail on large inputs as well (the gradient's sign, the 1/N of the mean, the colu
 subtracted in the log-sum-exp and never added back). The grader runs each failing float64 trial again
 on inputs moved by the exercise's shift invariance (grader/judging/invariance.py): the unstable formulas
 are right there, and are `instability`; the bugs are still wrong there, and stay `logic`.
+
+tests/torch_instability/reg_variants/ holds torch float64 hand-ins of the stress exercise, which adds
+reg * sum(W * W): invariant only with reg at 0, so each failing trial is also run with reg at 0 (moved and
+not) and moved with reg as given. A batch-wide max is instability there too; a mistake in the reg term
+(reg * W for 2 * reg * W, reg forgotten) or in the data term (sign, 1/N) stays `logic`.
 """
 
 from __future__ import annotations
 
 import json
+import shutil
 from dataclasses import replace
 from pathlib import Path
 
@@ -28,7 +34,7 @@ from grader.grading import grade
 from grader.handin.discover import submission_from_path
 from grader.judging import invariance
 from grader.judging.compare import Compared, Comparison, RerunOutcome, compare
-from grader.judging.reruns import finite_somewhere, resolve_with_rerun
+from grader.judging.reruns import ZeroedRuns, finite_somewhere, resolve_with_rerun
 from grader.outcomes import Verdict
 from grader.results import SubmissionResult
 
@@ -99,11 +105,27 @@ def test_the_shift_is_derived_from_the_graph(exercise: Exercise, references: Ref
     assert shift == invariance.Shift("W", -1)
 
 
-def test_no_shift_where_a_term_is_not_invariant() -> None:
-    # The stress exercise adds reg * sum(W * W): moving W's rows changes the loss, so nothing is moved.
-    stress = load_exercise(exercise_folder("cs231n.a1.softmax_loss_vectorized_stress"))
-    refs = compute_references(stress, make_trials(stress, 0, 4))
-    assert invariance.shift_of(stress, refs) is None
+def test_with_reg_at_zero_the_shift_is_derived() -> None:
+    # No shift of W leaves reg * sum(W * W) as it is; with reg at 0 each row of W moves freely.
+    for name in ("cs231n.a1.softmax_loss_vectorized_stress", "eecs498.a2.softmax_loss_vectorized"):
+        found = load_exercise(exercise_folder(name))
+        refs = compute_references(found, make_trials(found, 0, 4))
+        assert invariance.shift_of(found, refs) == invariance.Shift("W", -1, zeroed="reg")
+
+
+def test_a_penalty_that_no_input_turns_off_gives_no_shift(tmp_path: Path) -> None:
+    # The stress exercise with a penalty of fixed weight: reg at 0 leaves it, so no invariance is derived.
+    folder = tmp_path / "fixed_penalty"
+    shutil.copytree(exercise_folder("cs231n.a1.softmax_loss_vectorized_stress"), folder)
+    spec = folder / "exercise.yaml"
+    text = spec.read_text()
+    assert "loss = data_loss + reg * sum(W * W)" in text
+    spec.write_text(
+        text.replace("loss = data_loss + reg * sum(W * W)", "loss = data_loss + 0.001 * sum(W * W)")
+    )
+    fixed = load_exercise(folder)
+    refs = compute_references(fixed, make_trials(fixed, 0, 4))
+    assert invariance.shift_of(fixed, refs) is None
 
 
 def test_scores_handed_out_directly_shift_by_rows() -> None:
@@ -133,6 +155,54 @@ def test_the_cli_tells_the_student() -> None:
     verdicts = {r["name"]: r["verdict"] for r in result["returns"]}
     assert verdicts == {"loss": "instability", "dW": "instability"}
     assert all("loses precision on large inputs in float64" in r["message"] for r in result["returns"])
+
+
+# --- with a regularisation term: the stress exercise ----------------------------------------------------
+
+REG_VARIANTS = HERE / "reg_variants"
+REG_EXPECTED = {
+    "global_max.py": {"loss": Verdict.INSTABILITY, "dW": Verdict.INSTABILITY},
+    "global_max_by_hand.py": {"loss": Verdict.INSTABILITY, "dW": Verdict.INSTABILITY},
+    # the loss is right (and unstable); the gradient's reg term is wrong where nothing underflows
+    "bug_reg_factor.py": {"loss": Verdict.INSTABILITY, "dW": Verdict.LOGIC},
+    "bug_no_reg.py": {"loss": Verdict.LOGIC, "dW": Verdict.LOGIC},
+    # the data gradient is wrong with reg at 0 and W moved, where the answer is that of reg at 0
+    "bug_sign.py": {"loss": Verdict.INSTABILITY, "dW": Verdict.LOGIC},
+    "bug_no_mean.py": {"loss": Verdict.INSTABILITY, "dW": Verdict.LOGIC},
+}
+
+
+@pytest.fixture(scope="module")
+def stress() -> Exercise:
+    return load_exercise(exercise_folder("cs231n.a1.softmax_loss_vectorized_stress"))
+
+
+@pytest.fixture(scope="module")
+def reg_graded(stress: Exercise) -> dict[str, SubmissionResult]:
+    references = compute_references(stress, make_trials(stress, 0, TRIALS))
+    results = {}
+    for name in REG_EXPECTED:
+        submission = submission_from_path(REG_VARIANTS / name, stress.spec.entry)
+        results[name] = grade(stress, submission, 0, references=references)
+    return results
+
+
+@pytest.mark.parametrize("name", list(REG_EXPECTED))
+def test_verdicts_with_reg(reg_graded: dict[str, SubmissionResult], name: str) -> None:
+    verdicts = {r.name: r.verdict for r in reg_graded[name].returns}
+    assert verdicts == REG_EXPECTED[name], {r.name: r.message for r in reg_graded[name].returns}
+
+
+def test_with_reg_the_student_reads_what_was_found(reg_graded: dict[str, SubmissionResult]) -> None:
+    for result in reg_graded["global_max_by_hand.py"].returns:
+        assert "right when reg is 0 and each row of W is moved by a constant" in result.message
+        assert "fails as before when reg is 0 and nothing is moved" in result.message
+        assert "loses precision on large inputs in float64" in result.message
+    dw = next(r for r in reg_graded["bug_reg_factor.py"].returns if r.name == "dW")
+    assert "still wrong when each row of W is moved by a constant with reg as given" in dw.message
+    assert "the reg term is wrong" in dw.message
+    sign = next(r for r in reg_graded["bug_sign.py"].returns if r.name == "dW")
+    assert "still wrong when reg is 0 and each row of W is moved by a constant" in sign.message
 
 
 # --- the rule alone, on synthetic runs --------------------------------------------------------------------
@@ -215,3 +285,47 @@ def test_right_only_when_shifted_on_every_trial_is_logic() -> None:
     beside = finite_somewhere(Compared((), {0: finite, 1: right}))
     assert beside.others[0].verdict is Verdict.INSTABILITY
     assert finite_somewhere(Compared((), {0: nan})).others[0].verdict is Verdict.INSTABILITY
+
+
+# --- the rule with a zeroed input, on synthetic runs ------------------------------------------------------
+
+ZEROED_SHIFT = invariance.Shift("z", -1, zeroed="reg")
+
+
+def decided_zeroed(
+    expected: np.ndarray, got: np.ndarray, a: np.ndarray | str, b: np.ndarray | str, c: np.ndarray | str
+) -> Comparison:
+    """A float64 trial beyond rounding decided by probes A (reg 0), B (reg 0, moved) and C (moved), the
+    values due at A (and B) being `expected` / 2 and at C `expected` * 3."""
+    spread = np.zeros_like(expected)
+    first = compare(0, SPEC, expected, got, "float64", spread)
+
+    def run(r: np.ndarray | str) -> tuple[np.ndarray, str] | str:
+        return r if isinstance(r, str) else (r, "float64")
+
+    due = invariance.ZeroedDue({"g": expected / 2}, {"g": spread}, {"g": expected * 3}, {"g": spread})
+    zeroed = ZeroedRuns(run(a), run(b), due)
+    return resolve_with_rerun(
+        first, SPEC, expected, spread, got, (got, "float64"), TORCH_RAISED, (ZEROED_SHIFT, run(c)), zeroed
+    )
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1))
+def test_with_a_zeroed_input_only_b_and_c_right_and_a_wrong_is_instability(seed: int) -> None:
+    expected = values(seed)
+    got = expected * (1 + 1e-6)
+    at_zero, moved = expected / 2, expected * 3
+    unstable = decided_zeroed(expected, got, at_zero * (1 + 1e-6), at_zero, moved)
+    assert unstable.verdict is Verdict.INSTABILITY and unstable.rerun is RerunOutcome.RIGHT_SHIFTED
+    assert "right when reg is 0 and each row of z is moved by a constant" in unstable.note
+    # the failure does not come back with reg at 0: it lies in the reg term
+    assert decided_zeroed(expected, got, at_zero, at_zero, moved).verdict is Verdict.LOGIC
+    # wrong with reg at 0 and moved: the data term is wrong
+    assert decided_zeroed(expected, got, at_zero * 2, at_zero * 2, moved).verdict is Verdict.LOGIC
+    # wrong moved with reg as given, right at 0: the reg term is wrong
+    wrong_reg = decided_zeroed(expected, got, at_zero * 2, at_zero, moved * 1.01)
+    assert wrong_reg.verdict is Verdict.LOGIC and "the reg term is wrong" in wrong_reg.note
+    raised = decided_zeroed(expected, got, "ValueError: reg must be positive", at_zero, moved)
+    assert raised.verdict is Verdict.LOGIC and raised.rerun is RerunOutcome.RERUN_FAILED
+    assert "ValueError: reg must be positive" in raised.note

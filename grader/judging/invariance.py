@@ -17,6 +17,14 @@ shift is large (more than `LARGE_SHIFT`) are moved: on moderate inputs float64 n
 underflows in exp, and a failure there is not one of range; an exercise without such inputs (or without
 the invariance) costs nothing more.
 
+A term that no shift leaves unchanged (a regularisation reg * sum(W * W) beside the softmax) hides the
+invariance of the rest. Where setting one scalar input to 0 (reg) makes the exercise shift-invariant,
+derived the same way, a failing float64 trial is run three more times: (A) with that input 0, (B) with it
+0 and the rows moved, (C) with the rows moved and the input as it was. B's values due are A's (the
+derived invariance), C's are the reference's at C's own inputs (the term checked where nothing over- or
+underflows). Instability only where B and C are right and A is wrong: the failure survives with the term
+gone, where the maths is shift-invariant, and the term itself is right.
+
 What this cannot tell: a formula that differs from the exercise's only where inputs are large (scores
 clipped at 700 before exp) is right at the shifted point too. It stays a mistake where it is wrong on
 every trial (reruns.finite_somewhere), but where some trial's inputs stay below its threshold it reads
@@ -32,12 +40,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from grader.errors import GraderError
-from grader.exercise.expected import References
+from grader.exercise.expected import Expected, References
 from grader.exercise.spec import Exercise
 from grader.exercise.trials import Trial
 from grader.memo import PerObject
 
 SHIFT_BASE = 1 << 41  # shifted trials' ids: beyond any trial index and consistency.PROBE_BASE's probes
+ZEROED_BASE = 1 << 42  # the trial with the zeroed input at 0 (probe A)
+ZEROED_SHIFT_BASE = ZEROED_BASE + SHIFT_BASE  # that trial with its rows moved too (probe B)
 # Moves below this leave exp's arguments where float64 holds exp exactly to rounding (exp(20) = 4.9e8):
 # nothing of range to find there.
 LARGE_SHIFT = 20.0
@@ -53,6 +63,9 @@ class Shift:
 
     input: str
     axis: int | None
+    # A scalar input that must be 0 for the invariance to hold (reg beside a softmax): None where the
+    # exercise is invariant as it is.
+    zeroed: str | None = None
 
     @property
     def words(self) -> str:
@@ -63,13 +76,26 @@ class Shift:
 
     def moved(self, trial: Trial) -> Trial:
         """`trial` with each slice of the input moved so that its largest entry is a small number."""
+        return self._moved(trial, trial.index, SHIFT_BASE + trial.index)
+
+    def zeroed_trials(self, trial: Trial) -> tuple[Trial, Trial] | None:
+        """Probes A (the zeroed input at 0) and B (at 0, and moved as `moved` moves it), where the
+        invariance needs a zeroed input."""
+        if self.zeroed is None:
+            return None
+        zero = np.zeros_like(np.asarray(trial.inputs[self.zeroed]))
+        at_zero = Trial(ZEROED_BASE + trial.index, trial.sizes, {**trial.inputs, self.zeroed: zero})
+        return at_zero, self._moved(at_zero, trial.index, ZEROED_SHIFT_BASE + trial.index)
+
+    def _moved(self, trial: Trial, seed: int, index: int) -> Trial:
+        # Seeded by the original trial's number: B is moved exactly as C is.
         point = np.asarray(trial.inputs[self.input], dtype=np.float64)
         top = point.max(axis=self.axis, keepdims=True)
-        rng = np.random.default_rng([trial.index % (1 << 32), 0x5F1F7])
+        rng = np.random.default_rng([seed % (1 << 32), 0x5F1F7])
         sign = np.where(rng.random(top.shape) < 0.5, -1.0, 1.0)
         target = sign * rng.uniform(_TARGET_LOW, _TARGET_HIGH, top.shape)
         moved = point + (target - top)
-        return Trial(SHIFT_BASE + trial.index, trial.sizes, {**trial.inputs, self.input: moved})
+        return Trial(index, trial.sizes, {**trial.inputs, self.input: moved})
 
     def large(self, trial: Trial) -> bool:
         """Whether moving `trial` changes its input by more than LARGE_SHIFT: large inputs, where float64's
@@ -84,12 +110,60 @@ def shifted_index(trial: int) -> int:
     return SHIFT_BASE + trial
 
 
+def zeroed_indices(trial: int) -> tuple[int, int]:
+    """Probes A's and B's ids (Shift.zeroed_trials) for a trial."""
+    return ZEROED_BASE + trial, ZEROED_SHIFT_BASE + trial
+
+
 def _slice_word(axis: int) -> str:
     # The slices that each get their own constant run along `axis`: a row of a matrix for its last axis.
     return "row" if axis == -1 else f"slice along axis {axis}"
 
 
 _derived: PerObject[Shift | None] = PerObject(kept=16)
+
+
+@dataclass(frozen=True)
+class ZeroedDue:
+    """The float64 reference at probes A (B's values due too, by the invariance) and C, with their
+    rounding spreads."""
+
+    at_zero: Expected
+    at_zero_spread: Expected
+    moved: Expected
+    moved_spread: Expected
+
+
+# Per set of references: a trial's ZeroedDue, computed for the trials a hand-in failed and kept for the
+# class (its hand-ins fail on much the same trials).
+_zeroed_due: PerObject[dict[int, ZeroedDue]] = PerObject(kept=16)
+
+
+def zeroed_due(
+    exercise: Exercise, references: References, shift: Shift, indices: Sequence[int]
+) -> dict[int, ZeroedDue]:
+    """The values due at probes A and C of `indices`; none where the reference cannot be evaluated there."""
+    from grader.exercise.reference import compute_references
+
+    kept = _zeroed_due.get(references, (exercise.id, shift), dict)
+    missing = sorted({i for i in indices if i not in kept})
+    if missing:
+        by_index = {t.index: t for t in references.trials}
+        probes: list[Trial] = []
+        for index in missing:
+            pair = shift.zeroed_trials(by_index[index])
+            if pair is not None:
+                probes += [pair[0], shift.moved(by_index[index])]
+        try:
+            with np.errstate(all="ignore"):
+                due = compute_references(exercise, probes) if probes else None
+        except (GraderError, ValueError, RuntimeError, OverflowError):
+            due = None
+        if due is not None:
+            for index in missing:
+                a, c = zeroed_indices(index)[0], shifted_index(index)
+                kept[index] = ZeroedDue(due.expected[a], due.spread[a], due.expected[c], due.spread[c])
+    return {i: kept[i] for i in indices if i in kept}
 
 
 def shift_of(exercise: Exercise, references: References) -> Shift | None:
@@ -112,13 +186,37 @@ def _candidates(exercise: Exercise, sample: Trial) -> list[Shift]:
     return found
 
 
-def _derive(exercise: Exercise, trials: Sequence[Trial]) -> Shift | None:
-    # Imported only now: it imports torch, which `grader check` imports while its worker starts.
-    from grader.exercise.reference import reference_returns
+def _zeroable(exercise: Exercise, sample: Trial) -> list[str]:
+    """Scalar float inputs drawn from a range (reg): those that may be set to 0 to make the rest invariant."""
+    found = []
+    for name, spec in exercise.spec.inputs.items():
+        value = sample.inputs.get(name)
+        if spec.dist not in ("uniform", "normal") or spec.dtype != "float64":
+            continue
+        if isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype == np.float64:
+            found.append(name)
+    return found
 
+
+def _derive(exercise: Exercise, trials: Sequence[Trial]) -> Shift | None:
     sample = list(trials[:_SAMPLE_TRIALS])
     if not sample:
         return None
+    plain = _invariant(exercise, sample)
+    if plain is not None:
+        return plain
+    for name in _zeroable(exercise, sample[0]):
+        at_zero = [Trial(t.index, t.sizes, {**t.inputs, name: np.zeros_like(t.inputs[name])}) for t in sample]
+        found = _invariant(exercise, at_zero)
+        if found is not None:
+            return Shift(found.input, found.axis, zeroed=name)
+    return None
+
+
+def _invariant(exercise: Exercise, sample: list[Trial]) -> Shift | None:
+    # Imported only now: it imports torch, which `grader check` imports while its worker starts.
+    from grader.exercise.reference import reference_returns
+
     for shift in _candidates(exercise, sample[0]):
         moved = [shift.moved(t) for t in sample]
         try:

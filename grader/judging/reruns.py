@@ -13,7 +13,8 @@ inputs in extended precision (`np.longdouble`: 80-bit on x86-64, 11 more bits an
 Torch has nothing above float64; where the extended rerun cannot run (torch tensors made from the inputs,
 numpy.linalg) a float64 trial is judged by its run on inputs moved by the exercise's shift invariance
 where the graph has one and the inputs are large (invariance.py: right there is instability, wrong there a
-mistake, NaN or not), else on its first run: NaN or infinities where finite values were due are the
+mistake, NaN or not; where the invariance needs a scalar input such as reg at 0, by three runs with it at
+0 and not, `_judged_zeroed`), else on its first run: NaN or infinities where finite values were due are the
 format's range (instability), any other error beyond float64 rounding is a mistake.
 
 A rerun tells precision from a mistake only of code that answers the same call the same way. A few trials
@@ -180,7 +181,9 @@ def _shifted(exercise: Exercise, references: References, in_float64: set[int]) -
     if shift is None:
         return []
     by_index = {t.index: t for t in references.trials}
-    return [shift.moved(by_index[i]) for i in sorted(in_float64) if shift.large(by_index[i])]
+    large = [by_index[i] for i in sorted(in_float64) if shift.large(by_index[i])]
+    zeroed = [probe for t in large for probe in shift.zeroed_trials(t) or ()]
+    return [*(shift.moved(t) for t in large), *zeroed]
 
 
 def _input_shapes(references: References) -> InputShapes:
@@ -275,6 +278,7 @@ def resolve_beyond_rounding(
     resolved: dict[int, Comparison] = {}
     shift: invariance.Shift | None = None
     changed = changed_answer(spec.name, references, got, report.again)
+    due: dict[int, invariance.ZeroedDue] = {}
     for comparison in compared.others.values():
         if comparison.verdict is not Verdict.LOGIC:
             continue
@@ -285,6 +289,11 @@ def resolve_beyond_rounding(
         shifted = _rerun_of(report.reruns, invariance.shifted_index(index), spec.name)
         if shifted is not None and shift is None:  # derived already when the rerun was planned
             shift = invariance.shift_of(exercise, references)
+            if shift is not None and shift.zeroed is not None:
+                due = _zeroed_due_of(exercise, references, report, compared, shift)
+        zeroed = None
+        if shift is not None and shifted is not None and shift.zeroed is not None:
+            zeroed = _zeroed_runs(report, index, spec.name, due.get(index))
         resolved[index] = resolve_with_rerun(
             comparison,
             spec,
@@ -294,8 +303,40 @@ def resolve_beyond_rounding(
             _rerun_of(report.reruns, index, spec.name),
             _extended_of(report, index, spec.name),
             None if shift is None or shifted is None else (shift, shifted),
+            zeroed,
         )
     return resolved
+
+
+@dataclass(frozen=True)
+class ZeroedRuns:
+    """Probes A (the zeroed input at 0) and B (at 0, rows moved) of a trial, and the values due at A (and
+    B) and at C (the shifted run), where the invariance needs a zeroed input (invariance.py)."""
+
+    at_zero: Rerun | None
+    at_zero_moved: Rerun | None
+    due: invariance.ZeroedDue | None  # None: the reference could not be evaluated there
+
+
+def _zeroed_due_of(
+    exercise: Exercise,
+    references: References,
+    report: WorkerReport,
+    compared: Compared,
+    shift: invariance.Shift,
+) -> dict[int, invariance.ZeroedDue]:
+    # Every trial of this return that was shifted, at once: one reference evaluation, not one per trial.
+    indices = [
+        c.trial
+        for c in compared.others.values()
+        if c.verdict is Verdict.LOGIC and invariance.shifted_index(c.trial) in report.reruns.outputs
+    ]
+    return invariance.zeroed_due(exercise, references, shift, indices)
+
+
+def _zeroed_runs(report: WorkerReport, index: int, name: str, due: invariance.ZeroedDue | None) -> ZeroedRuns:
+    a, b = invariance.zeroed_indices(index)
+    return ZeroedRuns(_rerun_of(report.reruns, a, name), _rerun_of(report.reruns, b, name), due)
 
 
 def _extended_of(report: WorkerReport, index: int, name: str) -> Rerun | None:
@@ -396,11 +437,13 @@ def resolve_with_rerun(
     rerun: Rerun | None,
     extended: Rerun | None = None,
     shifted: tuple[invariance.Shift, Rerun] | None = None,
+    zeroed: ZeroedRuns | None = None,
 ) -> Comparison:
     """Decide a trial that failed beyond rounding from its reruns (at float64; in extended precision for
     float64 code): an error that shrinks with the precision, or an overflow, is instability. Float64 code
     that no rerun could lift above float64 (torch) is decided by its run on inputs moved by the exercise's
-    shift invariance, where it has one (`shifted`, invariance.py)."""
+    shift invariance, where it has one (`shifted`, invariance.py), and where that invariance needs an
+    input at 0, by its runs with that input at 0 too (`zeroed`)."""
     precision = PRECISIONS[original.precision]
     rerun, extended = (_same_shape(r, expected) for r in (rerun, extended))
     # Computed in extended precision: returned in it, or in float64 with other values than the first run
@@ -440,6 +483,8 @@ def resolve_with_rerun(
             return _judged_by_scaling(original, expected, spread, got, array, _AT_FLOAT64)
         if shifted is not None:
             shift, moved = shifted
+            if shift.zeroed is not None:
+                return _judged_zeroed(original, spec.name, got, moved, shift, zeroed)
             return _judged_shifted(original, expected, spread, got, _same_shape(moved, expected), shift)
         why = "it could not be rerun above float64"
         if isinstance(extended, Refused):  # a check of the student's: torch's refusal is a str here
@@ -493,6 +538,66 @@ def _judged_shifted(
         f"({worst:.3g} envelopes): not float64's range"
     )
     return _decided(original, RerunOutcome.WRONG_SHIFTED, note)
+
+
+def _judged_zeroed(
+    original: Comparison,
+    name: str,
+    got: np.ndarray,
+    moved: Rerun,
+    shift: invariance.Shift,
+    zeroed: ZeroedRuns | None,
+) -> Comparison:
+    """A float64 trial of an exercise shift-invariant only with `shift.zeroed` at 0 (reg beside a softmax),
+    decided by three runs (invariance.py): B (at 0, moved) right against A's values due, C (moved, the
+    input as given) right against its own, and A (at 0, not moved) wrong is instability; anything else
+    is the first run's mistake. B and C are judged as a shifted run is (SHIFTED_SLACK envelopes), A
+    beyond one envelope."""
+    term = shift.zeroed
+    if zeroed is None or zeroed.due is None:
+        note = f"its runs with {term} at 0 could not be judged, which shows no more"
+        return _decided(original, RerunOutcome.RERUN_FAILED, note)
+    due = zeroed.due
+    runs = (
+        (f"{term} is 0 and {shift.words}", zeroed.at_zero_moved, due.at_zero[name], due.at_zero_spread[name]),
+        (f"{shift.words} with {term} as given", moved, due.moved[name], due.moved_spread[name]),
+        (f"{term} is 0 and nothing is moved", zeroed.at_zero, due.at_zero[name], due.at_zero_spread[name]),
+    )
+    ratios: list[float] = []
+    for where, run, expected, spread in runs:
+        run = _same_shape(run, expected)
+        if not isinstance(run, tuple):
+            return _decided(
+                original, RerunOutcome.RERUN_FAILED, f"it failed when {where} ({run}), which shows no more"
+            )
+        error, allowed = entry_errors(expected, run[0], spread, PRECISIONS["float64"])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratios.append(float(np.max(np.where(error > 0, error / allowed, 0.0), initial=0.0)))
+    both_moved, as_given, at_zero = ratios
+    if both_moved > SHIFTED_SLACK:
+        note = (
+            f"it is still wrong when {runs[0][0]}, which leaves the right answer as it is with {term} at 0 "
+            f"({both_moved:.3g} envelopes): not float64's range"
+        )
+        return _decided(original, RerunOutcome.WRONG_SHIFTED, note)
+    if as_given > SHIFTED_SLACK:
+        note = (
+            f"it is still wrong when {runs[1][0]}, where nothing over- or underflows ({as_given:.3g} "
+            f"envelopes), while right with {term} at 0: the {term} term is wrong, not float64's range"
+        )
+        return _decided(original, RerunOutcome.WRONG_SHIFTED, note)
+    if at_zero <= 1.0:
+        note = (
+            f"it is right when {runs[2][0]}, so its failure comes with the {term} term, not from float64's "
+            "range"
+        )
+        return _decided(original, RerunOutcome.WRONG_SHIFTED, note)
+    note = (
+        f"it is right when {runs[0][0]} (which leaves the right answer as it is with {term} at 0) and "
+        f"when {runs[1][0]}, and fails as before when {runs[2][0]}"
+    )
+    finite = bool(np.all(np.isfinite(got.astype(np.float64))))
+    return _decided(original, RerunOutcome.RIGHT_SHIFTED if finite else RerunOutcome.RANGE_SHIFTED, note)
 
 
 def finite_somewhere(judged: Compared) -> Compared:
