@@ -21,7 +21,8 @@ import torch.nn.functional as F
 def matmul_reshaped(a: torch.Tensor, b: torch.Tensor, side: int) -> torch.Tensor:
     """a @ b, whose backward for one operand multiplies by the other one reshaped where its transpose
     belongs: side 0, d b = a.reshape(k, m) @ g for a.T @ g (a batch of matrices a flattened to (m, k)
-    rows first, as x.reshape(N * T, D)); side 1, d a = g @ b.reshape(n, k) for g @ b.T."""
+    rows first, as x.reshape(N * T, D)); side 1, d a = g @ b.reshape(n, k) for g @ b.T; side 2, d a =
+    (b @ g.reshape(n, m)).reshape(m, k) for (b @ g.T).T, the upstream gradient reshaped."""
     product = a @ b
     if side == 0:
         k = a.shape[-1]
@@ -30,6 +31,13 @@ def matmul_reshaped(a: torch.Tensor, b: torch.Tensor, side: int) -> torch.Tensor
         through = (wrong @ b).reshape(product.shape)
         return a @ b.detach() + (through - through.detach())
     k, n = b.shape
+    if side == 2:
+        # d a = (b @ g.reshape(n, m)).reshape(m, k) where (b @ g.T).T belongs (affine's dx from w @ dout
+        # reshaped): the linear map's adjoint applied to a, so that autograd's vjp with g is that map.
+        rows = a.reshape(-1, k)  # (m, k)
+        m = rows.shape[0]
+        through = (b.detach().T @ rows.reshape(k, m)).reshape(product.shape)
+        return a.detach() @ b + (through - through.detach())
     wrong = b.detach().reshape(n, k).T  # (k, n): its transpose is b.reshape(n, k)
     through = a @ wrong
     return a.detach() @ b + (through - through.detach())
@@ -112,7 +120,23 @@ def conv_assigned(
     return result.squeeze(-2) if flat else result
 
 
+def index_assigned(weight: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+    """weight[index], whose backward assigns each row's gradient (dW[x] = dout, or numpy's buffered
+    dW[x] += dout) where repeated indices add up: the last occurrence in C order wins."""
+    index = torch.as_tensor(index, dtype=torch.int64)
+    picked = weight[index]
+    flat = index.reshape(-1)
+    # An occurrence is the last of its index when no later one is equal: comparisons only, so that the
+    # reference's vmap over trials can batch it (torch.unique cannot be).
+    later = torch.triu(torch.ones(flat.numel(), flat.numel(), dtype=torch.bool), diagonal=1)
+    last = ~((flat.unsqueeze(1) == flat.unsqueeze(0)) & later).any(dim=1)
+    shape = index.shape + (1,) * (picked.dim() - index.dim())
+    through = picked * last.reshape(shape).to(picked.dtype)
+    return picked.detach() + (through - through.detach())
+
+
 INTERNAL: Mapping[str, Callable[..., Any]] = {
+    "slip_index_assigned": index_assigned,
     "slip_matmul_reshaped": matmul_reshaped,
     "slip_max_pool_assigned": max_pool_assigned,
     "slip_conv_assigned": conv_assigned,

@@ -162,7 +162,10 @@ def _statement(assignment: Assignment) -> str:
 def reshape_for_transpose(exercise: Exercise, probe: Probe) -> Iterator[GraphSlip]:
     """In the backward of each matrix product a @ b: d b = a.reshape(k, m) @ g where a.T @ g belongs
     (cs231n's affine dw = x.reshape(D, N) @ dout), and d a = g @ b.reshape(n, k) where g @ b.T belongs.
-    Yielded only where the reshape differs from the transpose (neither of the matrix's sides is 1)."""
+    Yielded only where the reshape differs from the transpose (neither of the matrix's sides is 1) and
+    from the matrix itself (a square one reshaped is itself: the transpose forgotten, which the operand
+    transposed of graph_mutants names). And d a = (b @ g.reshape(n, m)).reshape(m, k) where (b @ g.T).T
+    belongs: the upstream gradient reshaped (cs231n's affine dx from w @ dout)."""
     for position, assignment in enumerate(exercise.program.assignments):
         for k, node in enumerate(_nodes(assignment.expr)):
             if not (isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult)):
@@ -177,6 +180,7 @@ def reshape_for_transpose(exercise: Exercise, probe: Probe) -> Iterator[GraphSli
                 probe.depends(node.right)
                 and all(len(s) >= 2 and len(t) in (1, 2) for s, t in pairs)
                 and any(int(np.prod(s[:-1])) > 1 and s[-1] > 1 for s in left)
+                and any(int(np.prod(s[:-1])) != s[-1] for s in left)
             )
             if rows_reshaped:
                 yield GraphSlip(
@@ -191,6 +195,7 @@ def reshape_for_transpose(exercise: Exercise, probe: Probe) -> Iterator[GraphSli
                 probe.depends(node.left)
                 and all(len(t) == 2 and len(s) >= 1 for s, t in pairs)
                 and any(t[0] > 1 and t[1] > 1 for t in right)
+                and any(t[0] != t[1] for t in right)
             )
             if columns_reshaped:
                 yield GraphSlip(
@@ -200,6 +205,16 @@ def reshape_for_transpose(exercise: Exercise, probe: Probe) -> Iterator[GraphSli
                     f"the gradient of {a} through {product}: a reshape keeps the entries in their order "
                     f"and does not swap the axes; use {b}.T",
                     _with_nodes(exercise, position, {k: _reshaped(node, 1)}),
+                )
+            if columns_reshaped and any(int(np.prod(s[:-1])) != t[1] for s, t in pairs):
+                yield GraphSlip(
+                    f"the upstream gradient reshaped where its transpose belongs in {where}",
+                    MistakeFamily.RESHAPE_FOR_TRANSPOSE,
+                    f"your values are what ({b} @ dout.reshape(n, m)).reshape(m, k) gives where "
+                    f"({b} @ dout.T).T, that is dout @ {b}.T, belongs, in the gradient of {a} through "
+                    f"{product}: a reshape keeps the entries in their order and does not swap the axes; "
+                    f"use dout @ {b}.T",
+                    _with_nodes(exercise, position, {k: _reshaped(node, 2)}),
                 )
 
 
@@ -212,12 +227,31 @@ _CONVOLUTIONS = {"conv1d", "conv2d"}
 
 
 def overwritten(exercise: Exercise, probe: Probe) -> Iterator[GraphSlip]:
-    """Overlapping windows assigned in dx instead of added, in the loop order students write (n, c or f,
-    i, j; the last write wins): max pooling's dx[max] = dout and dx[window] = mask * dout, a convolution's
-    dx_pad[n, :, window] = w[f] * dout[n, f, i, j]. Pooling only where a drawn stride is below the window;
+    """Overlapping windows, or repeated indices (W[x]: dW[x] = dout), assigned instead of added, in the
+    loop order students write (n, c or f, i, j; the last write wins): max pooling's dx[max] = dout and
+    dx[window] = mask * dout, a convolution's dx_pad[n, :, window] = w[f] * dout[n, f, i, j]. Pooling only where a drawn stride is below the window;
     a convolution always (its F filters write the same window, unless F and the overlap are 1)."""
+    integers = {name for name, spec in exercise.spec.inputs.items() if spec.is_integer}
     for position, assignment in enumerate(exercise.program.assignments):
         for k, node in enumerate(_nodes(assignment.expr)):
+            if (
+                isinstance(node, ast.Subscript)
+                and isinstance(node.slice, ast.Name)
+                and node.slice.id in integers
+                and probe.depends(node.value)
+            ):
+                table, rows = ast.unparse(node.value), node.slice.id
+                assigned = _call("slip_index_assigned", node.value, node.slice)
+                yield GraphSlip(
+                    f"repeated indices assigned: d{table}[{rows}] = dout where they add up "
+                    f"({_statement(assignment)})",
+                    MistakeFamily.OVERWRITTEN,
+                    f"your values are those of a backward that assigns d{table}[{rows}] = dout (or numpy's "
+                    f"d{table}[{rows}] += dout, which is buffered): where an index repeats, only its last "
+                    f"occurrence counts; use np.add.at(d{table}, {rows}, dout), or a loop with +=",
+                    _with_nodes(exercise, position, {k: ast.fix_missing_locations(assigned)}),
+                )
+                continue
             if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
                 continue
             function = node.func.id

@@ -129,6 +129,16 @@ _SLIPS = (
         "and where a .T belongs (the gradient has the shape of what it is taken with respect to)",
     ),
     OutputSlip(
+        "the right values computed transposed, then reshaped where a transpose belongs",
+        MistakeFamily.RESHAPE_FOR_TRANSPOSE,
+        lambda _, e: (
+            np.swapaxes(e, -1, -2).reshape(e.shape) if e.ndim >= 2 and e.shape[-1] != e.shape[-2] else None
+        ),
+        "your values are the right ones computed with their axes swapped (np.outer(a, b) where np.outer(b, "
+        "a) belongs, or the factors of a product in the other order), then reshaped to the due shape: a "
+        "reshape keeps the entries in their order and does not swap the axes; use .T, or swap the factors",
+    ),
+    OutputSlip(
         "sign flipped",
         MistakeFamily.SIGN,
         lambda _, e: -e,
@@ -265,21 +275,39 @@ def graph_mutants(exercise: Exercise) -> Iterator[GraphSlip]:
                 transposed_right = ast.BinOp(node.left, ast.MatMult(), _transposed(node.right))
                 for flipped, changed in ((node.left, transposed_left), (node.right, transposed_right)):
                     operand = ast.unparse(flipped)
-                    yield GraphSlip(
-                        f"{operand} transposed in {product} ({statement})",
-                        MistakeFamily.OPERAND_TRANSPOSED,
-                        f"your values are those of the graph with {operand} transposed in {product}",
-                        _with_expression(exercise, position, _replaced(assignment.expr, k, changed)),
-                    )
+                    # The graph with it transposed, or only a backward pass written with it so (dprev_h =
+                    # da @ Wh where da @ Wh.T belongs), the forward's values kept.
+                    slipped = ast.unparse(changed)
+                    backward_only = _rebuilt(f"detach({product}) + ({slipped}) - detach({slipped})")
+                    for form in (changed, backward_only):
+                        yield GraphSlip(
+                            f"{operand} transposed in {product} ({statement})",
+                            MistakeFamily.OPERAND_TRANSPOSED,
+                            f"your values are those of the graph with {operand} transposed in {product}: "
+                            f"check where a .T belongs in its gradient",
+                            _with_expression(exercise, position, _replaced(assignment.expr, k, form)),
+                        )
             elif isinstance(node, ast.Call) and getattr(node.func, "id", None) in _ELEMENTWISE:
                 function = ast.unparse(node.func)
-                yield GraphSlip(
-                    f"the derivative of {function} missing from the chain rule ({statement})",
-                    MistakeFamily.DERIVATIVE_MISSING,
+                name = f"the derivative of {function} missing from the chain rule ({statement})"
+                feedback = (
                     f"your values are what the chain rule gives without the factor {function}'(...): "
-                    f"multiply by the derivative of {function} at its input",
-                    _with_expression(exercise, position, _replaced(assignment.expr, k, node.args[0])),
+                    f"multiply by the derivative of {function} at its input"
                 )
+                # Two forms of one mistake: the function left out of the forward pass too (values and
+                # gradients of a graph without it), or only its derivative left out of a backward pass
+                # written by hand, the forward's values kept: detach(f(u)) + u - detach(u).
+                inner = node.args[0]
+                backward_only = _rebuilt(
+                    f"detach({ast.unparse(node)}) + ({ast.unparse(inner)}) - detach({ast.unparse(inner)})"
+                )
+                for form in (inner, backward_only):
+                    variant = _with_expression(exercise, position, _replaced(assignment.expr, k, form))
+                    yield GraphSlip(name, MistakeFamily.DERIVATIVE_MISSING, feedback, variant)
+
+
+def _rebuilt(source: str) -> ast.expr:
+    return ast.parse(source, mode="eval").body
 
 
 def _transposed(node: ast.expr) -> ast.expr:
