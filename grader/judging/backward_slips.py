@@ -230,7 +230,8 @@ def overwritten(exercise: Exercise, probe: Probe) -> Iterator[GraphSlip]:
     """Overlapping windows, or repeated indices (W[x]: dW[x] = dout), assigned instead of added, in the
     loop order students write (n, c or f, i, j; the last write wins): max pooling's dx[max] = dout and
     dx[window] = mask * dout, a convolution's dx_pad[n, :, window] = w[f] * dout[n, f, i, j]. Pooling
-    only where a drawn stride is below the window; a convolution always (its F filters write the same window, unless F and the overlap are 1)."""
+    only where a drawn stride is below the window; a convolution always (its F filters write the same
+    window, unless F and the overlap are 1)."""
     integers = {name for name, spec in exercise.spec.inputs.items() if spec.is_integer}
     for position, assignment in enumerate(exercise.program.assignments):
         for k, node in enumerate(_nodes(assignment.expr)):
