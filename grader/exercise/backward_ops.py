@@ -89,12 +89,19 @@ def max_pool_assigned(x: torch.Tensor, kernel: Any, stride: Any, whole: int) -> 
 
 
 def conv_assigned(
-    x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None, stride: Any = 1, padding: Any = 0
+    x: torch.Tensor,
+    weight: torch.Tensor,
+    bias: torch.Tensor | None = None,
+    stride: Any = 1,
+    padding: Any = 0,
+    filters_summed: int = 0,
 ) -> torch.Tensor:
     """conv2d(x, w, b, stride, padding) (or conv1d, on (N, C, L)), whose backward assigns each window's
     contribution to dx (dx_pad[n, :, window] = w[f] * dout[n, f, i, j]) instead of adding it, in the loop
     order n, f, i, j (or n, i, j, f): every padded entry keeps the last filter's share from the last
-    window that covers it. dw and db are the right ones."""
+    window that covers it. With `filters_summed`, the loop runs over windows only, each assigning every
+    filter's share summed (dx_pad[:, :, window] = (dout[:, :, i, j] @ w.reshape(F, -1)).reshape(...)): the
+    last window covering an entry wins, with all its filters. dw and db are the right ones."""
     flat = x.dim() == 3
     x4 = x.unsqueeze(-2) if flat else x
     w4 = weight.unsqueeze(-2) if flat else weight
@@ -113,9 +120,14 @@ def conv_assigned(
     at_r = torch.div(window, cols, rounding_mode="floor") * sh + offset_r
     at_s = (window % cols) * sw + offset_s
     kept = (_last_cover(at_r, sh, rows) * cols + _last_cover(at_s, sw, cols)) == window  # (kh * kw, K)
-    last = w4[-1].detach().reshape(c, kh * kw, 1)
-    share = (columns * kept * last).sum(dim=(1, 2)).reshape(n, 1, rows, cols)
-    through = torch.cat([torch.zeros(n, filters - 1, rows, cols, dtype=share.dtype), share], dim=1)
+    if filters_summed:
+        every = w4.detach().reshape(filters, c, kh * kw)
+        through = torch.einsum("ncpk,pk,fcp->nfk", columns, kept.to(columns.dtype), every)
+        through = through.reshape(n, filters, rows, cols)
+    else:
+        last = w4[-1].detach().reshape(c, kh * kw, 1)
+        share = (columns * kept * last).sum(dim=(1, 2)).reshape(n, 1, rows, cols)
+        through = torch.cat([torch.zeros(n, filters - 1, rows, cols, dtype=share.dtype), share], dim=1)
     result = out + (through - through.detach())
     return result.squeeze(-2) if flat else result
 

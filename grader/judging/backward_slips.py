@@ -291,17 +291,22 @@ def overwritten(exercise: Exercise, probe: Probe) -> Iterator[GraphSlip]:
                     rest[i] if i < len(rest) else named.get(key, ast.Constant(default))
                     for i, (key, default) in enumerate((("b", None), ("stride", 1), ("padding", 0)))
                 ]
-                call = _call("slip_conv_assigned", node.args[0], node.args[1], *parts)
                 x = ast.unparse(node.args[0])
-                yield GraphSlip(
-                    f"convolution windows assigned in d{x} (dx_pad[n, :, window] = w[f] * dout[n, f, i, j], "
-                    f"not +=) in the backward of {function} ({_statement(assignment)})",
-                    MistakeFamily.OVERWRITTEN,
-                    f"your d{x} keeps only the last write to each entry: the last filter's share from the "
-                    "last window covering it. Every filter, and every window that overlaps an entry, adds to "
-                    "it: use dx_pad[...] += w[f] * dout[n, f, i, j]",
-                    _with_nodes(exercise, position, {k: ast.fix_missing_locations(call)}),
-                )
+                # Two loop forms of one mistake: over n, f, i, j (the last filter's share wins), or over
+                # the windows only with the filters summed in each (the last window wins).
+                for summed in (0, 1):
+                    call = _call(
+                        "slip_conv_assigned", node.args[0], node.args[1], *parts, ast.Constant(summed)
+                    )
+                    yield GraphSlip(
+                        f"convolution windows assigned in d{x} (dx_pad[..., window] = ..., not +=) in the "
+                        f"backward of {function} ({_statement(assignment)})",
+                        MistakeFamily.OVERWRITTEN,
+                        f"your d{x} keeps only the last write to each entry (the last window covering it, or "
+                        "the last filter's share). Every filter, and every window that overlaps an entry, "
+                        "adds to it: use dx_pad[...] += w[f] * dout[n, f, i, j]",
+                        _with_nodes(exercise, position, {k: ast.fix_missing_locations(call)}),
+                    )
 
 
 def _can_overlap(probe: Probe, kernel: ast.expr, stride: ast.expr) -> bool:

@@ -52,7 +52,7 @@ def standard_mistakes(
     """Every standard mistake with the return it changes and its outputs on `trials` (only the one of
     that name, where `only` names one); a changed graph is evaluated once for all the returns it changes."""
     for ret in exercise.spec.returns:
-        for slip in _output_slips(exercise):
+        for slip in [*_output_slips(exercise), *_mean_for_sum(ret)]:
             if only is not None and slip.name != only:
                 continue
             outputs = {}
@@ -184,6 +184,31 @@ def _output_slips(exercise: Exercise) -> list[OutputSlip]:
             )
         )
     return slips
+
+
+def _mean_for_sum(ret: ReturnSpec) -> list[OutputSlip]:
+    """A vjp's return averaged over what it sums of the upstream gradient (a conv's db = dout.mean over
+    N, H' and W'): an extra factor 1/M, M the upstream's entries per returned entry, which no single size
+    of the spec is where the summed axes are derived (H' from H, the kernel, the stride and the padding)."""
+    if ret.vjp is None:
+        return []
+    upstream = ret.vjp.upstream
+
+    def change(trial: Trial, expected: np.ndarray) -> np.ndarray | None:
+        # One entry summed (a trial of size 1) leaves the values as they are: the slip is the same slip
+        # there, and the trials where it differs tell it from the right values.
+        summed = np.asarray(trial.inputs[upstream]).size / max(expected.size, 1)
+        return expected / max(summed, 1.0)
+
+    return [
+        OutputSlip(
+            "a mean where a sum belongs (an extra factor 1/M, M the upstream entries summed)",
+            MistakeFamily.SCALE,
+            change,
+            "your values are the right ones divided by the number of upstream entries each one sums: a mean "
+            "(np.mean, .mean()) taken where the gradient sums dout over those axes; use .sum",
+        )
+    ]
 
 
 def _scaled_by(size: str, power: int) -> Change:
