@@ -198,14 +198,33 @@ def _conv_dx_assigned(x: np.ndarray, w: np.ndarray, dout: np.ndarray, s: int, p:
     return dx_pad[:, :, p : p + x.shape[2], p : p + x.shape[3]]
 
 
-def test_convolution_windows_assigned_in_dx(tmp_path: Path) -> None:
+def _conv_dx_windows_assigned(x: np.ndarray, w: np.ndarray, dout: np.ndarray, s: int, p: int) -> np.ndarray:
+    """The loop over windows only, every filter's share summed in each, each window assigned."""
+    x_pad = np.pad(x, ((0, 0), (0, 0), (p, p), (p, p)))
+    dx_pad = np.zeros_like(x_pad)
+    f, c, k, _ = w.shape
+    for i in range(dout.shape[2]):
+        for j in range(dout.shape[3]):
+            share = (dout[:, :, i, j] @ w.reshape(f, -1)).reshape(x.shape[0], c, k, k)
+            dx_pad[:, :, i * s : i * s + k, j * s : j * s + k] = share
+    return dx_pad[:, :, p : p + x.shape[2], p : p + x.shape[3]]
+
+
+def test_convolution_windows_assigned_in_dx_in_both_loop_orders(tmp_path: Path) -> None:
     exercise = _exercise(tmp_path, CONV)
-    slip = _slip(exercise, MistakeFamily.OVERWRITTEN)
-    for values, right, wrong in _both(exercise, slip):
-        by_hand = _conv_dx_assigned(values["x"], values["w"], values["dout"], values["S"], values["P"])
-        assert np.allclose(wrong["dx"], by_hand)
-        assert np.allclose(wrong["dw"], right["dw"]) and np.array_equal(wrong["out"], right["out"])
-        assert not np.allclose(wrong["dx"], right["dx"])  # F >= 2 filters write every window
+    forms = [s for s in backward_slips(exercise) if s.family is MistakeFamily.OVERWRITTEN]
+    assert len(forms) == 2 and forms[0].name == forms[1].name  # one mistake, named alike
+    for slip, loops in zip(forms, (_conv_dx_assigned, _conv_dx_windows_assigned), strict=True):
+        for values, right, wrong in _both(exercise, slip):
+            by_hand = loops(values["x"], values["w"], values["dout"], values["S"], values["P"])
+            assert np.allclose(wrong["dx"], by_hand)
+            assert np.allclose(wrong["dw"], right["dw"]) and np.array_equal(wrong["out"], right["out"])
+
+
+def test_convolution_windows_assigned_differ_from_the_right_dx(tmp_path: Path) -> None:
+    exercise = _exercise(tmp_path, CONV)
+    slip = next(s for s in backward_slips(exercise) if s.family is MistakeFamily.OVERWRITTEN)
+    assert any(not np.allclose(wrong["dx"], right["dx"]) for _, right, wrong in _both(exercise, slip))
 
 
 def test_tanh_derivative_at_the_previous_state(tmp_path: Path) -> None:
@@ -391,3 +410,29 @@ def test_right_values_are_never_named(exercise_id: str, dtype: str) -> None:
 def test_the_internal_operations_are_not_offered_to_authors() -> None:
     with pytest.raises(GraphError, match="not an allowed function"):
         parse("out = slip_matmul_reshaped(x, w, 0)", ["x", "w"])
+
+
+def test_the_upstream_gradient_reshaped_where_its_transpose_belongs(tmp_path: Path) -> None:
+    """cs231n's affine dx from (w @ dout.reshape(M, N)).reshape(x.shape), where dout @ w.T belongs."""
+    exercise = _exercise(tmp_path, AFFINE)
+    slip = _slip(exercise, MistakeFamily.RESHAPE_FOR_TRANSPOSE, "the upstream gradient")
+    for values, right, wrong in _both(exercise, slip):
+        x, w, dout = values["x"], values["w"], values["dout"]
+        by_hand = (w @ dout.reshape(dout.shape[1], dout.shape[0])).reshape(x.shape)
+        assert np.allclose(wrong["dx"], by_hand)
+        assert np.array_equal(wrong["out"], right["out"]) and np.allclose(wrong["dw"], right["dw"])
+
+
+def test_repeated_indices_assigned_keep_the_last_occurrence() -> None:
+    """dW[x] = dout, or numpy's buffered dW[x] += dout: where an index repeats, only its last write."""
+    exercise = load_exercise(exercise_folder("cs231n.a3.word_embedding"))
+    slip = _slip(exercise, MistakeFamily.OVERWRITTEN)
+    repeated = False
+    for values, right, wrong in _both(exercise, slip, count=24):
+        x, dout = values["x"], values["dout"]
+        by_hand = np.zeros_like(values["W"])
+        by_hand[x] += dout  # numpy's buffered fancy-index +=: the last occurrence wins
+        assert np.allclose(wrong["dW"], by_hand)
+        assert np.array_equal(wrong["out"], right["out"])
+        repeated |= len(np.unique(x)) < x.size
+    assert repeated  # the trials drew repeated indices, where the slip differs from the right dW

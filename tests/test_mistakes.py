@@ -6,12 +6,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import write_exercise
+from conftest import exercise_folder, write_exercise
 
 from grader.exercise.reference import reference_returns
 from grader.exercise.spec import Exercise, load_exercise
 from grader.exercise.trials import make_trials
-from grader.judging.mistakes import standard_mistakes
+from grader.judging.mistakes import mutant_mistakes, standard_mistakes
+from grader.outcomes import MistakeFamily
 
 SOFTMAX_LOSS = """
     id: softmax_loss_demo
@@ -100,3 +101,54 @@ def test_gradient_with_respect_to_another_input_of_the_same_shape(tmp_path: Path
     # neither the upstream gradient nor an input of another shape counts as "another input"
     assert not any("respect to dout" in name or "respect to b" in name for name in mistakes)
     assert "out without its term `b`" in mistakes
+
+
+def test_a_mean_where_the_upstream_is_summed_divides_by_the_entries_summed() -> None:
+    """A conv's db = dout.mean(axis=(0, 2, 3)): 1/(N H' W'), no single size of the spec."""
+    exercise = load_exercise(exercise_folder("cs231n.a2.conv_naive"))
+    trials = make_trials(exercise, 0, 8)
+    expected = reference_returns(exercise, trials)
+    found = {
+        m.name: m
+        for ret, m in standard_mistakes(exercise, trials, expected)
+        if ret.name == "db" and m.name.startswith("a mean where a sum belongs")
+    }
+    (mistake,) = found.values()
+    assert mistake.family is MistakeFamily.SCALE
+    for trial in trials:
+        dout = trial.inputs["dout"]
+        np.testing.assert_allclose(mistake.outputs[trial.index], dout.mean(axis=(0, 2, 3)))
+
+
+def test_values_computed_transposed_then_reshaped_back() -> None:
+    """np.outer(center, delta).reshape(outside.shape) where np.outer(delta, center) belongs."""
+    exercise = load_exercise(exercise_folder("cs224n.a2.naive_softmax"))
+    trials = make_trials(exercise, 0, 8)
+    expected = reference_returns(exercise, trials)
+    for ret, m in standard_mistakes(exercise, trials, expected):
+        if m.family is MistakeFamily.RESHAPE_FOR_TRANSPOSE and ret.name == "gradOutsideVecs":
+            for trial in trials:
+                right = expected[trial.index][ret.name]
+                if trial.index in m.outputs:
+                    np.testing.assert_array_equal(m.outputs[trial.index], right.T.reshape(right.shape))
+            break
+    else:
+        pytest.fail("no transposed-then-reshaped slip for gradOutsideVecs")
+
+
+def test_a_derivative_missing_has_a_backward_only_form_that_keeps_the_values() -> None:
+    """relu's mask left out of a backward by hand: the forward's h stays relu(z1), dW1 loses the mask."""
+    exercise = load_exercise(exercise_folder("two_layer_net"))
+    trials = make_trials(exercise, 0, 4)
+    expected = reference_returns(exercise, trials)
+    forms = [
+        (ret.name, m)
+        for ret, m in mutant_mistakes(exercise, trials)
+        if m.family is MistakeFamily.DERIVATIVE_MISSING and "relu" in m.name
+    ]
+    kept = [
+        m
+        for name, m in forms
+        if all(np.array_equal(m.outputs[t.index], expected[t.index][name]) for t in trials)
+    ]
+    assert kept, "no form of the relu slip keeps any return right: none is backward-only"
