@@ -24,8 +24,8 @@ from grader.exercise.spec import Exercise, load_exercise
 from grader.exercise.trials import make_trials
 from grader.grading import grade
 from grader.handin.discover import submission_from_path
-from grader.judging import backward_slips, diagnosis
-from grader.judging.mistakes import GraphSlip
+from grader.judging import diagnosis, mistakes
+from grader.judging.slips import GraphSlip
 
 ROOT = Path(__file__).resolve().parent.parent
 CASES = {
@@ -45,7 +45,7 @@ def candidates(exercise: Exercise, without: bool) -> tuple[int, float]:
     trials = make_trials(exercise, 0, 16)
     references = compute_references(exercise, trials)
     sample = tuple(t.index for t in trials)
-    with mock.patch.object(backward_slips, "backward_slips", _none) if without else _nothing():
+    with mock.patch.object(mistakes, "backward_slips", _none) if without else _nothing():
         started = time.perf_counter()
         found = diagnosis._compute_candidates(exercise, references, sample, None)
         took = time.perf_counter() - started
@@ -65,7 +65,7 @@ def graded(exercise: Exercise, wrong: Path, without: bool) -> tuple[float, float
         finally:
             spent[0] += time.perf_counter() - started
 
-    families = mock.patch.object(backward_slips, "backward_slips", _none) if without else _nothing()
+    families = mock.patch.object(mistakes, "backward_slips", _none) if without else _nothing()
     with mock.patch.object(diagnosis, "diagnose", timed), families:
         started = time.perf_counter()
         result = grade(exercise, submission_from_path(wrong, exercise.spec.entry), 0, None)

@@ -21,13 +21,13 @@ from unittest import mock
 from grader.exercise.reference import compute_references
 from grader.exercise.spec import Exercise, load_exercise
 from grader.exercise.trials import make_trials
-from grader.judging import diagnosis, families, mistakes
+from grader.judging import diagnosis, families, mistakes, slips
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT = ("cs231n.a3.lstm_step", "cs231n.a2.spatial_groupnorm")
 
 
-def _none(_: Exercise) -> Iterator[mistakes.GraphSlip]:
+def _none(_: Exercise) -> Iterator[slips.GraphSlip]:
     return iter(())
 
 
@@ -46,7 +46,7 @@ def _seconds(exercise: Exercise, with_families: bool, repeats: int) -> float:
     times = []
     for _ in range(repeats):
         with mock.patch.object(
-            families, "graph_families", families.graph_families if with_families else _none
+            mistakes, "graph_families", families.graph_families if with_families else _none
         ):
             started = time.perf_counter()
             diagnosis._compute_candidates(exercise, references, sample, None)

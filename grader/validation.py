@@ -17,7 +17,8 @@ from grader.grading import grade
 from grader.handin.discover import submission_from_path
 from grader.judging.compare import PRECISIONS, compare_many
 from grader.judging.families import family_mistakes
-from grader.judging.mistakes import Mistake, standard_mistakes
+from grader.judging.mistakes import standard_mistakes
+from grader.judging.slips import Mistake
 from grader.outcomes import MistakeFamily, Verdict
 from grader.results import ReturnResult, SubmissionResult
 

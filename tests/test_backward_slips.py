@@ -20,7 +20,7 @@ from grader.handin.discover import submission_from_path
 from grader.judging.backward_slips import backward_slips
 from grader.judging.compare import compare_many
 from grader.judging.diagnosis import diagnose
-from grader.judging.mistakes import GraphSlip
+from grader.judging.slips import GraphSlip
 from grader.outcomes import MistakeFamily, Verdict
 from grader.sandbox.payload import ReturnedArray
 from grader.sandbox.report import Returned

@@ -31,7 +31,7 @@ import torch
 from grader.exercise.graph import Assignment, Program, evaluate
 from grader.exercise.spec import Exercise
 from grader.exercise.trials import Trial, make_trials
-from grader.judging.mistakes import GraphSlip, _nodes
+from grader.judging.slips import GraphSlip, expression_nodes
 from grader.outcomes import MistakeFamily
 
 _PROBES = 5  # trials of distinct sizes whose shapes must all agree (one could match by chance, N == H)
@@ -141,7 +141,7 @@ def _with_nodes(exercise: Exercise, position: int, changes: Mapping[int, ast.exp
     assignments = list(exercise.program.assignments)
     old = assignments[position]
     copy = ast.parse(ast.unparse(old.expr), mode="eval").body
-    walked = _nodes(copy)
+    walked = expression_nodes(copy)
     targets = {id(walked[index]): replacement for index, replacement in changes.items()}
 
     class Swap(ast.NodeTransformer):
@@ -167,7 +167,7 @@ def reshape_for_transpose(exercise: Exercise, probe: Probe) -> Iterator[GraphSli
     transposed of graph_mutants names). And d a = (b @ g.reshape(n, m)).reshape(m, k) where (b @ g.T).T
     belongs: the upstream gradient reshaped (cs231n's affine dx from w @ dout)."""
     for position, assignment in enumerate(exercise.program.assignments):
-        for k, node in enumerate(_nodes(assignment.expr)):
+        for k, node in enumerate(expression_nodes(assignment.expr)):
             if not (isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult)):
                 continue
             left, right = probe.shapes(node.left), probe.shapes(node.right)
@@ -234,7 +234,7 @@ def overwritten(exercise: Exercise, probe: Probe) -> Iterator[GraphSlip]:
     window, unless F and the overlap are 1)."""
     integers = {name for name, spec in exercise.spec.inputs.items() if spec.is_integer}
     for position, assignment in enumerate(exercise.program.assignments):
-        for k, node in enumerate(_nodes(assignment.expr)):
+        for k, node in enumerate(expression_nodes(assignment.expr)):
             if (
                 isinstance(node, ast.Subscript)
                 and isinstance(node.slice, ast.Name)
@@ -355,7 +355,7 @@ def time_shift(exercise: Exercise, probe: Probe) -> Iterator[GraphSlip]:
     if not pairs:
         return
     for position, assignment in enumerate(exercise.program.assignments):
-        for k, node in enumerate(_nodes(assignment.expr)):
+        for k, node in enumerate(expression_nodes(assignment.expr)):
             if not (
                 isinstance(node, ast.Call) and getattr(node.func, "id", None) in _FROM_OUTPUT and node.args
             ):
@@ -500,7 +500,7 @@ def _stacked_blocks(exercise: Exercise, probe: Probe) -> dict[str, list[_Block]]
     widths on every probe (one assignment per block)."""
     groups: dict[tuple[str, str], list[tuple[_Block, list[int], list[int]]]] = {}
     for position, assignment in enumerate(exercise.program.assignments):
-        for k, node in enumerate(_nodes(assignment.expr)):
+        for k, node in enumerate(expression_nodes(assignment.expr)):
             if not (isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name)):
                 continue
             parts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
@@ -548,7 +548,7 @@ def factor_dropped(exercise: Exercise, probe: Probe) -> Iterator[GraphSlip]:
     standard mistakes (half the value)."""
     computed = set(exercise.program.defined)
     for position, assignment in enumerate(exercise.program.assignments):
-        for k, node in enumerate(_nodes(assignment.expr)):
+        for k, node in enumerate(expression_nodes(assignment.expr)):
             if not (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult)):
                 continue
             if ast.unparse(node.left) == ast.unparse(node.right):

@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 from grader.exercise.graph import Assignment, Program
 from grader.exercise.spec import Exercise, ReturnSpec, SizeRange
 from grader.exercise.trials import Trial
-from grader.judging.mistakes import GraphSlip, Mistake, _rebuild, _recomputed, _terms
+from grader.judging.slips import GraphSlip, Mistake, recomputed, sum_of, sum_terms
 from grader.outcomes import MistakeFamily
 
 Labels = tuple[str, ...]  # what each axis of a value is, by the size expression of the spec's shapes
@@ -58,7 +58,7 @@ def graph_families(exercise: Exercise) -> Iterator[GraphSlip]:
 
 def family_mistakes(exercise: Exercise, trials: list[Trial]) -> Iterator[tuple[ReturnSpec, Mistake]]:
     """Every family's slips, evaluated on `trials`: what `grader validate` reports as covered."""
-    yield from _recomputed(exercise, trials, graph_families(exercise), None)
+    yield from recomputed(exercise, trials, graph_families(exercise), None)
 
 
 def term_scales(exercise: Exercise) -> Iterator[GraphSlip]:
@@ -69,7 +69,7 @@ def term_scales(exercise: Exercise) -> Iterator[GraphSlip]:
     labels = _all_labels(exercise)
     definitions = {a.target: a.expr for a in exercise.program.assignments}
     for position, assignment in enumerate(exercise.program.assignments):
-        terms = _terms(assignment.expr)
+        terms = sum_terms(assignment.expr)
         # A loss's terms only: scaling a term of a layer's output by a size is no mistake anyone makes.
         if assignment.target not in targets or len(terms) < 2 or labels.get(assignment.target) != ():
             continue
@@ -126,7 +126,7 @@ def term_scales(exercise: Exercise) -> Iterator[GraphSlip]:
                     name,
                     MistakeFamily.TERM_SCALE,
                     feedback,
-                    _with_program(exercise, {position: _rebuild([*rest, (sign, changed)])}),
+                    _with_program(exercise, {position: sum_of([*rest, (sign, changed)])}),
                 )
 
 
@@ -394,7 +394,7 @@ def _uses_by_term(expr: ast.expr, indices: set[int]) -> dict[str, list[int]]:
         inner = inner.args[0]
     order = {id(node): index for index, node in enumerate(ast.walk(expr))}
     grouped: dict[str, list[int]] = {}
-    for _, term in _terms(inner):
+    for _, term in sum_terms(inner):
         inside = [order[id(node)] for node in ast.walk(term) if order.get(id(node)) in indices]
         if inside:
             grouped.setdefault(ast.unparse(term), []).extend(inside)

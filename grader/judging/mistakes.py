@@ -12,36 +12,28 @@ exercise's test points can tell each mistake from rounding; grading uses them to
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from itertools import chain
 
 import numpy as np
 
 from grader.exercise.graph import Assignment, Program
-from grader.exercise.reference import reference_returns
 from grader.exercise.spec import Exercise, GradSpec, ReturnSpec, VjpSpec
 from grader.exercise.trials import Trial
+from grader.judging.backward_slips import backward_slips
+from grader.judging.families import graph_families
+from grader.judging.slips import (
+    Expected,
+    GraphSlip,
+    Mistake,
+    evaluated,
+    expression_nodes,
+    recomputed,
+    sum_of,
+    sum_terms,
+)
 from grader.outcomes import MistakeFamily
-
-Expected = Mapping[int, Mapping[str, np.ndarray]]
-
-
-@dataclass(frozen=True)
-class Mistake:
-    name: str
-    family: MistakeFamily
-    outputs: dict[int, np.ndarray]  # trial index -> what the mistaken code would return
-    feedback: str = ""  # what to tell a student whose values match it
-    # Trial index -> each entry's rounding sensitivity of the mistaken formula itself, measured as the
-    # references' is; None where it was not (the standard mistakes and mutants, too many to measure).
-    spread: dict[int, np.ndarray] | None = None
-
-    @property
-    def declared(self) -> bool:
-        """One the exercise declares (a misconception, another year's convention), not one derived."""
-        return self.family in (MistakeFamily.DECLARED, MistakeFamily.CONVENTION)
-
 
 _ELEMENTWISE = frozenset("exp log log1p expm1 sqrt square abs sin cos sigmoid tanh relu softplus".split())
 
@@ -65,11 +57,11 @@ def standard_mistakes(
         for wrong_input in _wrong_inputs(exercise, ret):
             if only is not None and wrong_input.name != only:
                 continue
-            computed = _evaluated(wrong_input.variant, trials)
+            computed = evaluated(wrong_input.variant, trials)
             if computed is not None:
                 outputs = {t.index: computed[t.index][ret.name] for t in trials}
                 yield ret, Mistake(wrong_input.name, wrong_input.family, outputs, wrong_input.feedback)
-    yield from _recomputed(exercise, trials, _changed_terms(exercise), only)
+    yield from recomputed(exercise, trials, _changed_terms(exercise), only)
 
 
 def mutant_mistakes(
@@ -78,32 +70,8 @@ def mutant_mistakes(
     """The graph mutants' returns on `trials` (see graph_mutants), then the graph's mistake families
     (families.py) and the slips of a backward written by hand (backward_slips.py), or only the one named
     `only`."""
-    # They build on this module's GraphSlip.
-    from grader.judging.backward_slips import backward_slips
-    from grader.judging.families import graph_families
-
     slips = chain(graph_mutants(exercise), graph_families(exercise), backward_slips(exercise))
-    yield from _recomputed(exercise, trials, slips, only)
-
-
-def _recomputed(
-    exercise: Exercise, trials: list[Trial], slips: Iterator[GraphSlip], only: str | None
-) -> Iterator[tuple[ReturnSpec, Mistake]]:
-    for slip in slips:
-        if only is not None and slip.name != only:
-            continue  # named before its graph is evaluated: skipping it costs nothing
-        computed = _evaluated(slip.variant, trials)
-        if computed is not None:
-            for ret in exercise.spec.returns:
-                outputs = {t.index: computed[t.index][ret.name] for t in trials}
-                yield ret, Mistake(slip.name, slip.family, outputs, slip.feedback)
-
-
-def _evaluated(variant: Exercise, trials: list[Trial]) -> dict[int, Mapping[str, np.ndarray]] | None:
-    try:
-        return reference_returns(variant, trials)
-    except Exception:  # a variant the graph cannot evaluate is no mistake to test
-        return None
+    yield from recomputed(exercise, trials, slips, only)
 
 
 Change = Callable[[Trial, np.ndarray], np.ndarray | None]  # a right result as the mistake makes it; None: n/a
@@ -220,16 +188,6 @@ def _scaled_by(size: str, power: int) -> Change:
     return change
 
 
-@dataclass(frozen=True)
-class GraphSlip:
-    """A mistake that changes the computation: the exercise as the mistaken code computes it."""
-
-    name: str
-    family: MistakeFamily
-    feedback: str
-    variant: Exercise
-
-
 def _wrong_inputs(exercise: Exercise, ret: ReturnSpec) -> Iterator[GraphSlip]:
     """The exercise reduced to `ret`, taken with respect to each other input of the same shape."""
     target = ret.grad or ret.vjp
@@ -252,7 +210,7 @@ def _wrong_inputs(exercise: Exercise, ret: ReturnSpec) -> Iterator[GraphSlip]:
 def _changed_terms(exercise: Exercise) -> Iterator[GraphSlip]:
     """The exercise with one term of a sum in its graph dropped, halved or doubled."""
     for position, assignment in enumerate(exercise.program.assignments):
-        terms = _terms(assignment.expr)
+        terms = sum_terms(assignment.expr)
         if len(terms) < 2:
             continue
         for k, (sign, node) in enumerate(terms):
@@ -274,9 +232,7 @@ def _changed_terms(exercise: Exercise) -> Iterator[GraphSlip]:
             ):
                 name = f"{assignment.target} {how}"
                 feedback = f"your values are those of {name}: a term forgotten, or its factor lost or doubled"
-                yield GraphSlip(
-                    name, family, feedback, _with_expression(exercise, position, _rebuild(changed))
-                )
+                yield GraphSlip(name, family, feedback, _with_expression(exercise, position, sum_of(changed)))
 
 
 def graph_mutants(exercise: Exercise) -> Iterator[GraphSlip]:
@@ -285,7 +241,7 @@ def graph_mutants(exercise: Exercise) -> Iterator[GraphSlip]:
     transposed."""
     for position, assignment in enumerate(exercise.program.assignments):
         statement = f"`{assignment.target} = {ast.unparse(assignment.expr)}`"
-        for k, node in enumerate(_nodes(assignment.expr)):
+        for k, node in enumerate(expression_nodes(assignment.expr)):
             if isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
                 product = ast.unparse(node)
                 elementwise = ast.BinOp(node.left, ast.Mult(), node.right)
@@ -339,14 +295,10 @@ def _transposed(node: ast.expr) -> ast.expr:
     return ast.Attribute(node, "T", ast.Load())
 
 
-def _nodes(expr: ast.expr) -> list[ast.AST]:
-    return list(ast.walk(expr))
-
-
 def _replaced(expr: ast.expr, index: int, replacement: ast.expr) -> ast.expr:
     """A copy of `expr` with its `index`-th node (in ast.walk order) replaced."""
     copy = ast.parse(ast.unparse(expr), mode="eval").body
-    target = _nodes(copy)[index]
+    target = expression_nodes(copy)[index]
 
     class Swap(ast.NodeTransformer):
         def visit(self, node: ast.AST) -> ast.AST:
@@ -364,21 +316,5 @@ def _with_expression(exercise: Exercise, position: int, expr: ast.expr) -> Exerc
     return replace(exercise, program=Program(tuple(assignments)))
 
 
-def _terms(node: ast.expr, sign: int = 1) -> list[tuple[int, ast.expr]]:
-    """The terms of a sum or difference, each with its sign: a - b + c -> [(+, a), (-, b), (+, c)]."""
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add | ast.Sub):
-        right_sign = sign if isinstance(node.op, ast.Add) else -sign
-        return _terms(node.left, sign) + _terms(node.right, right_sign)
-    return [(sign, node)]
-
-
 def _scaled(node: ast.expr, factor: float) -> ast.expr:
     return ast.BinOp(ast.Constant(factor), ast.Mult(), node)
-
-
-def _rebuild(terms: list[tuple[int, ast.expr]]) -> ast.expr:
-    first_sign, first = terms[0]
-    node: ast.expr = first if first_sign > 0 else ast.UnaryOp(ast.USub(), first)
-    for sign, term in terms[1:]:
-        node = ast.BinOp(node, ast.Add() if sign > 0 else ast.Sub(), term)
-    return ast.fix_missing_locations(node)
