@@ -1,17 +1,19 @@
-"""Benchmark: what the backward-pass mistake families (grader/judging/backward_slips.py) add to naming.
+"""Benchmark: what the mistake families derived from the graph (judging/families.py: terms, paths, axes;
+judging/backward_slips.py: slips of a backward by hand) add to naming.
 
 Usage: .venv/bin/python bench/candidate_cost.py [--repeats 3] [EXERCISE_FOLDER ...]
 
 For each exercise: how many candidates diagnose() tries per return, and how long computing them on its
 16-trial sample takes (what the first failing hand-in of a class pays; the rest share them), with and
-without the backward families. Then the time of grade() on a known-wrong hand-in whose return is named,
+without the derived families. Then the time of grade() on a known-wrong hand-in whose return is named,
 with and without. Naming runs only for returns judged logic: an all-pass hand-in pays nothing
-(bench/classification_cost.py measures that path).
+(bench/classification_cost.py measures that path; bench/naming_cost.py a class of failing hand-ins).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import statistics
 import time
 from collections.abc import Iterator
@@ -33,6 +35,7 @@ CASES = {
     "exercises/cs231n/a2/conv_naive": "wrong/dx_assigned.py",
     "exercises/cs231n/a3/rnn_step": "wrong/tanh_prime_prev_h.py",
     "exercises/cs231n/a3/temporal_affine": "wrong/dw_reshape.py",
+    "exercises/cs231n/a2/spatial_groupnorm": "wrong/per_channel_groups.py",
 }
 
 
@@ -45,7 +48,7 @@ def candidates(exercise: Exercise, without: bool) -> tuple[int, float]:
     trials = make_trials(exercise, 0, 16)
     references = compute_references(exercise, trials)
     sample = tuple(t.index for t in trials)
-    with mock.patch.object(mistakes, "backward_slips", _none) if without else _nothing():
+    with _without_families() if without else contextlib.nullcontext():
         started = time.perf_counter()
         found = diagnosis._compute_candidates(exercise, references, sample, None)
         took = time.perf_counter() - started
@@ -65,7 +68,7 @@ def graded(exercise: Exercise, wrong: Path, without: bool) -> tuple[float, float
         finally:
             spent[0] += time.perf_counter() - started
 
-    families = mock.patch.object(mistakes, "backward_slips", _none) if without else _nothing()
+    families = _without_families() if without else contextlib.nullcontext()
     with mock.patch.object(diagnosis, "diagnose", timed), families:
         started = time.perf_counter()
         result = grade(exercise, submission_from_path(wrong, exercise.spec.entry), 0, None)
@@ -73,12 +76,13 @@ def graded(exercise: Exercise, wrong: Path, without: bool) -> tuple[float, float
     return took, spent[0], sorted({(r.misconception or "-")[:60] for r in result.returns})
 
 
-class _nothing:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *_: object) -> None:
-        return None
+@contextlib.contextmanager
+def _without_families() -> Iterator[None]:
+    with (
+        mock.patch.object(mistakes, "graph_families", _none),
+        mock.patch.object(mistakes, "backward_slips", _none),
+    ):
+        yield
 
 
 def main() -> None:
