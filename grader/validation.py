@@ -21,10 +21,14 @@ from grader.judging.mistakes import standard_mistakes
 from grader.judging.slips import Mistake
 from grader.outcomes import MistakeFamily, Verdict
 from grader.results import ReturnResult, SubmissionResult
+from grader.text import counted
 
 FD_TRIALS = 3
 FD_STEP = 1e-6
 FD_TOLERANCE = 1e-6
+# Units of eps * |objective| / step a central difference may lose to the objective's rounding (its two
+# evaluations' errors, each up to a few eps of the objective, divided by 2 * step).
+FD_ROUNDING = 4.0
 
 
 @dataclass(frozen=True)
@@ -58,6 +62,7 @@ def validate(
         float32 = pool.submit(grade_float32_variant, exercise, solution, seed, trials) if solution else None
         note(f"{exercise.id}: checking gradients against finite differences")
         checks = [finite_differences(exercise, make_trials(exercise, seed, FD_TRIALS))]
+        checks.append(saturation(references))
         note(f"{exercise.id}: checking that the test points tell standard mistakes from rounding")
         discriminating = discrimination(exercise, references)
         if solution is not None and float32 is not None:
@@ -435,6 +440,48 @@ def _beyond_rounding(ret: ReturnSpec, mistake: Mistake, references: References, 
     return sum(1 for c in judged if c.verdict is Verdict.ERROR or c.max_ratio > 1.0)
 
 
+def saturation(references: References) -> Check:
+    """Whether the graph's values stay finite, and where the inputs saturate it: entries whose rounding
+    envelope could not be measured, since a randomly rounded copy of the reference left float64's range
+    where the exact one did not (log-cosh's softplus(2r) at |r| near 1000). Those are judged by their
+    magnitude alone, and they test only that a student's formula saturates too: told, with their share,
+    so that an author who wants the formula tested narrows the inputs' range. Non-finite expected values
+    fail: no student can be asked for them."""
+    name = "the graph at these inputs"
+    nonfinite: dict[str, list[int]] = {}
+    undefined: dict[str, list[int]] = {}  # per return: [entries, of entries]
+    for trial in references.trials:
+        for ret, value in references.expected[trial.index].items():
+            if not np.isfinite(value).all():
+                nonfinite.setdefault(ret, []).append(trial.index)
+            spread = references.spread[trial.index][ret]
+            counts = undefined.setdefault(ret, [0, 0])
+            counts[0] += int(np.count_nonzero(~np.isfinite(spread)))
+            counts[1] += int(spread.size)
+    if nonfinite:
+        told = "; ".join(
+            f"{ret} on {len(at)} of {len(references.trials)} trials (first trial {at[0]})"
+            for ret, at in nonfinite.items()
+        )
+        return Check(
+            name,
+            False,
+            f"the graph gives NaN or infinity: {told}; a student cannot return those: narrow the inputs' "
+            "range, or write the graph stably (softplus or logsumexp rather than log(exp(...)))",
+        )
+    saturated = {ret: counts for ret, counts in undefined.items() if counts[0]}
+    if not saturated:
+        return Check(name, True, "every entry's rounding envelope was measured")
+    told = ", ".join(f"{ret} {k / n:.1%} ({counted(k, 'entry')} of {n})" for ret, (k, n) in saturated.items())
+    return Check(
+        name,
+        True,
+        f"the inputs saturate the graph on {told}: there a randomly rounded copy of the reference overflows, "
+        "so those entries are judged by their size alone and test only that a formula saturates too; to test "
+        "the formula there, narrow the inputs' range (or give the returns an atol)",
+    )
+
+
 def finite_differences(exercise: Exercise, trials: list[Trial]) -> Check:
     expected = reference_returns(exercise, trials)
     worst = 0.0
@@ -458,23 +505,31 @@ def finite_differences(exercise: Exercise, trials: list[Trial]) -> Check:
 
             base = np.array(trial.inputs[target.wrt], dtype=np.float64)
             numeric = np.zeros_like(base)
+            # Central differences lose eps * |objective| / step to the objective's own rounding: a loss
+            # of 3e5 (a log-cosh over outliers) differenced with a step of 1e-6 is only good to 3e-5.
+            rounding = np.zeros_like(base)
             for k in range(base.size):
                 step = FD_STEP * max(1.0, abs(base.flat[k]))
                 plus, minus = base.copy(), base.copy()
                 plus.flat[k] += step
                 minus.flat[k] -= step
-                numeric.flat[k] = (objective(plus) - objective(minus)) / (2 * step)
+                above, below = objective(plus), objective(minus)
+                numeric.flat[k] = (above - below) / (2 * step)
+                rounding.flat[k] = FD_ROUNDING * np.finfo(np.float64).eps * max(abs(above), abs(below)) / step
             analytic = expected[trial.index][ret.name]
             scale = max(1.0, float(np.max(np.abs(analytic))) if analytic.size else 1.0)
-            worst = max(worst, float(np.max(np.abs(numeric - analytic))) / scale if analytic.size else 0.0)
+            scaled = float(np.max(np.abs(numeric - analytic) - rounding)) / scale if analytic.size else 0.0
+            worst = scaled if math.isnan(scaled) or math.isnan(worst) else max(worst, scaled)
             checked += 1
-    ok = worst <= FD_TOLERANCE
+    ok = worst <= FD_TOLERANCE  # NaN (a graph that overflows) is never within it
     detail = (
         f"autograd matches central differences on {checked} gradient checks (max scaled error {worst:.1e})"
         if checked
         else "no gradient returns to check"
     )
-    if not ok:
+    if math.isnan(worst):
+        detail = "autograd or central differences give NaN or infinity: the graph overflows at these inputs"
+    elif not ok:
         detail = (
             f"autograd and central differences disagree by {worst:.1e} (scaled; allowed {FD_TOLERANCE:.0e}): "
             "a non-differentiable point in the graph, or inputs where it is ill-conditioned"

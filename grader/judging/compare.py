@@ -294,6 +294,13 @@ def _allowed(
         magnitude = FALLBACK_MAGNITUDE_FACTOR * (abs_expected + scale)
     else:
         magnitude = MAGNITUDE_FACTOR * (abs_expected + scale) + SPREAD_FACTOR * spread
+        # A spread that is NaN or infinite is no measurement: a perturbed copy of the reference left float64's
+        # range where the exact one did not (softplus(2r) at r = -1000 saturates exactly, its noisy copies
+        # overflow to inf - inf), so the entry's envelope is what it is without a spread, never NaN: an
+        # envelope of NaN failed every entry, exact ones included.
+        undefined = ~np.isfinite(magnitude)
+        if undefined.any():
+            magnitude = np.where(undefined, FALLBACK_MAGNITUDE_FACTOR * (abs_expected + scale), magnitude)
     allowed: np.ndarray = precision.eps * magnitude + MAGNITUDE_FACTOR * precision.tiny
     return allowed
 
@@ -537,6 +544,7 @@ def _entry_checks(
     """Per entry: |error|, its ratio to the rounding envelope, within the envelope, failing the tolerance."""
     abs_error = _abs_errors(flat.expected, flat.abs_expected, got64, precision)
     ratio = abs_error / _allowed(flat.abs_expected, flat.scale, flat.spread, precision)
+    ratio[abs_error == 0] = 0.0  # the exact value is never evidence of a mistake, whatever its envelope
     within_envelope = ratio <= 1.0
     if spec.explicit_tolerance:
         # An infinite error (1e308 against -1e308 overflows) is never within a tolerance that overflowed too.
