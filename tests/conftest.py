@@ -155,6 +155,14 @@ def without_top_level_block(text: str, key: str) -> str:
     return "".join(kept)
 
 
+def allow_subprocesses(folder: Path) -> Path:
+    """A course.yaml in `folder` that lets the hand-ins of the exercises below it start processes (one
+    process per hand-in otherwise): where the defences that must hold with children are tested."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "course.yaml").write_text("subprocesses: true\n", encoding="utf-8")
+    return folder
+
+
 def write_exercise(folder: Path, spec: str, files: dict[str, str] | None = None) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "exercise.yaml").write_text(textwrap.dedent(spec).lstrip(), encoding="utf-8")

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import CORRECT_GRAPH2, GRAPH2, copy_exercise, write_source
+from conftest import CORRECT_GRAPH2, GRAPH2, allow_subprocesses, copy_exercise, write_source
 
 from grader.gradebook import default_path
 from grader.sandbox import isolation
@@ -401,6 +401,7 @@ def test_gradescope_keeps_its_result_and_ships_no_solution(tmp_path: Path) -> No
     """An /autograder-like tree built by gradescope/build.sh; hostile hand-ins through `grader gradescope`."""
     root = Path(__file__).resolve().parent.parent
     exercises = tmp_path / "course"
+    allow_subprocesses(exercises)  # the forger's daemon: what must hold where a course allows children
     copy_exercise(exercises / "graph2", append=LIMITS)
     archive = tmp_path / "autograder.zip"
     subprocess.run(
@@ -412,8 +413,8 @@ def test_gradescope_keeps_its_result_and_ships_no_solution(tmp_path: Path) -> No
     source = tmp_path / "autograder" / "source"
     shutil.unpack_archive(archive, source)
     shipped = [p.name for p in (source / "exercises").rglob("*") if p.is_file()]
-    # the spec and the course's helpers it declares (graph2's util.py and plots.py), no solution
-    assert sorted(shipped) == ["exercise.yaml", "plots.py", "util.py"], shipped
+    # the spec, its course.yaml and the helpers it declares (graph2's util.py and plots.py), no solution
+    assert sorted(shipped) == ["course.yaml", "exercise.yaml", "plots.py", "util.py"], shipped
     written: dict[Path, bytes] = {}
     for attack in ("late_forger", "read_secrets", "kill_grader", "write_classmates"):
         submission = tmp_path / "autograder" / f"submission-{attack}"

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import CORRECT_GRAPH2, copy_exercise, write_source
+from conftest import CORRECT_GRAPH2, allow_subprocesses, copy_exercise, write_source
 
 from grader.sandbox import cgroups, isolation
 from grader.sandbox.reading import RETURNS_BUDGET_BYTES
@@ -71,6 +71,7 @@ def _grader(layer: str, *args: str, cwd: Path, tmp: Path | None = None) -> subpr
 def _exercise(root: Path, memory_mb: int) -> Path:
     limits = "trial_seconds: 5, submission_seconds: 120, import_seconds: 60"
     limits = f"\nlimits: {{{limits}, memory_mb: {memory_mb}}}\n"
+    allow_subprocesses(root / "exercises")  # the attackers' children: one budget for them all
     return copy_exercise(root / "exercises" / "graph2", append=limits)
 
 

@@ -79,7 +79,7 @@ def graph2(W_np, x_np, b_np):
             except OSError:
                 continue
             assert os.path.basename(SECRET) not in seen and "LEAK" not in seen, seen
-    assert subprocess.run([sys.executable, "-c", "import json"], check=False).returncode == 0
+    assert os.access(sys.executable, os.X_OK)
     x, b = torch.tensor(x_np), torch.tensor(b_np)
 
     def f_of(W):

@@ -4,6 +4,7 @@
       - matplotlib>=3.7           # a pip requirement; imported by its name
       - {pip: scikit-learn, import: sklearn}
     support: [_support/coutils.py]  # stand-ins for the course's helpers, added to every exercise below
+    subprocesses: true            # its hand-ins may start processes (default: one process per hand-in)
 
 The nearest course.yaml above an exercise governs it, alone: files do not merge, so what an exercise may
 import is read in one place (a course split in two copies the shared lines). Paths in `support` are
@@ -83,6 +84,7 @@ class PackageSpec(_Model):
 class CourseSpec(_Model):
     packages: tuple[PackageSpec, ...] = Field(default=(), max_length=200)
     support: tuple[str, ...] = Field(default=(), max_length=50)
+    subprocesses: bool = False
 
 
 def _plain_string(data: dict[str, Any], location: tuple[Any, ...]) -> bool:
@@ -93,7 +95,7 @@ def _plain_string(data: dict[str, Any], location: tuple[Any, ...]) -> bool:
 
 
 def _unknown_field(location: tuple[Any, ...]) -> str:
-    known = ["pip", "import"] if len(location) > 1 else ["packages", "support"]
+    known = ["pip", "import"] if len(location) > 1 else ["packages", "support", "subprocesses"]
     close = difflib.get_close_matches(str(location[-1]), known, n=1)
     what = "a package is {pip: REQUIREMENT, import: MODULE}" if len(location) > 1 else "a course.yaml has"
     hint = f": did you mean '{close[0]}'?" if close else ""
@@ -124,6 +126,9 @@ class Course:
     path: Path | None = None
     packages: tuple[Package, ...] = ()
     support: tuple[Path, ...] = ()  # absolute
+    # Whether hand-ins may start processes (os.fork, subprocess, multiprocessing): off, one process per
+    # hand-in, unless the course needs them (worker/seccomp.py).
+    subprocesses: bool = False
 
     @property
     def modules(self) -> tuple[str, ...]:
@@ -202,7 +207,9 @@ def load_course(path: Path) -> Course:
             raise SpecError(*where, f"two support entries are named '{resolved.name}'")
         support.append(resolved)
     packages = tuple(_package(p) for p in spec.packages)
-    return Course(path=path.resolve(), packages=packages, support=tuple(support))
+    return Course(
+        path=path.resolve(), packages=packages, support=tuple(support), subprocesses=spec.subprocesses
+    )
 
 
 def _package(declared: PackageSpec) -> Package:

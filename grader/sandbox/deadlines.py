@@ -103,9 +103,11 @@ class Deadlines:
         if self.ready_at is None or trial is None:
             self._cpu_call = None
             return
-        # Its place in the pass: the page that names the running trial is the student's to write, so a
-        # call's count starts again only when the pass moves on, never back to one counted already.
-        place = len(reading.outputs) + len(reading.failures) + reading.pending.index(trial)
+        # Its place in the pass: how many trials were answered. The page that names the running trial is the
+        # student's to write (later trial numbers written there would start a fresh count with every
+        # write), so a call's count starts again only when a result arrives; a result travels at most
+        # 10 ms of the worker's batching late (worker/channel.py), which the count may hold too.
+        place = len(reading.outputs) + len(reading.failures)
         call = self._cpu_call
         if call is None or call[0] is not reading or place > call[1]:
             self._cpu_call, self._cpu_from, self._cpu_over = (reading, place), used, False
@@ -126,7 +128,7 @@ class Deadlines:
         call = self._cpu_call
         if call is None or call[0] is not reading or trial not in reading.pending:
             return 0.0
-        if call[1] != len(reading.outputs) + len(reading.failures) + reading.pending.index(trial):
+        if call[1] != len(reading.outputs) + len(reading.failures):
             return 0.0
         return max(self._cpu.sample() - self._cpu_from, 0.0)
 

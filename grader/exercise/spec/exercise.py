@@ -132,6 +132,11 @@ class Exercise:
         """The top-level modules beyond the stdlib, torch and numpy its course lets student code import."""
         return self.course.modules if self.course is not None else ()
 
+    @property
+    def allows_subprocesses(self) -> bool:
+        """Whether its course lets hand-ins start processes (course.yaml `subprocesses: true`)."""
+        return self.course is not None and self.course.subprocesses
+
 
 def _wire_args(args: tuple[Arg, ...], known: set[str]) -> list[Any]:
     """Arguments as the worker builds them: a name (an input, or what an earlier call bound), a list of

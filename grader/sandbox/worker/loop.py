@@ -27,7 +27,7 @@ import numpy as np
 from grader.sandbox import seeding
 from grader.sandbox.protocol import Frame, Run, iter_frames
 from grader.sandbox.worker import imports as course_imports
-from grader.sandbox.worker import plots
+from grader.sandbox.worker import plots, seccomp
 from grader.sandbox.worker.autograd_check import autograd_checked, install_autograd_check
 from grader.sandbox.worker.channel import Channel
 from grader.sandbox.worker.deadline import DEADLINE
@@ -78,6 +78,9 @@ def main(job_dir: Path, jobs_fd: int, results_fd: int, progress_fd: int) -> None
     plots.headless(job_dir / "support", job_dir / "scratch")
     # First on sys.meta_path: a refused import prepares nothing for it.
     course_imports.install(handin["modules"], submission_dir, job_dir / "support")
+    if not handin["subprocesses"]:
+        # Last before the import: the worker's own set-up above may still start what it needs.
+        seccomp.forbid_new_processes()
     importer = Importer(submission_dir, handin["files"], handin["cells"])
     for frame in frames:
         if not _exercise(channel, frames, frame.header, importer, submission_dir):

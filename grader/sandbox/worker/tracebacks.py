@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import traceback
 from pathlib import Path
@@ -17,7 +18,29 @@ _GRADER_FILES = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
 def exception_line(exc: BaseException, submission_dir: Path) -> str:
     """The exception's last line(s), with the sandbox's folder stripped (a SyntaxError names its file)."""
     text = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+    if _new_process_refused(exc):
+        text += f" ({ONE_PROCESS})"
     return clip(text.replace(str(submission_dir) + os.sep, ""))
+
+
+ONE_PROCESS = (
+    "this exercise runs in one process: starting another (os.fork, subprocess, multiprocessing, a fresh "
+    "Python) is not allowed; compute in your function itself (threads are fine)"
+)
+# Where the refusal of worker/seccomp.py surfaces: os.fork, os.exec*, os.posix_spawn* and os.system are
+# built in (no frame of their own), so the line that called them names them; subprocess and
+# multiprocessing raise from their own files.
+_STARTERS = ("fork", "exec", "spawn", "popen", "system", "subprocess", "multiprocessing", "process(")
+
+
+def _new_process_refused(exc: BaseException) -> bool:
+    if not isinstance(exc, PermissionError) or exc.errno != errno.EPERM:
+        return False
+    for frame in traceback.extract_tb(exc.__traceback__):
+        where = f"{frame.filename} {frame.line or ''}".lower()
+        if any(starter in where for starter in _STARTERS):
+            return True
+    return False
 
 
 def raised_at(exc: BaseException, submission_dir: Path) -> str:
