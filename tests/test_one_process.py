@@ -38,7 +38,7 @@ def _layers() -> list[str]:
     return ["bubblewrap", "base"] if isolation.current().level == "bubblewrap" else ["base"]
 
 
-def _grader(layer: str, *args: str | Path) -> subprocess.CompletedProcess[str]:
+def _grader(layer: str, *args: str | Path | int) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("GRADER_")}
     if layer == "base":
         env["GRADER_ISOLATION"] = "base"
