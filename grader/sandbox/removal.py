@@ -98,7 +98,7 @@ class Removal:
         why = self.stop.value + (f" ({self.detail})" if self.detail else "")
         moved = f", moved to {self.moved_to}" if self.moved_to else ""
         return (
-            f"what a hand-in left in {self.path} could not all be removed: {why}; {self.removed} entries "
+            f"what a hand-in left in {self.path} could not all be removed: {why}; {self.removed:,} entries "
             f"removed, the rest left{moved}. Nothing depends on it; remove it by hand (rm -rf {where})"
         )
 
