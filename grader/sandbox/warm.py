@@ -58,6 +58,7 @@ _LEFTOVER_PREFIX = removal.LEFTOVER_PREFIX
 # disk): never more than that on the critical path of a `grader check`, however much was left.
 _START_SECONDS = 2.0
 start_up_failures = 0  # errors met while removing dead graders' folders: swallowed, counted, reported
+_start_lock = threading.Lock()
 
 
 @cache
@@ -65,6 +66,11 @@ def _remove_dead_slots() -> None:
     """Remove the slot folders, with the hand-ins staged in them, of this user's graders that have died,
     and the leftovers set aside before: bounded, and never fatal (nothing a hand-in left may stop a later
     grader); what stays is renamed out of the way and reported."""
+    with _start_lock:  # two slots started at once by two threads: one removal at a time
+        _remove_dead_folders()
+
+
+def _remove_dead_folders() -> None:
     global start_up_failures
     deadline = time.monotonic() + _START_SECONDS
     try:

@@ -78,7 +78,8 @@ def main(config_text: str) -> None:
     # children's collections neither walk it nor copy the memory pages it lies in.
     gc.freeze()
     global _mounts
-    _mounts = removal.mount_identities()
+    if sandboxed:  # outside a sandbox nothing the zygote empties holds a mount of the grader's
+        _mounts = removal.mount_identities()
     dev_before = _dev_entries() if sandboxed else {}
     # What a job must not change for the next ones: the zygote's limits, priority, scheduling, affinity,
     # OOM score, autogroup and folders' modes; a job that did (prlimit on its parent, say) gets the zygote
