@@ -224,9 +224,11 @@ def entry() -> None:
     result is committed, every file written and closed, and the warm workers are stopped here.
     """
     code = main()
+    from grader.report.terminal import make_console
     from grader.sandbox.warm import close_shared_pool
 
     close_shared_pool()
+    _report_leftovers(make_console(stderr=True))  # the slots of the zygotes stopped just now
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)
@@ -263,6 +265,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         errors.print("[bold red]internal error in the grader[/] (not your fault; please report it):")
         errors.print(safe(traceback.format_exc()))
         return int(ExitCode.INTERNAL)
+    finally:
+        _report_leftovers(errors)
+
+
+def _report_leftovers(errors: Console) -> None:
+    """What hand-ins left that could not be removed within its bounds (sandbox/removal.py): each once, as
+    a warning; it stops nothing, this grader or a later one."""
+    from grader.sandbox import removal
+
+    for left in removal.take_noted():
+        errors.print(f"[yellow]warning: {safe(left.describe())}[/]")
 
 
 def _warn_if_reduced(errors: Console) -> None:

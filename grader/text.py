@@ -26,16 +26,34 @@ def visible(text: str) -> str:
     return _CONTROLS.sub(lambda m: f"\\x{ord(m.group()):02x}", text) if _CONTROLS.search(text) else text
 
 
-# A spreadsheet opening a CSV runs a cell that starts with one of these as a formula (CSV injection,
+# A spreadsheet opening a CSV runs a cell that starts with = + - or @ as a formula (CSV injection,
 # OWASP): `=HYPERLINK(...)` as a folder name or an LMS display name, both of them the student's to choose.
-_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+# Not only at the field's start: a spreadsheet told (or whose locale says) to split on `;`, a tab or `|`,
+# or that splits on every separator whatever the quoting, starts a cell after each of them, and after a
+# line break; one that splits first and strips quotes after starts one after a quote. So `x;=1+1` is
+# `x` and a live `=1+1` in a `;` locale. Spaces before the formula do not help (an importer may trim them).
+_FORMULA = re.compile(r"""(?<![^,;\t|\r\n"]) *[=+\-@]""")
+_LEADING_CONTROL = ("\t", "\r")  # OWASP: a field starting with them is quoted as well
 
 
 def spreadsheet_text(text: str) -> str:
-    """`text` for a CSV cell that a spreadsheet shows as text, never runs: a leading quote where it would
-    start a formula (spreadsheets hide that quote)."""
+    """`text` for a CSV cell that a spreadsheet shows as text, never runs, however it splits the line: a
+    quote before every place a formula could start (spreadsheets hide a cell's leading quote), and before
+    a leading tab or carriage return. For text only (names, folders, headers): a number the grader writes
+    (a score, -1.5 too) stays a number and never comes here."""
     text = valid_unicode(text)
-    return f"'{text}" if text.startswith(_FORMULA_START) else text
+    text = _FORMULA.sub(lambda match: "'" + match.group(), text)
+    return f"'{text}" if text.startswith(_LEADING_CONTROL) else text
+
+
+def runs_as_formula(text: str) -> bool:
+    """Whether a spreadsheet could run some of `text` as a formula (see spreadsheet_text); a number
+    (-1.5, +3) is a number, not a formula."""
+    try:
+        float(text)
+        return False
+    except ValueError:
+        return spreadsheet_text(text) != valid_unicode(text)
 
 
 # Nouns whose plural is not the noun and an s; a count of any other noun adds the s.

@@ -34,7 +34,7 @@ import pytest
 from conftest import CORRECT_GRAPH2, GRAPH2, allow_subprocesses, copy_exercise, write_source
 
 from grader.gradebook import default_path
-from grader.sandbox import isolation
+from grader.sandbox import isolation, sched_attr
 
 ATTACKS = Path(__file__).resolve().parent / "attacks"
 LIMITS = "\nlimits: {trial_seconds: 2, submission_seconds: 30, import_seconds: 20, memory_mb: 2048}\n"
@@ -45,12 +45,16 @@ FORGER = "grader-attack-forger"
 AFTER_SECONDS = 20  # at most this long after the grader exits, the outcome is read again
 PLANTED = "zz_grader_attack.pth"
 
+_OWN = sched_attr.read()  # the grader's (the test's) scheduling attributes, but its nice value
+_SCHED = () if _OWN is None else (_OWN.policy, _OWN.flags, _OWN.priority, _OWN.runtime, _OWN.deadline,
+                                  _OWN.period, _OWN.util_min, _OWN.util_max)  # fmt: skip
+
 # A correct graph2 that, at import, refuses to be graded if anything of the student before it is left or
 # has changed what it inherits: its grade changes, and the test sees it. Its niceness is the grader's
 # (the test's, which a `nice` CI runner raises), not 0.
 CLASSMATE = (
     """
-import ctypes, os, resource
+import ctypes, os, resource, struct
 
 def _inherited_problems():
     problems = []
@@ -66,6 +70,12 @@ def _inherited_problems():
         problems.append(f"nice {os.getpriority(os.PRIO_PROCESS, 0)}")
     if os.sched_getscheduler(0) != os.SCHED_OTHER:
         problems.append("scheduler")
+    getattr_call = {"x86_64": 315, "aarch64": 275}.get(os.uname().machine)
+    attributes = ctypes.create_string_buffer(56)  # struct sched_attr: every scheduling attribute
+    if __SCHED__ and getattr_call and ctypes.CDLL(None).syscall(getattr_call, 0, attributes, 56, 0) == 0:
+        size, policy, flags, _nice, *rest = struct.unpack("=IIQiIQQQII", attributes.raw)
+        if (policy, flags, *rest) != __SCHED__:  # the time slice (sched_runtime) among them
+            problems.append(f"scheduling attributes {(policy, flags, *rest)}")
     if len(os.sched_getaffinity(0)) != os.cpu_count():
         problems.append("affinity")
     try:
@@ -105,7 +115,7 @@ def _inherited_problems():
 _PROBLEMS = _inherited_problems()
 if _PROBLEMS:
     raise RuntimeError(f"inherited from the student before: {_PROBLEMS}")
-""".replace("__NICE__", str(os.getpriority(os.PRIO_PROCESS, 0)))
+""".replace("__NICE__", str(os.getpriority(os.PRIO_PROCESS, 0))).replace("__SCHED__", repr(_SCHED))
     + textwrap.dedent(CORRECT_GRAPH2)
 )
 

@@ -20,7 +20,7 @@ from grader.exercise.spec import Exercise, load_exercise
 from grader.grading import grade
 from grader.handin.discover import submission_from_path
 from grader.results import SubmissionResult
-from grader.sandbox import isolation, warm
+from grader.sandbox import isolation, sched_attr, warm
 from grader.sandbox.warm import WorkerPool
 
 SANDBOXED = isolation.current().level == "bubblewrap"
@@ -122,6 +122,49 @@ ATTACKER = """
             _done.append(1)
 """
 
+# Changes its parent's (the zygote's) scheduling attributes with sched_setattr: its time slice.
+SLICER = """
+    import ctypes, os, struct
+    import numpy as np
+    import torch
+
+    _LAYOUT = "=IIQiIQQQII"  # struct sched_attr, 56 bytes
+    _GET, _SET = {"x86_64": (315, 314), "aarch64": (275, 274)}[os.uname().machine]
+
+    def _slice():
+        libc = ctypes.CDLL(None, use_errno=True)
+        buffer = ctypes.create_string_buffer(56)
+        if libc.syscall(_GET, os.getppid(), buffer, 56, 0) != 0:
+            print("SLICE unreadable")
+            return
+        fields = list(struct.unpack(_LAYOUT, buffer.raw))
+        fields[5] = 100_000_000 if fields[5] != 100_000_000 else 50_000_000  # sched_runtime, ns
+        changed = libc.syscall(_SET, os.getppid(), struct.pack(_LAYOUT, *fields), 0) == 0
+        print("SLICE", "changed" if changed else f"refused {ctypes.get_errno()}")
+
+    _done = []
+
+    def graph2(W_np, x_np, b_np):
+        if not _done:
+            _slice()
+            _done.append(1)
+"""
+
+# Reports its own and its parent's (the zygote's) scheduling attributes, as the grader reads them.
+SLICE_INSPECTOR = """
+    import os
+    import numpy as np
+    import torch
+    from grader.sandbox import sched_attr
+
+    _done = []
+
+    def graph2(W_np, x_np, b_np):
+        if not _done:
+            print("ATTRIBUTES", sched_attr.read(), sched_attr.read(os.getppid()))
+            _done.append(1)
+"""
+
 SPINNER = """
     import signal
     import numpy as np
@@ -180,6 +223,26 @@ def test_a_submission_cannot_reach_the_zygote(fast: Exercise, tmp_path: Path) ->
         assert zygote.process.poll() is None
         after = graded(fast, tmp_path / "b", CORRECT_GRAPH2, pool)
         assert after.passed and pool.idle == (zygote,) and zygote.jobs_served == 2
+    finally:
+        pool.close()
+
+
+def test_the_next_submission_inherits_no_scheduling_attribute(fast: Exercise, tmp_path: Path) -> None:
+    """A job that changes the zygote's time slice with sched_setattr (bubblewrap: the same uid) gets the
+    zygote replaced: the next submission's worker and its zygote have the grader's attributes."""
+    pool = WorkerPool()
+    try:
+        slicer = graded(fast, tmp_path / "a", then_correct(SLICER), pool)
+        assert slicer.passed, slicer.error
+        assert "SLICE" in slicer.stdout, slicer.stdout
+        first = pool.idle
+        inspector = graded(fast, tmp_path / "b", then_correct(SLICE_INSPECTOR), pool)
+        assert inspector.passed, inspector.error
+        mine = sched_attr.read()
+        assert mine is not None
+        assert f"ATTRIBUTES {mine} {mine}" in inspector.stdout, (mine, inspector.stdout)
+        if "SLICE changed" in slicer.stdout:  # refused where the job runs as a uid of its own (base layer)
+            assert first == (), "the zygote whose slice the job changed served again"
     finally:
         pool.close()
 

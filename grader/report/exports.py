@@ -184,15 +184,17 @@ def _gradebook_csv(
     known = roster.by_folder() if roster is not None else {}
     identity = ["lms_id", "name", "email"] if roster is not None else []
     with path.open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle)
-        headers = [c[0] for c in grades.columns]
+        writer = csv.writer(handle, quoting=csv.QUOTE_ALL)  # see lms.py: every field quoted, text inert
+        headers = [spreadsheet_text(c[0]) for c in grades.columns]
         writer.writerow(["student", *identity, *headers, "total", "max_total", "graded_at"])
         for student in students:
             row: list[Any] = [spreadsheet_text(student)]  # a folder's name may hold bytes that are not UTF-8
             if roster is not None:
                 entry = known.get(student)
-                names = [entry.id, entry.name, entry.email] if entry is not None else ["", "", ""]
-                row += [spreadsheet_text(n) for n in names]
+                if entry is None:
+                    row += ["", "", ""]
+                else:  # the id and email as the LMS matches them (the roster refuses one that would run)
+                    row += [entry.id, spreadsheet_text(entry.name), entry.email]
             row += grades.scores(student)
             # The latest grading of the student's hand-ins: when these grades were made.
             times = [graded_at[k] for k in grades.handed_in if k[0] == student and k in graded_at]

@@ -22,6 +22,14 @@ importer, app/models/gradebook_importer.rb, compares each cell with the stored s
 nothing where there is no grade, and clears one entered by hand, which its confirmation page shows.)
 Folders not on the roster cannot be matched to an LMS user, so they are left out here (the caller reports
 them; gradebook.csv keeps them).
+
+Every CSV export (these and gradebook.csv) quotes every field (csv.QUOTE_ALL), and every text a student
+may have chosen (a folder's name, an LMS display name) or that is only shown (a section, the column
+headers) goes through text.spreadsheet_text: a quote before each place a spreadsheet could start a
+formula, whatever separator its locale splits on (`x;=1+1` is `x;'=1+1`). Numbers the grader writes
+(scores, points, totals) stay numbers. The identifiers the LMS matches a row by (ID, SIS ids, email) are
+written exactly as the roster gives them, since a changed one would match nobody: the roster refuses one
+in which a formula could start (report/roster.py).
 """
 
 from __future__ import annotations
@@ -53,19 +61,19 @@ def write_lms(
 ) -> list[Path]:
     """canvas.csv and moodle.csv, one row per student of the roster, in the roster's order."""
     canvas, moodle = folder / CANVAS_FILE, folder / MOODLE_FILE
-    headers = [header for header, _, _ in columns]
+    headers = [spreadsheet_text(header) for header, _, _ in columns]
     with canvas.open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle)
+        writer = csv.writer(handle, quoting=csv.QUOTE_ALL)
         writer.writerow([*CANVAS_IDENTITY, *headers])
-        writer.writerow([POINTS_POSSIBLE, "", "", "", "", *(points[h] for h in headers)])
+        writer.writerow([POINTS_POSSIBLE, "", "", "", "", *(points[h] for h, _, _ in columns)])
         for student in roster:
             # Canvas matches by the ids, which are left as they are: only the name is shown text.
             shown = student.name or f"{student.first_name} {student.last_name}".strip() or student.folder
             identity = [spreadsheet_text(shown), student.id, student.sis_user_id]
-            identity += [student.sis_login_id, student.section]
+            identity += [student.sis_login_id, spreadsheet_text(student.section)]
             writer.writerow([*identity, *cells(student.folder, handed_in, columns)])
     with moodle.open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle)
+        writer = csv.writer(handle, quoting=csv.QUOTE_ALL)
         writer.writerow([*MOODLE_IDENTITY, *headers])
         for student in roster:
             first, last = moodle_names(student)

@@ -28,6 +28,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from grader.errors import UsageError
+from grader.text import runs_as_formula
 
 # Normalised header (lower case, no spaces, dashes or underscores) -> the field it fills.
 _ALIASES: dict[str, str] = {
@@ -75,6 +76,18 @@ class RosterEntry(BaseModel):
         # A path would never match a folder name that discover_students gives: say so rather than skip it.
         if "/" in value or "\\" in value or value in (".", ".."):
             raise ValueError("is a path; give the folder's own name, as it is under --submissions")
+        return value
+
+    @field_validator("id", "email", "sis_user_id", "sis_login_id")
+    @classmethod
+    def _inert(cls, value: str) -> str:
+        # The LMS matches a row by these exactly as they are, so the exports cannot make them safe with a
+        # quote (report/lms.py): one that a spreadsheet would run is refused here instead.
+        if runs_as_formula(value):
+            raise ValueError(
+                "would run as a formula in a spreadsheet (= + - or @ at its start, or after a , ; | or "
+                "tab); no LMS identifier looks like that"
+            )
         return value
 
     @field_validator("email")

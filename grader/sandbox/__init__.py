@@ -3,8 +3,10 @@
 Worker side (imported next to student code, inside the sandbox: stdlib and numpy only, torch if present):
 `zygote` (the warm process that forks one worker per hand-in), `worker/` (imports the hand-in once, then
 serves its exercises one after another, calling them per trial: a module per concern), `protocol` (the
-wire format), `credentials` (the base layer's uid per slot, keyrings) and `landlock` (the base layer's
-confinement). Grader side: `process` (one hand-in's worker process and its channels), `runner` (its
+wire format), `credentials` (the base layer's uid per slot, keyrings), `landlock` (the base layer's
+confinement), `removal` (what a hand-in left, removed: bounded, links never followed, never fatal; the
+grader's side uses it too) and `sched_attr` (the scheduling attributes no job may change).
+Grader side: `process` (one hand-in's worker process and its channels), `runner` (its
 exercises one after another on it), `reading` (the read loop and what each message means), `deadlines`
 (an exercise's deadlines and budgets, enforced from outside), `report` (what a run hands back), `failures`
 (what went wrong, in words), `payload` (the worker's messages, validated), `warm` (the pool of zygotes),

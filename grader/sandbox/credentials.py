@@ -24,7 +24,6 @@ import contextlib
 import ctypes
 import os
 import signal
-import stat
 import sys
 import time
 from collections.abc import Callable
@@ -262,13 +261,3 @@ def owned_by(folder: str, uid: int) -> list[str]:
                 if entry.stat(follow_symlinks=False).st_uid == uid:
                     found.append(entry.path)
     return found
-
-
-def remove(path: str) -> None:
-    with contextlib.suppress(FileNotFoundError):
-        if stat.S_ISDIR(os.lstat(path).st_mode):
-            for entry in os.scandir(path):
-                remove(entry.path)
-            os.rmdir(path)
-        else:
-            os.unlink(path)

@@ -17,7 +17,6 @@ import contextlib
 import json
 import os
 import select
-import shutil
 import signal
 import socket
 import subprocess
@@ -28,7 +27,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from grader.sandbox import cgroups, credentials, isolation
+from grader.sandbox import cgroups, credentials, isolation, removal
 from grader.sandbox.isolation import ProcessLimit
 
 SCRATCH_MB = 64  # the scratch tmpfs under bubblewrap
@@ -51,18 +50,62 @@ _ENVIRONMENT = {
 
 # A slot folder is named after the grader process that owns it: one whose owner is dead (killed before it
 # could remove its slots, by SIGKILL or the OOM killer) is removed by the next grader that starts one.
+# What a removal could not finish within its bounds is renamed to a leftover of the same owner, reported
+# once, and retried by the graders that start after that owner is gone.
 _SLOT_PREFIX = "grader-slot-"
+_LEFTOVER_PREFIX = removal.LEFTOVER_PREFIX
+# What a grader's start spends at most on what dead graders left (removal.MAX_ENTRIES is about 2 s of
+# disk): never more than that on the critical path of a `grader check`, however much was left.
+_START_SECONDS = 2.0
+start_up_failures = 0  # errors met while removing dead graders' folders: swallowed, counted, reported
+_start_lock = threading.Lock()
 
 
 @cache
 def _remove_dead_slots() -> None:
-    """Remove the slot folders, with the hand-ins staged in them, of this user's graders that have died."""
-    for folder in Path(tempfile.gettempdir()).glob(f"{_SLOT_PREFIX}*-*"):
-        owner = folder.name[len(_SLOT_PREFIX) :].split("-", 1)[0]
-        with contextlib.suppress(OSError):
-            status = folder.lstat()
-            if owner.isdigit() and not Path(f"/proc/{owner}").exists() and status.st_uid == os.geteuid():
-                shutil.rmtree(folder, ignore_errors=True)
+    """Remove the slot folders, with the hand-ins staged in them, of this user's graders that have died,
+    and the leftovers set aside before: bounded, and never fatal (nothing a hand-in left may stop a later
+    grader); what stays is renamed out of the way and reported."""
+    with _start_lock:  # two slots started at once by two threads: one removal at a time
+        _remove_dead_folders()
+
+
+def _remove_dead_folders() -> None:
+    global start_up_failures
+    deadline = time.monotonic() + _START_SECONDS
+    try:
+        folders = [*Path(tempfile.gettempdir()).glob(f"{_SLOT_PREFIX}*-*")]
+        folders += Path(tempfile.gettempdir()).glob(f"{_LEFTOVER_PREFIX}*-*")
+    except OSError as exc:
+        start_up_failures += 1
+        removal.note(removal.Removal(tempfile.gettempdir(), stop=removal.Stop.REFUSED, detail=str(exc)))
+        return
+    for folder in folders:
+        try:
+            _remove_dead(folder, deadline)
+        except Exception as exc:  # never fatal: the grader starts all the same
+            start_up_failures += 1
+            removal.note(removal.Removal(str(folder), stop=removal.Stop.REFUSED, detail=repr(exc)))
+
+
+def _remove_dead(folder: Path, deadline: float) -> None:
+    slot = folder.name.startswith(_SLOT_PREFIX)
+    owned = folder.name[len(_SLOT_PREFIX if slot else _LEFTOVER_PREFIX) :]
+    owner = owned.split("-", 1)[0]
+    if not owner.isdigit() or Path(f"/proc/{owner}").exists() or folder.lstat().st_uid != os.geteuid():
+        return
+    bounds = removal.Bounds(seconds=deadline - time.monotonic())
+    if bounds.seconds <= 0:
+        return  # the next grader's turn
+    if slot:
+        removal.note(removal.remove(folder, bounds, aside=_LEFTOVER_PREFIX + owned))
+    else:
+        removal.remove(folder, bounds)  # reported when it was set aside: retried quietly
+
+
+def _discard_slot(slot: Path) -> None:
+    """Remove a slot folder; what cannot go is set aside as a leftover of this grader and reported."""
+    removal.note(removal.remove(slot, aside=_LEFTOVER_PREFIX + slot.name[len(_SLOT_PREFIX) :]))
 
 
 class Zygote:
@@ -135,7 +178,7 @@ class Zygote:
                 self.group.remove()
             if self.user is not None:
                 self.user.release()
-            shutil.rmtree(self.slot, ignore_errors=True)
+            _discard_slot(self.slot)
             raise
         finally:
             theirs.close()
@@ -201,7 +244,7 @@ class Zygote:
             self.group.remove()
         if self.user is not None:  # its processes died with the zygote, which killed them at each job
             self.user.release()
-        shutil.rmtree(self.slot, ignore_errors=True)
+        _discard_slot(self.slot)
 
 
 class Job:
@@ -266,6 +309,10 @@ class Job:
             self.returncode, self._ended = int(message["returncode"]), True
         elif kind == "clean":
             self.clean = bool(message["ok"])
+            for left in message.get("leftovers") or []:  # on the machine's own /dev/shm (base layer)
+                outcome = removal.Removal.from_message(left)
+                if outcome is not None:
+                    removal.note(outcome)
         elif kind == "gone":
             # The sandbox ended with the zygote; its worker was killed with it.
             self.returncode, self._ended, self.zygote_gone = -signal.SIGKILL, True, True
@@ -323,8 +370,8 @@ class WorkerPool:
         """Take the zygote back once its job is over and its traces removed; discard it otherwise."""
         try:
             reusable = job is not None and not self.fresh and job.finish() and zygote.process.poll() is None
-            for folder in ("submission", "support"):
-                _empty(zygote.slot / folder)
+            for folder in ("submission", "support"):  # staged by the grader, read-only to the job
+                reusable = removal.empty(zygote.slot / folder).complete and reusable
             with self._lock:
                 if reusable and not self._closed:
                     self._idle.append(zygote)
@@ -360,11 +407,3 @@ def close_shared_pool() -> None:
     pool = started_shared_pool()
     if pool is not None:
         pool.close()
-
-
-def _empty(folder: Path) -> None:
-    for entry in folder.iterdir():
-        if entry.is_dir() and not entry.is_symlink():
-            shutil.rmtree(entry, ignore_errors=True)
-        else:
-            entry.unlink(missing_ok=True)

@@ -25,6 +25,7 @@ import gc
 import json
 import os
 import resource
+import secrets
 import select
 import signal
 import socket
@@ -35,7 +36,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from grader.sandbox import credentials, landlock, zygote_references
+from grader.sandbox import credentials, landlock, removal, sched_attr, zygote_references
 from grader.sandbox.protocol import CLOSED_CHANNEL_EXIT
 from grader.sandbox.worker import loop as worker
 
@@ -45,7 +46,9 @@ _SYS_IOPRIO_GET = {"x86_64": 252, "aarch64": 31}.get(os.uname().machine)
 _IPC_RMID = 0
 _CLEAN_SECONDS = 5.0
 _Identity = tuple[int, int, int]  # inode, mode, device: what tells a replaced /dev entry
-_mounts: frozenset[str] = frozenset()  # the sandbox's mount points, read once at start
+# The sandbox's own mount points, read once at start: kept, with the folders that lead to them (the
+# grader's virtual environment bound under /tmp, say), when a job's files are removed.
+_mounts: frozenset[removal.Identity] = frozenset()
 _SYSV_OBJECTS = {"shm": "shmctl", "msg": "msgctl", "sem": "semctl"}
 
 
@@ -75,7 +78,8 @@ def main(config_text: str) -> None:
     # children's collections neither walk it nor copy the memory pages it lies in.
     gc.freeze()
     global _mounts
-    _mounts = _mount_points()
+    if sandboxed:  # outside a sandbox nothing the zygote empties holds a mount of the grader's
+        _mounts = removal.mount_identities()
     dev_before = _dev_entries() if sandboxed else {}
     # What a job must not change for the next ones: the zygote's limits, priority, scheduling, affinity,
     # OOM score, autogroup and folders' modes; a job that did (prlimit on its parent, say) gets the zygote
@@ -107,9 +111,11 @@ def main(config_text: str) -> None:
         if returncode is None:
             return
         _send(control, {"type": "exit", "returncode": returncode})
-        problem = _clean(child, sandboxed, folders, dev_before, config["cgroup"], user, before)
+        left: list[removal.Removal] = []  # what could not be removed and stays on the machine
+        problem = _clean(child, sandboxed, folders, dev_before, config["cgroup"], user, before, left)
         problem = problem or _changed(before, _state(folders))
-        _send(control, {"type": "clean", "ok": not problem, "problem": problem})
+        leftovers = [r.as_message() for r in left]
+        _send(control, {"type": "clean", "ok": not problem, "problem": problem, "leftovers": leftovers})
         if problem:
             return
 
@@ -207,8 +213,11 @@ def _clean(
     cgroup: str | None,
     user: tuple[int, int] | None,
     before: dict[str, object],
+    left: list[removal.Removal],
 ) -> str:
-    """Remove what the submission left; the problem in words when something could not be."""
+    """Remove what the submission left; the problem in words when something could not be. What stays on
+    the machine's own file systems (the base layer's /dev/shm) is added to `left`; under bubblewrap what
+    stays goes with the sandbox, once the zygote that reports it is replaced."""
     problem = _end_processes(child, sandboxed, None if cgroup is None else Path(cgroup) / "cgroup.procs")
     # A process of the job's uid that escaped its group and cgroup, however it did: one search of /proc,
     # and only if something is found, helpers that kill as that uid.
@@ -216,20 +225,33 @@ def _clean(
         problem = problem or f"a process of uid {user[0]} could not be ended"
     if user is None:
         credentials.clear_user_keyrings()  # the zygote's own uid's, which the job shared
+    # One time bound for all the job's files, within the grader's wait for this answer.
+    deadline = time.monotonic() + removal.MAX_SECONDS
     for folder in folders:
         recorded = before.get(f"mode of {folder}")
         if isinstance(recorded, tuple):  # a job that made its scratch folder read-only, say
             with contextlib.suppress(OSError):
                 folder.chmod(recorded[0])
-        problem = problem or _empty(folder)
+        emptied = removal.empty(folder, _bounds(deadline), keep=_mounts, unmount=sandboxed)
+        problem = problem or ("" if emptied.complete else emptied.describe())
     if sandboxed:
-        problem = problem or _restore_dev(dev_before) or _remove_ipc_objects()
+        problem = problem or _restore_dev(dev_before, deadline) or _remove_ipc_objects()
     elif user is not None:  # the machine's own /dev/shm and IPC objects: only what the job's uid owns
         for shared in ("/dev/shm", "/dev/mqueue"):
             for path in credentials.owned_by(shared, user[0]):
-                credentials.remove(path)
+                # Where it cannot all go, what stays is renamed and made root's: no later job of the
+                # uid reaches it; the grader reports it.
+                aside = f"{removal.LEFTOVER_PREFIX}{os.getpid()}-{secrets.token_hex(4)}"
+                outcome = removal.remove(path, _bounds(deadline), aside=aside)
+                if not outcome.complete:
+                    left.append(outcome)
+                    problem = problem or outcome.describe()
         problem = problem or _remove_ipc_objects(owner=user[0])
     return problem
+
+
+def _bounds(deadline: float) -> removal.Bounds:
+    return removal.Bounds(seconds=max(deadline - time.monotonic(), 0.0))
 
 
 _LIMITS = sorted((name, getattr(resource, name)) for name in dir(resource) if name.startswith("RLIMIT_"))
@@ -240,6 +262,8 @@ def _state(folders: list[Path]) -> dict[str, object]:
     state: dict[str, object] = {name: resource.getrlimit(number) for name, number in _LIMITS}
     state["priority"] = os.getpriority(os.PRIO_PROCESS, 0)
     state["scheduling"] = (os.sched_getscheduler(0), os.sched_getparam(0).sched_priority)
+    # All of sched_setattr's: the fair class's slice (sched_runtime), flags, clamps, deadline parameters.
+    state["scheduling attributes"] = sched_attr.read()
     state["affinity"] = sorted(os.sched_getaffinity(0))
     if _SYS_IOPRIO_GET is not None:
         state["I/O priority"] = ctypes.CDLL(None).syscall(_SYS_IOPRIO_GET, 1, 0)  # IOPRIO_WHO_PROCESS, self
@@ -307,50 +331,6 @@ def _reap() -> bool:
             return True
 
 
-def _empty(folder: Path) -> str:
-    try:
-        entries = list(os.scandir(folder))
-    except FileNotFoundError:
-        return ""
-    except OSError as exc:
-        return f"cannot list {folder}: {exc.strerror}"
-    for entry in entries:
-        problem = _remove(Path(entry.path))
-        if problem:
-            return problem
-    return ""
-
-
-def _remove(path: Path) -> str:
-    text = str(path)
-    if text in _mounts:
-        return ""  # what the sandbox binds there (the grader's virtual environment under /tmp, say)
-    try:
-        if any(m.startswith(text + "/") for m in _mounts):
-            return _empty(path)  # a folder the sandbox made to hold a binding: emptied, not removed
-        if path.is_dir() and not path.is_symlink():
-            path.chmod(0o700)  # a folder the submission made unreadable is still its owner's
-            problem = _empty(path)
-            if problem:
-                return problem
-            path.rmdir()
-        else:
-            path.unlink()
-    except FileNotFoundError:
-        pass
-    except OSError as exc:
-        return f"cannot remove {path}: {exc.strerror}"
-    return ""
-
-
-def _mount_points() -> frozenset[str]:
-    try:
-        lines = Path("/proc/self/mountinfo").read_text().splitlines()
-    except OSError:
-        return frozenset()
-    return frozenset(fields[4] for fields in map(str.split, lines) if len(fields) > 4)
-
-
 def _dev_entries() -> dict[str, _Identity]:
     return {e.name: _identity(Path(e.path)) for e in os.scandir("/dev")}
 
@@ -360,14 +340,14 @@ def _identity(path: Path) -> _Identity:
     return status.st_ino, status.st_mode, status.st_rdev
 
 
-def _restore_dev(before: dict[str, _Identity]) -> str:
+def _restore_dev(before: dict[str, _Identity], deadline: float) -> str:
     """/dev is a writable tmpfs in the sandbox: what a submission added goes; what it replaced cannot."""
     for entry in os.scandir("/dev"):
         path = Path(entry.path)
         if entry.name not in before:
-            problem = _remove(path)
-            if problem:
-                return problem
+            removed = removal.remove(path, _bounds(deadline), keep=_mounts, unmount=True)
+            if not removed.complete:
+                return removed.describe()
         elif _identity(path) != before[entry.name]:
             return f"{path} was replaced"
     missing = sorted(set(before) - {e.name for e in os.scandir("/dev")})
