@@ -279,7 +279,7 @@ def test_packages_and_their_import_names(tmp_path: Path) -> None:
             "pakages: [matplotlib]\n",
             "pakages",
             "pakages",
-            "(a course.yaml has packages, support): did you mean 'packages'?",
+            "(a course.yaml has packages, support, subprocesses): did you mean 'packages'?",
         ),
         ("support: [../../outside]\n", "support:", "support[0]", "is not inside the course's folder"),
         ("support: [_nowhere.py]\n", "support:", "support[0]", "neither a .py file nor a folder"),
