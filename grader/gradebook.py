@@ -387,7 +387,12 @@ def _notebook(data: dict[str, Any] | None) -> NotebookUse | None:
         return None
     failed = tuple(FailedCell(**cell) for cell in data.get("failed_cells", ()))
     return NotebookUse(
-        **{**data, "skipped_imports": tuple(data.get("skipped_imports", ())), "failed_cells": failed}
+        **{
+            **data,
+            "skipped_imports": tuple(data.get("skipped_imports", ())),
+            "refused": tuple(data.get("refused", ())),
+            "failed_cells": failed,
+        }
     )
 
 

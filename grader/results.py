@@ -70,6 +70,7 @@ class NotebookUse:
     cells: str  # all, definitions or tagged
     tag: str = ""  # for tagged: the tag the cells kept carry
     left_out: int = 0  # not run: top-level statements (definitions) or code cells (tagged)
+    refused: tuple[str, ...] = ()  # definitions skipped since defining them would run code, and why
     skipped_imports: tuple[str, ...] = ()  # kept imports of missing modules: "import x (cell 2, line 1)"
     failed_cells: tuple[FailedCell, ...] = ()  # `all`: cells that failed outside their definitions, skipped
 

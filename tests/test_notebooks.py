@@ -264,7 +264,9 @@ def test_definitions_takes_statements_apart_where_they_share_lines(tmp_path: Pat
     lines = source.splitlines()
     assert "eps = 1e-5" in lines and "W = np.zeros(3)" not in source
     assert "try: import math" in lines
-    assert "@functools.lru_cache()" in lines  # a decorator belongs to its definition
+    # a decorator runs when its function is defined: refused with it, and told
+    assert "@functools.lru_cache()" not in lines and "def f(a):" not in lines
+    assert len(converted.refused) == 1 and "`@functools.lru_cache()`" in converted.refused[0]
     assert "try: from math import (pi," in lines and "                  e)" in lines
     assert "DTYPE = math.pi" in lines and "Z = -2 ** 10, (1, 'a')" in lines
     assert "Y = undefined.attr" not in source  # reads a name nothing above declares
@@ -272,12 +274,11 @@ def test_definitions_takes_statements_apart_where_they_share_lines(tmp_path: Pat
     assert "__main__" not in source and "g()" not in lines
     assert "G = g" in lines and "PI = math.pi" in lines  # names the cells above declared
     assert "R = random.random" not in lines
-    assert converted.left_out == 5  # W = ..., Y = ..., the __main__ block, g(), R = ...
+    assert converted.left_out == 6  # W = ..., Y = ..., the __main__ block, g(), R = ..., def f
     # every kept line still tells its cell and line, the guards' `except` lines their import's
     assert converted.locate(lines.index("DTYPE = math.pi") + 1) == (1, 7)
     assert converted.locate(lines.index("                  e)") + 1) == (1, 6)
     assert converted.locate(lines.index("try: import math") + 2) == (1, 1)
-    assert converted.locate(lines.index("    return a * 2") + 1) == (1, 4)
     assert converted.locate(lines.index("    return 1") + 1) == (2, 2)
 
 
@@ -379,6 +380,7 @@ def test_the_mode_and_what_it_left_out_reach_the_report_and_the_gradebook(
         "cells": "definitions",
         "tag": None,
         "left_out": 6,
+        "refused_definitions": [],
         "skipped_imports": list(result.notebook.skipped_imports),
         "failed_cells": [],
     }
@@ -423,6 +425,7 @@ def test_grader_check_grades_a_notebook_by_the_exercise_mode(
         "cells": "all",
         "tag": None,
         "left_out": 0,
+        "refused_definitions": [],
         "skipped_imports": [],
         "failed_cells": [],
     }

@@ -101,6 +101,7 @@ def submission_of(
         runs_at_import=_runs_at_import([(f, outlines[f]) for f in ordered], entry),
         notebook=notebook,
         left_out=sum(c.left_out for c in converted.values()),
+        refused=tuple(r for c in converted.values() for r in c.refused),
         choice=choice if choice is not None and (choice.also_defined or rule.pinned is not None) else None,
     )
 

@@ -31,6 +31,7 @@ class Submission:
     runs_at_import: tuple[str, ...] = ()  # where the files imported run code at their top ("hw.py line 12")
     notebook: notebooks.Selection = notebooks.ALL  # the exercise's, for every notebook among the files
     left_out: int = 0  # of the notebooks, by the selection: top-level statements, or code cells
+    refused: tuple[str, ...] = ()  # definitions left out since defining them runs code (notebooks.py)
     # Where several files define the entry, or the exercise pins one: which is graded, and the others.
     choice: FileChoice | None = None
 

@@ -143,6 +143,7 @@ def _notebook_use(submission: Submission, report: WorkerReport) -> NotebookUse |
         cells=selection.cells,
         tag=selection.tag if selection.cells == "tagged" else "",
         left_out=submission.left_out,
+        refused=submission.refused,
         skipped_imports=report.skipped_imports,
         failed_cells=report.failed_cells,
     )

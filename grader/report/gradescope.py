@@ -161,7 +161,8 @@ def _notebook_notes(result: SubmissionResult) -> list[str]:
     use = result.notebook
     if use is None:
         return []
-    notes = [f"Not imported: {_text(skipped)}" for skipped in use.skipped_imports]
+    notes = [f"Definition skipped: {_text(refused)}" for refused in use.refused]
+    notes += [f"Not imported: {_text(skipped)}" for skipped in use.skipped_imports]
     notes += [
         f"Cell skipped (it failed outside the definitions; not scored): {_text(str(c))}"
         for c in use.failed_cells

@@ -76,6 +76,7 @@ class NotebookOut(_Out):
     cells: str
     tag: str | None
     left_out: int
+    refused_definitions: list[str]
     skipped_imports: list[str]
     failed_cells: list[FailedCellOut]
 
@@ -189,6 +190,7 @@ def _notebook(use: NotebookUse | None) -> NotebookOut | None:
         cells=use.cells,
         tag=use.tag or None,
         left_out=use.left_out,
+        refused_definitions=[valid_unicode(r) for r in use.refused],
         skipped_imports=list(use.skipped_imports),
         failed_cells=[
             FailedCellOut(notebook=c.notebook, cell=c.cell, line=c.line, error=c.error)

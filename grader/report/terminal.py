@@ -132,6 +132,8 @@ def notebook_note(use: NotebookUse) -> str:
         note = f"notebook cells: tagged '{use.tag}' (those code cells, whole); {use.left_out} others left out"
     else:
         note = "notebook cells: all (every code cell runs at import)"
+    if use.refused:
+        note += f"; {len(use.refused)} definition(s) skipped: " + "; ".join(use.refused)
     if use.skipped_imports:
         note += f"; not imported: {', '.join(use.skipped_imports)}"
     if use.failed_cells:
