@@ -21,15 +21,17 @@ REFUSED = {
     "decorator": f"def timer(f):\n    {RAISE}\n\n@timer\ndef helper(x):\n    return x",
     "default": BOOM + "def probe(x, d=boom()):\n    return x",
     "base": BOOM + "class A(boom()):\n    pass",
-    "metaclass": f"class Meta(type):\n    def __new__(m, *a):\n        {RAISE}\n\nclass B(metaclass=Meta):\n    pass",
+    "metaclass": f"class Meta(type):\n    def __new__(m, *a):\n        {RAISE}\n\n"
+    "class B(metaclass=Meta):\n    pass",
     "class body": BOOM + "class C:\n    x = boom()",
-    "init_subclass": f"class Base:\n    def __init_subclass__(cls):\n        {RAISE}\n\nclass D(Base):\n    pass",
+    "init_subclass": f"class Base:\n    def __init_subclass__(cls):\n        {RAISE}\n\n"
+    "class D(Base):\n    pass",
     "annotation": BOOM + "def typed(x: boom()) -> None:\n    return None",
 }
 # Constants that are no literals: left out as statements that do something, as always.
 LEFT_OUT = {
-    "operator constant": f"import enum\nclass E(enum.Enum):\n    A = 1\n    def __or__(self, o):\n        {RAISE}\n"
-    "K = E.A | E.A",
+    "operator constant": "import enum\nclass E(enum.Enum):\n    A = 1\n"
+    f"    def __or__(self, o):\n        {RAISE}\nK = E.A | E.A",
     "lambda default": BOOM + "f_default = lambda x, d=boom(): x",
 }
 HONEST = (
