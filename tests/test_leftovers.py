@@ -135,8 +135,11 @@ def _checked(layer: str, exercise: Path, handin: Path, tmp: Path, **env: str) ->
                    **env)  # fmt: skip
     assert done.returncode in (0, 1), (handin.parent.name, done.stderr[-3000:])
     assert "Traceback" not in done.stderr, done.stderr[-3000:]
-    score: float = json.loads(done.stdout)["score"]
-    return score, done.stderr
+    result = json.loads(done.stdout)
+    score: float = result["score"]
+    # what the result said where it fell short, with what the grader said: the assertion's words
+    told = "" if score == result["max_score"] else json.dumps([result["error"], result["returns"]])[:3000]
+    return score, done.stderr + told
 
 
 def _nothing_left_behind(tmp: Path, said: str) -> None:

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import CORRECT_GRAPH2, copy_exercise, write_source
+from conftest import CORRECT_GRAPH2, allow_subprocesses, copy_exercise, write_source
 from test_budgets import _FORGE, _LIARS, BIG_RETURNS, FORGERIES, LYING_RETURNS, _handin
 from test_deadlines import CORRECT_BODY, EVADED_BURN, EVASIONS
 
@@ -59,6 +59,8 @@ def _grader(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 
 def _course(root: Path) -> dict[str, str | None]:
     """exercises/graph2 and a class: each attacker followed by a classmate who checks what it inherits."""
+    # The forked burner's child: the deadline must hold where a course allows children
+    allow_subprocesses(root / "exercises")
     copy_exercise(root / "exercises" / "graph2", append=LIMITS)
     classmate = "import os\n" + CORRECT.replace(
         "def graph2(", "assert 'nice 0' in open('/proc/self/autogroup').read()\n\n\ndef graph2(", 1
