@@ -123,6 +123,9 @@ def test_writing_later_trials_into_the_progress_page_moves_no_deadline(layer: st
     exercise = copy_exercise(tmp_path / "exercises" / "graph2", append=LIMITS)
     path = write_source(tmp_path / "rewriter" / "graph2.py", (ATTACKS / "progress_rewriter.py").read_text())
     done = _grader(layer, "check", exercise, path, "--trials", 20, "--json")
-    error = json.loads(done.stdout)["error"]
-    assert error["kind"] == "timeout", error
-    assert "CPU deadline" in error["message"] and "wall-clock" not in error["message"], error
+    result = json.loads(done.stdout)
+    error = result["error"]
+    # Stopped on its CPU: told as its deadline, or as the kill that came first on a loaded machine (the
+    # worker's own CPU limit); never only at the wall-clock cap, as when each write restarted the count.
+    assert result["score"] == 0 and error["kind"] in ("timeout", "crash"), error
+    assert "wall-clock" not in error["message"], error
