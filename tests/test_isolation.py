@@ -160,3 +160,38 @@ def test_without_a_mount_namespace_sources_imported_before_the_drop_still_read(t
     assert done.returncode == 0, done.stderr[-3000:]
     lines, fresh = map(int, done.stdout.split())
     assert lines > 1 and fresh > 1
+
+
+_LEASER = """
+import sys
+from grader.sandbox import isolation
+lease = isolation.lease_user()
+print(lease.uid, flush=True)
+sys.stdin.read()  # held until the test closes it
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="uids are leased only by a grader run as root")
+def test_graders_with_different_temporary_folders_never_share_a_sandbox_uid(tmp_path: Path) -> None:
+    """Two graders on one machine, each with a TMPDIR of its own: each slot's uid is its own, or ending one
+    slot's processes (all of its uid's) kills the other grader's worker mid-trial."""
+    held = []
+    try:
+        for name in ("first", "second"):
+            (tmp_path / name).mkdir()
+            env = {**os.environ, "TMPDIR": str(tmp_path / name), "GRADER_ISOLATION": "base"}
+            env.pop("GRADER_SANDBOX_UID", None)
+            held.append(
+                subprocess.Popen(
+                    [sys.executable, "-c", _LEASER],
+                    env=env,
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    text=True,
+                )
+            )
+        uids = [int(process.stdout.readline()) for process in held if process.stdout]
+    finally:
+        for process in held:
+            process.communicate("")
+    assert len(uids) == 2 and uids[0] != uids[1], uids

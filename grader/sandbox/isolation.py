@@ -21,7 +21,6 @@ import shutil
 import stat
 import subprocess
 import sys
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
@@ -36,6 +35,11 @@ SHM_MB = 64  # the sandbox's /dev/shm, below the smallest memory limit an exerci
 # down from this one (GRADER_SANDBOX_UID, `nobody` by default); "off" keeps the grader's own uid.
 _UID_VARIABLE = "GRADER_SANDBOX_UID"
 _UID_SLOTS = 64  # uids a machine's graders lease at once: slots of all grader processes together
+# One place for the whole machine, whatever TMPDIR each grader has: leases once kept under TMPDIR let two
+# graders with different TMPDIRs run workers as the same uid, and each, ending its slot's processes (all
+# of that uid's), killed the other's worker mid-trial (seen in CI: a correct hand-in SIGKILLed). Only root
+# leases, and only root writes in /run; /tmp is for machines without it.
+_LEASES = Path("/run" if Path("/run").is_dir() else "/tmp") / "grader-uids"
 _DEVICES_READ = ("/dev/urandom", "/dev/random", "/proc/cpuinfo", "/proc/meminfo", "/sys/devices/system/cpu")
 _DEVICES_WRITE = ("/dev/null", "/dev/zero")
 BUBBLEWRAP = "bubblewrap (own PID and network namespaces, no capabilities, only the submission visible)"
@@ -185,7 +189,7 @@ def lease_user() -> UserLease | None:
     first = current().own_uid
     if first is None:
         return None
-    folder = Path(tempfile.gettempdir()) / f"grader-uids-{os.geteuid()}"
+    folder = _LEASES
     folder.mkdir(mode=0o700, exist_ok=True)
     status = os.lstat(folder)
     if not stat.S_ISDIR(status.st_mode) or status.st_uid != os.geteuid() or status.st_mode & 0o077:
