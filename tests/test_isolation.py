@@ -29,10 +29,13 @@ def _pick(monkeypatch: pytest.MonkeyPatch, bwrap: bool, cgroup: bool, probe: str
 @pytest.mark.parametrize(
     ("bwrap", "cgroup", "probe", "level", "limit", "reduced", "says"),
     [
-        (True, True, "16", "bubblewrap", ProcessLimit.CGROUP, False, "processes bounded by a cgroup"),
-        (True, False, "6", "bubblewrap", ProcessLimit.RLIMIT, False, "bounded by RLIMIT_NPROC"),
-        (True, False, "16", "bubblewrap", ProcessLimit.NONE, True, "as root the kernel exempts it"),
-        (True, False, "0", "bubblewrap", ProcessLimit.NONE, True, "counts processes outside the sandbox"),
+        (True, True, "16 1", "bubblewrap", ProcessLimit.CGROUP, False, "processes bounded by a cgroup"),
+        (True, False, "6 1", "bubblewrap", ProcessLimit.RLIMIT, False, "bounded by RLIMIT_NPROC"),
+        (True, False, "16 1", "bubblewrap", ProcessLimit.NONE, True, "as root the kernel exempts it"),
+        (True, False, "0 1", "bubblewrap", ProcessLimit.NONE, True, "counts processes outside the sandbox"),
+        (True, True, "16 1", "bubblewrap", ProcessLimit.CGROUP, False, "imports walled"),
+        # No user namespace inside bubblewrap: the course's package list is advice only
+        (True, True, "16 0", "bubblewrap", ProcessLimit.CGROUP, True, "imports advisory"),
         (True, True, "bwrap: setting up uid map: denied", "base", ProcessLimit.CGROUP, True, "fails here"),
         (False, False, "", "base", ProcessLimit.NONE, True, "bubblewrap is not installed"),
     ],

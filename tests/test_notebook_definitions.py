@@ -15,7 +15,7 @@ from conftest import GRAPH2
 from grader.handin import notebooks
 
 RAISE = "raise RuntimeError('RAN AT IMPORT')"
-BOOM = f"def boom():\n    {RAISE}\n\n"
+BOOM = f"def boom(*args):\n    {RAISE}\n\n"
 # Definitions whose defining runs code: refused, each told with its cell and line.
 REFUSED = {
     "decorator": f"def timer(f):\n    {RAISE}\n\n@timer\ndef helper(x):\n    return x",
@@ -27,15 +27,39 @@ REFUSED = {
     "init_subclass": f"class Base:\n    def __init_subclass__(cls):\n        {RAISE}\n\n"
     "class D(Base):\n    pass",
     "annotation": BOOM + "def typed(x: boom()) -> None:\n    return None",
-}
-# Constants that are no literals: left out as statements that do something, as always.
-LEFT_OUT = {
-    "operator constant": "import enum\nclass E(enum.Enum):\n    A = 1\n"
+    "lambda invoked": BOOM + "def lam(x, d=(lambda: boom())()):\n    return x",
+    "module annotation": BOOM + "LIMIT: boom() = 3",
+    "class annotation": BOOM + "class Config:\n    size: boom() = 3",
+    "default in try": BOOM
+    + "try:\n    def probe2(x, d=boom()):\n        return x\nexcept ImportError:\n    pass",
+    "except clause": BOOM + "try:\n    import not_a_module_anywhere\nexcept boom():\n    pass",
+    "hook assigned": BOOM + "class Hooked:\n    __init_subclass__ = boom\n\nclass Sub(Hooked):\n    pass",
+    "class_getitem": f"class G:\n    def __class_getitem__(cls, item):\n        {RAISE}\n\n"
+    "def typed2(x: G[int]) -> None:\n    return None",
+    "enum member": f"import enum\nclass Colour(enum.Enum):\n    RED = 1\n    def __init__(self, value):\n"
+    f"        {RAISE}",
+    "enum base": "from enum import Enum as E0\nclass Base0(E0):\n    def __new__(cls, value):\n"
+    f"        {RAISE}\n\nclass Colour2(Base0):\n    RED = 1",
+    "rebound staticmethod": f"def staticmethod(f):\n    {RAISE}\n\nclass S:\n    @staticmethod\n"
+    "    def g():\n        return 1",
+    "setter of another class": BOOM + "class P:\n    setter = boom\n\nclass Q:\n    x = P\n    @x.setter\n"
+    "    def g(self):\n        return 1",
+    # an enumeration's members exist without a call: its dunder methods are refused, an operator on
+    # them left out
+    "enum operator": "import enum\nclass E(enum.Enum):\n    A = 1\n"
     f"    def __or__(self, o):\n        {RAISE}\nK = E.A | E.A",
+    "metaclass operator": f"class Meta2(type):\n    def __add__(cls, other):\n        {RAISE}\n\n"
+    "class K0(metaclass=Meta2):\n    pass\n\nK = K0 + 1",
+}
+# Constants that are no literals: left out as statements that do something, as always (not told).
+LEFT_OUT = {
     "lambda default": BOOM + "f_default = lambda x, d=boom(): x",
 }
 HONEST = (
-    "import numpy as np\nimport torch\nEPS = 1e-5\nSCALE = 2 ** -3\nDTYPE = torch.float64\n"
+    "import enum\nimport numpy as np\ntry:\n    import torch\nexcept ImportError:\n    torch = None\n"
+    "EPS = 1e-5\nSCALE = 2 ** -3\nTHIRD = 1 / 3\nDTYPE = torch.float64\nLIMIT: int = 3\n"
+    "class Mode(enum.Enum):\n    TRAIN = 'train'\n    def label(self) -> str:\n        return self.value\n"
+    "def act(z, f=lambda v: v, sizes=(3, 4), opts={'a': 1}):\n    return f(z)\n"
     "class Layer:\n    '''A layer.'''\n    rate = 0.1\n    @staticmethod\n"
     "    def sig(z: np.ndarray, eps: float = EPS) -> np.ndarray:\n        return 1.0 / (1.0 + np.exp(-z))\n"
     "    @property\n    def p(self) -> float:\n        return self.rate\n    @p.setter\n"
@@ -97,3 +121,24 @@ def test_honest_definitions_are_kept_whole() -> None:
     )
     assert converted.refused == () and converted.left_out == 0
     assert "def sig" in converted.source and "@p.setter" in converted.source
+
+
+def test_annotations_are_not_evaluated_under_future_annotations() -> None:
+    cells = [
+        "from __future__ import annotations\nimport typing",
+        "def f(x: typing.Optional(int)) -> None:\n    return None",
+    ]
+    converted = notebooks.convert(
+        json.dumps({"cells": [{"cell_type": "code", "source": c} for c in cells]}).encode(),
+        Path("nb.ipynb"),
+        notebooks.Selection("definitions"),
+    )
+    assert converted.refused == () and "def f" in converted.source
+    eager = notebooks.convert(
+        json.dumps(
+            {"cells": [{"cell_type": "code", "source": c} for c in ["import typing", cells[1]]]}
+        ).encode(),
+        Path("nb.ipynb"),
+        notebooks.Selection("definitions"),
+    )
+    assert len(eager.refused) == 1 and "annotation" in eager.refused[0]

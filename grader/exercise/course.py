@@ -117,6 +117,12 @@ class Package:
     requirement: str  # as pip takes it: matplotlib>=3.7
     module: str  # the top-level module student code imports: matplotlib
 
+    @property
+    def distribution(self) -> str:
+        """The requirement's distribution name: scikit-learn for scikit-learn>=1.3."""
+        match = _REQUIREMENT.match(self.requirement)
+        return match.group(1) if match is not None else self.requirement
+
 
 @dataclass(frozen=True)
 class Course:
@@ -133,6 +139,11 @@ class Course:
     @property
     def modules(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys(p.module for p in self.packages))
+
+    @property
+    def distributions(self) -> tuple[str, ...]:
+        """What it declares, as installed distributions are named (the sandbox shows those alone)."""
+        return tuple(dict.fromkeys(p.distribution for p in self.packages))
 
 
 NO_COURSE = Course()

@@ -13,7 +13,6 @@ or only the cells carrying a tag (`tagged`). The student's text is only ever par
 from __future__ import annotations
 
 import ast
-import builtins
 import json
 import re
 from collections.abc import Mapping
@@ -22,6 +21,7 @@ from pathlib import Path
 from typing import Literal
 
 from grader.errors import UsageError
+from grader.handin.defining import Scope, bound_names, declares, refused_definition, runs_code
 
 SUFFIX = ".ipynb"
 CONVERTED = ".py"  # appended: graph2.ipynb is run as graph2.ipynb.py
@@ -109,7 +109,7 @@ def convert(content: bytes, path: Path, selection: Selection = ALL) -> Converted
     lines: list[str] = []
     spans: list[CellSpan] = []
     left_out = code_cells = 0
-    declared: set[str] = set()  # by the cells kept so far: what a constant may alias
+    declared = Scope()  # by the cells kept so far: what a constant may alias, a base may be
     refused: list[str] = []
     for index, cell in enumerate(cells):
         if not isinstance(cell, dict) or cell.get("cell_type") != "code":
@@ -190,20 +190,12 @@ def _python_lines(text: str) -> list[str]:
     return converted
 
 
-# `definitions` keeps what a notebook declares for later cells to use, and drops what it does: the
-# try-out calls, plots, downloads and training loops students leave in. Much as the `ipynb` package's
-# `ipynb.fs.defs` (definitions, imports, ALL_CAPS constants), with any name bound to a literal kept as
-# a constant: course notebooks write `eps = 1e-5` and `reg = 0.1` in lower case. An assignment from a
-# call (`W = np.random.randn(3, 3)`, `data = load_cifar()`) is work and is dropped, so a function that
-# reads such a global fails when called, by its name and line: the author who wants it kept tags cells.
-_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom, ast.Pass)
-
-
 def _definitions(
-    lines: list[str], cell: int, bound: set[str], refused: list[str]
+    lines: list[str], cell: int, scope: Scope, refused: list[str]
 ) -> tuple[list[str], tuple[int, ...], int]:
     """The cell's top-level definitions, as lines; the cell's line each comes from; how many top-level
-    statements were left out. `bound`, the names the cells above declared, gains this cell's.
+    statements were left out. `scope`, what the cells above declared, gains this cell's; a definition
+    whose defining would run code is told in `refused` and left out (defining.runs_code).
 
     A cell that does not parse is kept whole: its SyntaxError, told by cell and line, is the student's to
     see, as in `all`. Each kept import is guarded (_guarded).
@@ -217,15 +209,15 @@ def _definitions(
     origin: list[int] = []
     left_out = 0
     for node in tree.body:
-        if not _declares(node, bound):
+        if not declares(node, scope.names):
             left_out += 1
             continue
-        why = runs_code(node, bound)
+        why = runs_code(node, scope)
         if why is not None:
             left_out += 1
             refused.append(refused_definition(cell, _first_line(node), node, why))
             continue
-        bound |= _bound_names(node)
+        scope.add(node)
         text = _statement_lines(node, encoded)
         first = _first_line(node)
         origin += [first + k for k in range(len(text))]
@@ -242,71 +234,10 @@ def definition_lines(statements: list[ast.stmt]) -> frozenset[int]:
     bound: set[str] = set()
     kept: set[int] = set()
     for node in statements:
-        if _declares(node, bound):
-            bound |= _bound_names(node)
+        if declares(node, bound):
+            bound |= bound_names(node)
             kept.add(node.lineno)
     return frozenset(kept)
-
-
-def _declares(node: ast.stmt, bound: set[str]) -> bool:
-    if isinstance(node, _DEFINITIONS):
-        return True
-    if isinstance(node, ast.Expr):  # a docstring; any other expression is a call or a display
-        return isinstance(node.value, ast.Constant)
-    if isinstance(node, ast.Assign):
-        return all(_plain_target(t) for t in node.targets) and _plain_value(node.value, bound)
-    if isinstance(node, ast.AnnAssign):
-        return isinstance(node.target, ast.Name) and (node.value is None or _plain_value(node.value, bound))
-    if isinstance(node, ast.Try):  # try: import torch / except ImportError: torch = None
-        blocks = [node.body, node.orelse, node.finalbody, *(h.body for h in node.handlers)]
-        inner = set(bound)
-        return all(_declares(statement, inner) for block in blocks for statement in block)
-    return False
-
-
-def _plain_target(target: ast.expr) -> bool:
-    if isinstance(target, ast.Tuple | ast.List):
-        return all(_plain_target(t) for t in target.elts)
-    return isinstance(target, ast.Name)
-
-
-def _plain_value(value: ast.expr, bound: set[str]) -> bool:
-    """A literal (`1e-5`, `(3, 4)`, `-1`, `2 ** 10`), a lambda, or a name already declared above and its
-    attributes (`torch.float64`): nothing that calls, indexes, reads a value left out or runs an operator
-    the notebook may have defined."""
-    if isinstance(value, ast.Constant):
-        return True
-    if isinstance(value, ast.Name):
-        return value.id in bound
-    if isinstance(value, ast.Attribute):
-        return _plain_value(value.value, bound)
-    if isinstance(value, ast.Tuple | ast.List | ast.Set):
-        return all(_plain_value(e, bound) for e in value.elts)
-    if isinstance(value, ast.Dict):  # a key is hashed: a literal's hash is Python's own
-        return all(k is not None and _literal(k) for k in value.keys) and all(
-            _plain_value(v, bound) for v in value.values
-        )
-    if isinstance(value, ast.UnaryOp | ast.BinOp):
-        # Operators on literals alone: on a name they may be a notebook class's own (an Enum's __or__)
-        return _literal(value)
-    if isinstance(value, ast.Lambda):  # its body runs when called; its defaults now
-        defaults = [*value.args.defaults, *(d for d in value.args.kw_defaults if d is not None)]
-        return all(_plain_value(d, bound) for d in defaults)
-    return False
-
-
-def _bound_names(node: ast.stmt) -> set[str]:
-    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-        return {node.name}
-    if isinstance(node, ast.Import | ast.ImportFrom):
-        return {(a.asname or a.name.split(".")[0]) for a in node.names if a.name != "*"}
-    if isinstance(node, ast.Assign | ast.AnnAssign):
-        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-        return {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
-    if isinstance(node, ast.Try):
-        blocks = [node.body, node.orelse, node.finalbody, *(h.body for h in node.handlers)]
-        return {name for block in blocks for statement in block for name in _bound_names(statement)}
-    return set()
 
 
 def _first_line(node: ast.stmt) -> int:
@@ -373,134 +304,3 @@ def relocate(text: str, notebooks: Mapping[str, ConvertedNotebook]) -> str:
         return f'{match["file"]}", cell {place[0]}, line {place[1]}'
 
     return _LOCATION.sub(replace, text) if notebooks else text
-
-
-# Defining a function or a class runs code of the notebook's before anything is called: its decorators,
-# its default values (and, without `from __future__ import annotations`, its annotations), a class's
-# bases, keywords (metaclass=) and body, and a base class's __init_subclass__. Under `definitions` that
-# code would run at import, where a try-out cell's would not: so a definition whose parts call anything,
-# or read more than a name or a module's attribute, is refused, said, and skipped. The decorators every
-# class body uses (staticmethod, classmethod, property and its setters) are the builtins themselves.
-_BUILTIN_DECORATORS = frozenset({"staticmethod", "classmethod", "property"})
-_PROPERTY_PARTS = frozenset({"setter", "getter", "deleter"})
-_BUILTINS = frozenset(dir(builtins))
-_HOOKS = frozenset({"__init_subclass__", "__set_name__", "__class_getitem__", "__prepare__"})
-
-
-def runs_code(node: ast.stmt, bound: set[str]) -> str | None:
-    """Why defining `node` (a statement `definitions` keeps) would run code, in the student's words; None
-    where it would not."""
-    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-        return _function_runs(node, bound, in_class=False)
-    if isinstance(node, ast.ClassDef):
-        return _class_runs(node, bound)
-    return None
-
-
-def _function_runs(
-    node: ast.FunctionDef | ast.AsyncFunctionDef, bound: set[str], in_class: bool
-) -> str | None:
-    for decorator in node.decorator_list:
-        if not (in_class and _builtin_decorator(decorator)):
-            return f"its decorator `@{ast.unparse(decorator)}` runs when the function is defined"
-    arguments = node.args
-    for default in [*arguments.defaults, *(d for d in arguments.kw_defaults if d is not None)]:
-        if not _inert(default, bound):
-            return f"its default value `{ast.unparse(default)}` is computed when the function is defined"
-    annotations = [a.annotation for a in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs)]
-    annotations += [arguments.vararg.annotation if arguments.vararg else None, node.returns]
-    annotations += [arguments.kwarg.annotation if arguments.kwarg else None]
-    for annotation in annotations:
-        if annotation is not None and not _inert(annotation, bound, subscripts=True):
-            return f"its annotation `{ast.unparse(annotation)}` is computed when the function is defined"
-    return None
-
-
-def _class_runs(node: ast.ClassDef, bound: set[str]) -> str | None:
-    if node.decorator_list:
-        return f"its decorator `@{ast.unparse(node.decorator_list[0])}` runs when the class is defined"
-    for base in node.bases:
-        if not _inert(base, bound):
-            return f"its base `{ast.unparse(base)}` is computed when the class is defined, or was skipped"
-    if node.keywords:
-        return f"`{ast.unparse(node.keywords[0])}` runs code of its own when the class is defined"
-    inner = set(bound)
-    for statement in node.body:
-        if isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef):
-            if statement.name in _HOOKS:
-                return f"its `{statement.name}` runs when classes are defined"
-            why = _function_runs(statement, inner, in_class=True)
-        elif isinstance(statement, ast.ClassDef):
-            why = _class_runs(statement, inner)
-        elif isinstance(statement, ast.Assign | ast.AnnAssign | ast.Expr | ast.Pass) and _declares(
-            statement, inner
-        ):
-            why = None
-        else:
-            why = f"its body runs `{ast.unparse(statement).splitlines()[0]}` when the class is defined"
-        if why is not None:
-            return why if isinstance(statement, ast.ClassDef) else f"{why} (in class {node.name})"
-        inner |= _bound_names(statement)
-    return None
-
-
-def _builtin_decorator(decorator: ast.expr) -> bool:
-    if isinstance(decorator, ast.Name):
-        return decorator.id in _BUILTIN_DECORATORS
-    # @value.setter: the property defined above it in the class body
-    return (
-        isinstance(decorator, ast.Attribute)
-        and decorator.attr in _PROPERTY_PARTS
-        and isinstance(decorator.value, ast.Name)
-    )
-
-
-def _inert(value: ast.expr, bound: set[str], subscripts: bool = False) -> bool:
-    """A literal, a tuple or the like of them, arithmetic on literals alone, a name declared above, or a
-    dotted one (`np.float64`, `nn.Module`): nothing that calls, or that an operator of the notebook's own
-    classes could run. `subscripts`: also `list[int]`, `np.ndarray | None` (annotations)."""
-    if isinstance(value, ast.Constant):
-        return True
-    if isinstance(value, ast.Name):  # declared above and kept (else a NameError at import), or a builtin
-        return value.id in bound or value.id in _BUILTINS
-    if isinstance(value, ast.Attribute):
-        return _inert(value.value, bound)
-    if isinstance(value, ast.Tuple | ast.List | ast.Set):
-        return all(_inert(e, bound, subscripts) for e in value.elts)
-    if isinstance(value, ast.Dict):
-        return all(k is not None and _literal(k) for k in value.keys) and all(
-            _literal(v) for v in value.values
-        )
-    if isinstance(value, ast.UnaryOp | ast.BinOp):
-        if subscripts and isinstance(value, ast.BinOp) and isinstance(value.op, ast.BitOr):
-            return _inert(value.left, bound, True) and _inert(value.right, bound, True)
-        return _literal(value)
-    if subscripts and isinstance(value, ast.Subscript):
-        return _inert(value.value, bound, True) and _inert(value.slice, bound, True)
-    return False
-
-
-def _literal(value: ast.expr) -> bool:
-    """Numbers, strings and containers of them, with arithmetic on those alone (`2 ** 10`, `-1e-5`)."""
-    if isinstance(value, ast.Constant):
-        return True
-    if isinstance(value, ast.Tuple | ast.List | ast.Set):
-        return all(_literal(e) for e in value.elts)
-    if isinstance(value, ast.Dict):
-        return all(k is not None and _literal(k) for k in value.keys) and all(
-            _literal(v) for v in value.values
-        )
-    if isinstance(value, ast.UnaryOp):
-        return _literal(value.operand)
-    if isinstance(value, ast.BinOp):
-        return _literal(value.left) and _literal(value.right)
-    return False
-
-
-def refused_definition(cell: int, line: int, node: ast.stmt, why: str) -> str:
-    name = getattr(node, "name", "")
-    kind = "class" if isinstance(node, ast.ClassDef) else "def"
-    return (
-        f"cell {cell}, line {line}: `{kind} {name}` skipped: {why}, at import (cells: definitions runs no "
-        "code of the notebook's): compute it inside the function instead, or ask for `cells: all`"
-    )

@@ -13,6 +13,7 @@ RLIMIT_NPROC where the kernel counts it per sandbox (bubblewrap as an ordinary u
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import fcntl
 import os
@@ -43,6 +44,9 @@ _LEASES = Path("/run" if Path("/run").is_dir() else "/tmp") / "grader-uids"
 _DEVICES_READ = ("/dev/urandom", "/dev/random", "/proc/cpuinfo", "/proc/meminfo", "/sys/devices/system/cpu")
 _DEVICES_WRITE = ("/dev/null", "/dev/zero")
 BUBBLEWRAP = "bubblewrap (own PID and network namespaces, no capabilities, only the submission visible)"
+# What makes the course's package list a wall (course_view.py, walls.py), said in the isolation line.
+_WALLED = "imports walled: of the installed packages only the course's are visible"
+_ADVISORY = "imports advisory: undeclared packages refused only inside the hand-in's process"
 INSIDE_JOB = "/job"  # where the job folder appears inside the sandbox
 _SYSTEM_DIRS = ("/usr", "/bin", "/lib", "/lib64", "/sbin")
 _SYSTEM_FILES = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/localtime")
@@ -51,9 +55,11 @@ _PROBE_LIMIT = 8
 # the limit holds for this sandbox alone (a few forks), not at all (all of them: root is exempt), or
 # counts processes outside it (none: the user's other processes already exceed it). Run with -S: the
 # site packages are not what it tests, and leaving them out took the probe from 65 ms to 41 ms of every
-# `grader check`'s critical path (the zygote starts after it).
+# `grader check`'s critical path (the zygote starts after it). Then whether a process there may make a
+# user and mount namespace of its own and bind in it, as a worker does to show only the course's packages
+# (walls.mount_view): 1 or 0 after the count.
 _PROBE = f"""
-import os, resource, sys
+import ctypes, os, resource, sys
 sys.path.insert(0, sys.argv[1])
 import grader
 resource.setrlimit(resource.RLIMIT_NPROC, ({_PROBE_LIMIT}, {_PROBE_LIMIT}))
@@ -68,8 +74,18 @@ try:
         forked += 1
 except OSError:
     pass
-print(forked)
+libc = ctypes.CDLL(None, use_errno=True)
+views = libc.unshare(0x10000000 | 0x20000) == 0 and libc.mount(b"/usr", b"/usr", None, 4096, None) == 0
+print(forked, int(views))
 """
+
+
+class Walls(enum.Enum):
+    """What keeps undeclared packages out of a hand-in's reach (walls.py)."""
+
+    MOUNTS = "mounts"  # bubblewrap: each worker's own mount namespace shows only the course's packages
+    LANDLOCK = "landlock"  # the base layer: Landlock lets a worker read only the course's packages
+    NONE = "none"  # only the finder in the hand-in's own process (worker/imports.py): advice
 
 
 class ProcessLimit(enum.Enum):
@@ -87,11 +103,14 @@ class Isolation:
     process_limit: ProcessLimit = ProcessLimit.NONE
     own_uid: int | None = None  # base layer as root: the first uid workers run as (a slot's own)
     landlock: int = 0  # base layer: the Landlock ABI that confines workers (0: none)
+    walls: Walls = Walls.NONE
 
     @property
     def reduced(self) -> bool:
         """Less than the full isolation, which the top of every run says."""
-        return self.level != "bubblewrap" or self.process_limit is ProcessLimit.NONE
+        return (
+            self.level != "bubblewrap" or self.process_limit is ProcessLimit.NONE or self.walls is Walls.NONE
+        )
 
 
 @dataclass(frozen=True)
@@ -110,21 +129,32 @@ def current() -> Isolation:
     bwrap = shutil.which("bwrap")
     if bwrap is None:
         return _base(cgroup, "bubblewrap is not installed (apt install bubblewrap)")
-    outcome = _probe(_bwrap_prefix(bwrap, scratch_mb=1))
-    if not outcome.isdigit():
-        return _base(cgroup, f"bubblewrap fails here: {outcome}")
-    if cgroup:
-        held = f"{BUBBLEWRAP}, processes bounded by a cgroup, {_memory_bound(cgroup)}"
-        return Isolation("bubblewrap", held, ProcessLimit.CGROUP)
-    forked = int(outcome)
-    if 0 < forked < 2 * _PROBE_LIMIT:
-        description = f"{BUBBLEWRAP}, processes bounded by RLIMIT_NPROC, {_memory_bound(cgroup)}"
-        return Isolation("bubblewrap", description, ProcessLimit.RLIMIT)
-    why = "as root the kernel exempts it" if forked else "the kernel counts processes outside the sandbox"
+    outcome = _probe(_bwrap_prefix(bwrap, scratch_mb=1)).split()
+    if not outcome or not all(part.isdigit() for part in outcome):
+        return _base(cgroup, f"bubblewrap fails here: {' '.join(outcome)}")
+    walls = Walls.MOUNTS if outcome[1:] == ["1"] else Walls.NONE
+    imports = _WALLED if walls is Walls.MOUNTS else _ADVISORY + " (no user namespace inside bubblewrap)"
     memory = _memory_bound(cgroup)
+    if cgroup:
+        held = f"{BUBBLEWRAP}, processes bounded by a cgroup, {memory}, {imports}"
+        return _reduced_if(Isolation("bubblewrap", held, ProcessLimit.CGROUP, walls=walls))
+    forked = int(outcome[0])
+    if 0 < forked < 2 * _PROBE_LIMIT:
+        description = f"{BUBBLEWRAP}, processes bounded by RLIMIT_NPROC, {memory}, {imports}"
+        return _reduced_if(Isolation("bubblewrap", description, ProcessLimit.RLIMIT, walls=walls))
+    why = "as root the kernel exempts it" if forked else "the kernel counts processes outside the sandbox"
     return Isolation(
-        "bubblewrap", f"reduced isolation: {BUBBLEWRAP}, {memory}; no process limit: {why}, and no cgroup"
+        "bubblewrap",
+        f"reduced isolation: {BUBBLEWRAP}, {memory}, {imports}; no process limit: {why}, and no cgroup",
+        walls=walls,
     )
+
+
+def _reduced_if(chosen: Isolation) -> Isolation:
+    """The description said reduced where the isolation is."""
+    if not chosen.reduced or chosen.description.startswith("reduced isolation"):
+        return chosen
+    return dataclasses.replace(chosen, description=f"reduced isolation: {chosen.description}")
 
 
 def _base(cgroup: bool, why: str) -> Isolation:
@@ -133,14 +163,17 @@ def _base(cgroup: bool, why: str) -> Isolation:
     held = [f"unprivileged uid {uid} per slot, no_new_privs" if uid is not None else "the grader's own uid"]
     if version:
         held.append(landlock.Confinement(version, version >= 4, version >= 6).describe())
+        held.append(_WALLED)
     else:
         held.append("no Landlock (the kernel has none): files the grader's uid may read are readable")
+        held.append(_ADVISORY)
     # RLIMIT_NPROC outside a user namespace counts all of the user's processes: useless as a bound.
     limit = ProcessLimit.CGROUP if cgroup else ProcessLimit.NONE
     processes = "processes bounded by a cgroup" if cgroup else "no process limit"
     processes += f", {_memory_bound(cgroup)}"
     description = f"reduced isolation: {BASE}, {', '.join(held)}, {processes}; {why}"
-    return Isolation("base", description, limit, own_uid=uid, landlock=version)
+    walls = Walls.LANDLOCK if version else Walls.NONE
+    return Isolation("base", description, limit, own_uid=uid, landlock=version, walls=walls)
 
 
 def _memory_bound(cgroup: bool) -> str:

@@ -84,10 +84,12 @@ def handled_fs(version: int) -> int:
     return handled
 
 
-def confine(read: Iterable[str], write: Iterable[str]) -> Confinement | None:
-    """Confine this process (and every process it starts) to reading beneath `read` and reading and
-    writing beneath `write`; no TCP and no signals out where the ABI has them. Sets no_new_privs.
-    None where the kernel has no Landlock; OSError if it has one and confining fails."""
+def confine(read: Iterable[str], write: Iterable[str], listed: Iterable[str] = ()) -> Confinement | None:
+    """Confine this process (and every process it starts) to reading beneath `read`, reading and
+    writing beneath `write`, and listing the folders beneath `listed` (their files stay unreadable but
+    where another rule allows them: walls.landlock_rules); no TCP and no signals out where the ABI has
+    them. Sets no_new_privs. None where the kernel has no Landlock; OSError if it has one and confining
+    fails."""
     version = abi()
     if version <= 0:
         return None
@@ -103,7 +105,7 @@ def confine(read: Iterable[str], write: Iterable[str]) -> Confinement | None:
     if ruleset < 0:
         raise _error("landlock_create_ruleset")
     try:
-        for paths, access in ((read, READ & fs), (write, fs)):
+        for paths, access in ((listed, _READ_DIR), (read, READ & fs), (write, fs)):
             for path in paths:
                 _allow(libc, ruleset, path, access)
         if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:

@@ -26,7 +26,7 @@ from grader.errors import WorkerStartError
 from grader.exercise.spec import Exercise, Limits
 from grader.handin.prepare import Prepared
 from grader.outcomes import Failure
-from grader.sandbox import cpu_watch, failures, isolation, plot_fonts, warm
+from grader.sandbox import course_view, cpu_watch, failures, isolation, plot_fonts, warm
 from grader.sandbox.isolation import ProcessLimit
 from grader.sandbox.protocol import PROGRESS, Frame, FrameDecoder, encode
 
@@ -76,6 +76,7 @@ class WorkerProcess:
         self.started = time.monotonic()
         self.limits: Limits = exercise.spec.limits
         self._modules = exercise.allowed_modules
+        self._distributions = exercise.allowed_distributions
         self._subprocesses = exercise.allows_subprocesses
         self._writer: threading.Thread | None = None
         self._process_limit = isolation.current().process_limit
@@ -249,6 +250,8 @@ class WorkerProcess:
             "files": list(handin.imports),
             # What student code may import beyond the stdlib, torch, numpy and its support (worker/imports.py)
             "modules": list(self._modules),
+            # What the sandbox hides of the installed packages, by name: told as the course's (imports.py)
+            "view": course_view.view_for(self._distributions).names(),
             # One process per hand-in unless its course says otherwise (worker/seccomp.py)
             "subprocesses": self._subprocesses,
             # Notebooks run cell by cell, where a cell's failure outside its definitions is a note
@@ -276,7 +279,10 @@ class WorkerProcess:
         PROGRESS.pack_into(self._progress, 0, -1, 0.0)
         passed = [jobs_read, results_write, progress, stdout_write, stderr_write]
         try:
-            return self._zygote.start(passed, self.limits.processes, memory_mb=self.limits.memory_mb)
+            view = course_view.view_for(self._distributions)  # what of the installed packages it sees
+            return self._zygote.start(
+                passed, self.limits.processes, memory_mb=self.limits.memory_mb, view=view
+            )
         finally:
             for fd in passed:
                 os.close(fd)

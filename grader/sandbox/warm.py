@@ -27,10 +27,11 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from grader.sandbox import cgroups, credentials, isolation, removal
+from grader.sandbox import cgroups, course_view, credentials, isolation, removal
 from grader.sandbox.isolation import ProcessLimit
 
 SCRATCH_MB = 64  # the scratch tmpfs under bubblewrap
+VIEWS = "view"  # the slot's folder of the views' skeletons (course_view.stage_skeleton), kept for its life
 CLEAN_SECONDS = 10.0  # how long a zygote may take to end a submission's processes and remove its files
 _ZYGOTE_TASKS = 64  # the group's limit until the first job sets it: the zygote alone, and its start-up
 # The zygote is started by name in a fresh interpreter, where mypy cannot follow it:
@@ -158,6 +159,8 @@ class Zygote:
                 else ["{job}/scratch"],
                 "drop": None if self.user is None else [self.user.uid, self.user.gid],
                 "confine": None if self.sandboxed else isolation.confinement(self.slot),
+                # How each hand-in job's view of the installed packages is made a wall (walls.py)
+                "walls": isolation.current().walls.value,
             }
             args = ["-I", "-B", "-c", _BOOT, json.dumps(config), isolation.package_parent()]
             start = isolation.launch(self.slot, args, env, SCRATCH_MB)
@@ -186,15 +189,24 @@ class Zygote:
                 os.close(join_fd)
 
     def start(
-        self, fds: list[int], processes: int, references: bool = False, memory_mb: int | None = None
+        self,
+        fds: list[int],
+        processes: int,
+        references: bool = False,
+        memory_mb: int | None = None,
+        view: course_view.View | None = None,
     ) -> Job:
         """Hand the zygote a job: it forks the worker as soon as it is warm (the import may still run).
 
         The worker may have `processes` processes and threads at once, itself included, where a cgroup
         can bound them, and `memory_mb` MiB of memory, all its processes together, where the cgroup has
         the memory controller. `references`: the fork computes an exercise's references, not a
-        submission's trials (zygote_references.py).
+        submission's trials (zygote_references.py). A hand-in's worker sees of the installed packages
+        only `view` (its course's; by default a course declaring none), where the isolation walls them.
         """
+        walled = not references and isolation.current().walls is not isolation.Walls.NONE
+        if walled and view is None:
+            view = course_view.view_for(())
         budget = None
         if self.group is not None:
             with contextlib.suppress(OSError):  # a zygote that is gone: the job reads as ended
@@ -205,7 +217,11 @@ class Zygote:
         self.jobs_served += 1
         job = Job(self, self.jobs_served, budget)
         with contextlib.suppress(OSError):  # a zygote gone: the job reads as ended, the zygote is not reused
-            message = {"type": "job", "id": job.id, "references": references}
+            message: dict[str, Any] = {"type": "job", "id": job.id, "references": references}
+            if walled and view is not None:
+                message["view"] = {"digest": view.digest, **view.message()}
+                if self.sandboxed:  # the layout the worker binds the view's entries into
+                    course_view.stage_skeleton(view, self.slot / VIEWS)
             socket.send_fds(self._control, [json.dumps(message).encode()], fds)
         return job
 

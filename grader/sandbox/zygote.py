@@ -33,10 +33,12 @@ import stat
 import sys
 import time
 import traceback
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from grader.sandbox import credentials, landlock, removal, sched_attr, zygote_references
+from grader.sandbox import walls as view_walls
 from grader.sandbox.protocol import CLOSED_CHANNEL_EXIT
 from grader.sandbox.worker import loop as worker
 
@@ -50,6 +52,10 @@ _Identity = tuple[int, int, int]  # inode, mode, device: what tells a replaced /
 # grader's virtual environment bound under /tmp, say), when a job's files are removed.
 _mounts: frozenset[removal.Identity] = frozenset()
 _SYSV_OBJECTS = {"shm": "shmctl", "msg": "msgctl", "sem": "semctl"}
+# A job's message holds its view of the installed packages (course_view.py): 3.5 kB for CS231n's
+# matplotlib and torch's 37 distributions; room for a course declaring 200 packages.
+_MESSAGE_BYTES = 1 << 18
+VIEWS = "view"  # warm.VIEWS: the slot's folder of skeletons
 
 
 def main(config_text: str) -> None:
@@ -89,7 +95,7 @@ def main(config_text: str) -> None:
     _send(control, {"type": "warm"})
     while True:
         try:
-            data, fds, _flags, _address = socket.recv_fds(control, 1 << 12, 8)
+            data, fds, _flags, _address = socket.recv_fds(control, _MESSAGE_BYTES, 8)
         except OSError:
             return
         if not data:
@@ -103,7 +109,8 @@ def main(config_text: str) -> None:
                 os.close(fd)
             continue
         job_dir, references = Path(config["job_dir"]), message.get("references") is True
-        child = _start(control, fds, job_dir, sandboxed, user, config.get("confine"), references)
+        walls = _Walls(config.get("walls", "none"), None if references else message.get("view"))
+        child = _start(control, fds, job_dir, sandboxed, user, config.get("confine"), references, walls)
         for fd in fds:
             os.close(fd)
         _send(control, {"type": "started", "pid": child})
@@ -128,6 +135,7 @@ def _start(
     user: tuple[int, int] | None,
     confine: dict[str, list[str]] | None,
     references: bool,
+    walls: _Walls,
 ) -> int:
     pid = os.fork()
     if pid:
@@ -145,9 +153,15 @@ def _start(
         # value any of them may raise by writing /proc/self/autogroup) is the job's alone, not the
         # zygote's, which every later job would inherit.
         os.setsid()
+        if walls.mounts:  # the course's packages alone, in a mount namespace of the job's own
+            view_walls.mount_view(walls.roots, str(job_dir / VIEWS / walls.digest))
         if confine is not None:  # the rules' paths opened as the zygote's user, before the drop
-            own = f"/proc/{os.getpid()}"
-            landlock.confine([*confine["read"], own], confine["write"])
+            read = [*confine["read"], f"/proc/{os.getpid()}"]
+            if walls.landlock:  # of the installed packages, the course's alone readable
+                whole, listed = view_walls.landlock_rules(read, walls.roots)
+                landlock.confine(whole, confine["write"], listed)
+            else:
+                landlock.confine(read, confine["write"])
         if user is not None:
             credentials.drop(*user)
         # Keys of its own only: a fresh session keyring, and the uid's keyrings emptied of what an earlier
@@ -175,6 +189,31 @@ def _start(
             except Exception:
                 code = code or CLOSED_CHANNEL_EXIT
         os._exit(code)
+
+
+@dataclass(frozen=True)
+class _Walls:
+    """How a job's view of the installed packages is walled (isolation.Walls), and the view: a hand-in's
+    job always has one where its isolation walls imports; the grader's own references job has none."""
+
+    kind: str  # "mounts", "landlock" or "none"
+    view: dict[str, Any] | None
+
+    @property
+    def mounts(self) -> bool:
+        return self.kind == "mounts" and self.view is not None
+
+    @property
+    def landlock(self) -> bool:
+        return self.kind == "landlock" and self.view is not None
+
+    @property
+    def roots(self) -> list[dict[str, Any]]:
+        return list(self.view["roots"]) if self.view is not None else []
+
+    @property
+    def digest(self) -> str:
+        return str(self.view["digest"]) if self.view is not None else ""
 
 
 def _watch(control: socket.socket, child: int, job: Any, sandboxed: bool) -> int | None:

@@ -133,6 +133,12 @@ class Exercise:
         return self.course.modules if self.course is not None else ()
 
     @property
+    def allowed_distributions(self) -> tuple[str, ...]:
+        """The distributions its course declares (pip names): what the sandbox shows beyond torch's and
+        numpy's (sandbox/course_view.py)."""
+        return self.course.distributions if self.course is not None else ()
+
+    @property
     def allows_subprocesses(self) -> bool:
         """Whether its course lets hand-ins start processes (course.yaml `subprocesses: true`)."""
         return self.course is not None and self.course.subprocesses

@@ -7,9 +7,14 @@ that imports an undeclared package gets a ModuleNotFoundError saying how the ins
 imports made by student code are checked: torch, numpy and the allowed packages import what they need.
 
 A finder first on sys.meta_path, consulted only for a module not imported yet: nothing per trial, since
-trials call what the import loaded. It keeps the grader's environment faithful to the course's; it is not
-a wall (the sandbox is): student code that removes it or disguises its frames gains only an import of a
-package the machine has anyway, and the finder holds nothing but names.
+trials call what the import loaded. It tells the student, in plain words; it is not the wall. The wall is
+what the sandbox shows (sandbox/course_view.py, sandbox/walls.py): of the installed packages, only the
+course's, torch's and numpy's exist for the worker (bubblewrap) or can be read by it (Landlock), so code
+that removes this finder, loads a file by its path or a `.pyc` gets nothing more. Where neither holds
+(the isolation line says "imports advisory"), this finder is all there is. The packages the view hides
+are known here by name only (`hidden`): a student's import of one is refused with the course's message,
+and a library's optional import of one (`try: import pandas`) fails as a missing module would, where the
+wall would otherwise answer it with a PermissionError (_ViewFinder).
 """
 
 from __future__ import annotations
@@ -18,7 +23,17 @@ import importlib.abc
 import os
 import sys
 from collections.abc import Iterable, Sequence
-from importlib.machinery import ModuleSpec, PathFinder
+from importlib.machinery import (
+    BYTECODE_SUFFIXES,
+    EXTENSION_SUFFIXES,
+    SOURCE_SUFFIXES,
+    ExtensionFileLoader,
+    FileFinder,
+    ModuleSpec,
+    PathFinder,
+    SourceFileLoader,
+    SourcelessFileLoader,
+)
 from pathlib import Path
 from types import FrameType, ModuleType
 
@@ -51,12 +66,17 @@ class _CourseImports(importlib.abc.MetaPathFinder):
     """The meta path finder: finds nothing itself, refuses what student code may not import."""
 
     def __init__(
-        self, allowed: frozenset[str], student_dirs: tuple[str, ...], own_dirs: tuple[str, ...]
+        self,
+        allowed: frozenset[str],
+        student_dirs: tuple[str, ...],
+        own_dirs: tuple[str, ...],
+        hidden: frozenset[str],
     ) -> None:
         self._allowed = allowed
         self._student_dirs = student_dirs  # where student code's files are
         # What student code may import from, whatever it is named: the hand-in's files, the support's.
         self._own_dirs = own_dirs
+        self._hidden = hidden  # installed, out of the sandbox's view
 
     def find_spec(
         self, name: str, path: Sequence[str] | None, target: ModuleType | None = None
@@ -72,7 +92,9 @@ class _CourseImports(importlib.abc.MetaPathFinder):
         # ModuleNotFoundError Python says, by its name; one found among the hand-in's or the support's
         # files (a folder the student put on sys.path) is their own.
         origin = _found_at(top)
-        if origin is not None and not origin.startswith(self._own_dirs):
+        if origin is not None and origin.startswith(self._own_dirs):
+            return None
+        if origin is not None or top in self._hidden:
             raise NotInCourse(refusal(top), name=top)
         return None
 
@@ -103,16 +125,55 @@ def _importer_file(frame: FrameType | None) -> str:
     return ""
 
 
-def install(declared: Iterable[str], submission_dir: Path, support_dir: Path) -> None:
+class _ViewFinder(FileFinder):
+    """The path entry finder of a folder of installed packages: it does not find what the sandbox's view
+    hides there. Under bubblewrap those entries do not exist; under Landlock they are listed but
+    unreadable, and a library's optional import (`try: import pandas`, torch._dynamo's
+    importlib.util.find_spec("hypothesis")) would meet a PermissionError where it expects a missing module."""
+
+    folders: frozenset[str] = frozenset()
+    hidden: frozenset[str] = frozenset()
+
+    def _fill_cache(self) -> None:  # CPython's FileFinder lists its folder here (3.3 on)
+        super()._fill_cache()  # type: ignore[misc]
+        if os.path.realpath(self.path) in self.folders:
+            cache: set[str] = getattr(self, "_path_cache", set())
+            self._path_cache = {e for e in cache if e.partition(".")[0] not in self.hidden}
+
+
+def _hide(folders: Iterable[str], hidden: frozenset[str]) -> None:
+    _ViewFinder.folders = frozenset(os.path.realpath(f) for f in folders)
+    _ViewFinder.hidden = hidden
+    loaders = [
+        (ExtensionFileLoader, EXTENSION_SUFFIXES),
+        (SourceFileLoader, SOURCE_SUFFIXES),
+        (SourcelessFileLoader, BYTECODE_SUFFIXES),
+    ]
+    sys.path_hooks.insert(0, _ViewFinder.path_hook(*loaders))
+    for folder in list(sys.path_importer_cache):  # made again by the hook, when next asked
+        if os.path.realpath(folder) in _ViewFinder.folders:
+            del sys.path_importer_cache[folder]
+
+
+def install(
+    declared: Iterable[str],
+    submission_dir: Path,
+    support_dir: Path,
+    folders: Iterable[str] = (),
+    hidden: Iterable[str] = (),
+) -> None:
     """Refuse, from now on, student code's imports of what is neither allowed nor its own: `declared`
-    (the course's packages), the modules of `support_dir` and of `submission_dir`."""
+    (the course's packages), the modules of `support_dir` and of `submission_dir`. `hidden`: what the
+    sandbox's view leaves out of the packages `folders`, by name, found by no import."""
     # The files there by name, without a search of sys.path; one the student reaches otherwise is found
     # in those folders when it is imported.
     named = {_module_name(entry) for folder in (submission_dir, support_dir) for entry in _listing(folder)}
     allowed = frozenset(ALWAYS | {str(d) for d in declared} | named)
     student = (str(submission_dir) + os.sep,)
     own = (str(submission_dir) + os.sep, str(support_dir) + os.sep)
-    sys.meta_path.insert(0, _CourseImports(allowed, student, own))
+    out_of_view = frozenset(hidden) - allowed
+    _hide(folders, out_of_view)
+    sys.meta_path.insert(0, _CourseImports(allowed, student, own, out_of_view))
 
 
 def _listing(folder: Path) -> list[str]:

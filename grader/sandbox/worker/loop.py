@@ -77,7 +77,10 @@ def main(job_dir: Path, jobs_fd: int, results_fd: int, progress_fd: int) -> None
     python2_names()
     plots.headless(job_dir / "support", job_dir / "scratch")
     # First on sys.meta_path: a refused import prepares nothing for it.
-    course_imports.install(handin["modules"], submission_dir, job_dir / "support")
+    view = handin["view"]
+    course_imports.install(
+        handin["modules"], submission_dir, job_dir / "support", view["folders"], view["hidden"]
+    )
     if not handin["subprocesses"]:
         # Last before the import: the worker's own set-up above may still start what it needs.
         seccomp.forbid_new_processes()

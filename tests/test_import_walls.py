@@ -1,0 +1,192 @@
+"""The course's package list is a wall (sandbox/course_view.py, sandbox/walls.py), checked from outside
+the grader: the real `grader run` and `grader check` in a subprocess, in both layers. A hand-in whose
+course declares nothing reaches no undeclared installed package (yaml and pydantic, the grader's own
+dependencies; hypothesis; matplotlib) and none of the grader's modules beyond the worker's, by any of the
+routes seen: a compiled file loaded by name, pkgutil, a spec made by hand, the finder removed, a
+`grader.*` import, the same packages in another folder. Each attack raises naming what it reached, so
+full marks mean every route held; each route reaches its package when run without the sandbox. Honest
+hand-ins (numpy, torch with torch.func and `backward(v)`, math, a declared matplotlib) keep full marks,
+and an undeclared import is told by name and course.yaml, without a machine path."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import copy_exercise, write_source
+
+from grader.sandbox import course_view, isolation
+
+ATTACKS = Path(__file__).resolve().parent / "import_attacks"
+FAMILIES = ["compiled", "pkgutil_routes", "manual_spec", "finder_removed", "grader_modules", "other_folders"]
+TRIALS = 4
+# A module of each other folder of installed packages, where it has one: pure Python first.
+_CANDIDATES = ("six.py", "idna/__init__.py", "certifi/__init__.py", "distro/__init__.py", "yaml/__init__.py")
+
+HONEST = """
+import math
+import sys
+
+import numpy as np
+import torch
+from torch.func import grad
+
+
+def graph2(W_np, x_np, b_np):
+    # every grader module the worker holds is in its view (course_view.WORKER_FILES)
+    for name, module in list(sys.modules.items()):
+        if name.startswith("grader") and getattr(module, "__file__", None):
+            open(module.__file__, "rb").close()
+    W = torch.tensor(W_np, requires_grad=True)
+    f = torch.sigmoid(W @ torch.tensor(x_np) + torch.tensor(b_np)).sum()
+    f.backward()
+    # torch's own sympy: a vector-Jacobian product, and torch.func
+    z = torch.tensor(W_np, requires_grad=True) * 2.0
+    z.backward(torch.ones_like(z))
+    x, b = torch.tensor(x_np), torch.tensor(b_np)
+    assert grad(lambda w: torch.sigmoid(w @ x + b).sum())(torch.tensor(W_np)).shape == W.shape
+    s = 1.0 / (1.0 + np.exp(-(W_np @ x_np + b_np)))
+    assert math.isfinite(float(s.sum()))
+    return f, W.grad, (s * (1 - s)) @ x_np.T
+"""
+PLOTTING = """
+import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
+import torch
+
+
+def graph2(W_np, x_np, b_np):
+    W = torch.tensor(W_np, requires_grad=True)
+    f = torch.sigmoid(W @ torch.tensor(x_np) + torch.tensor(b_np)).sum()
+    f.backward()
+    s = 1.0 / (1.0 + np.exp(-(W_np @ x_np + b_np)))
+    plt.plot(s.ravel())
+    plt.savefig("curve.png")
+    plt.close("all")
+    return f, W.grad, (s * (1 - s)) @ x_np.T
+"""
+UNDECLARED = """
+import numpy as np
+import torch
+import yaml
+
+
+def graph2(W_np, x_np, b_np):
+    return None
+"""
+
+
+def _layers() -> list[str]:
+    return ["bubblewrap", "base"] if isolation.current().level == "bubblewrap" else ["base"]
+
+
+def _other_modules() -> list[str]:
+    """A module in each folder of installed packages besides this environment's (the base interpreter's,
+    the system's), where one of the candidates is there."""
+    own = os.path.realpath(os.path.dirname(os.path.dirname(np.__file__)))
+    found = []
+    for folder in course_view.install_folders():
+        if folder == own:
+            continue
+        for candidate in _CANDIDATES:
+            if os.path.isfile(os.path.join(folder, candidate)):
+                found.append(os.path.join(folder, candidate))
+                break
+    return found
+
+
+def _attack(*families: str) -> str:
+    parts = [(ATTACKS / "_header.py").read_text(), f"OTHER = {_other_modules()!r}\n"]
+    parts += [(ATTACKS / f"{family}.py").read_text() for family in families]
+    return "\n".join([*parts, (ATTACKS / "_graph2.py").read_text()])
+
+
+def _grader(layer: str, *args: str | Path | int) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GRADER_")}
+    if layer == "base":
+        env["GRADER_ISOLATION"] = "base"
+    return subprocess.run(
+        [sys.executable, "-m", "grader", *map(str, args)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def test_each_route_reaches_its_package_without_the_sandbox(tmp_path: Path) -> None:
+    """The attacks are real: in a plain interpreter every variant of every family gets its package."""
+    for family in FAMILIES:
+        script = _attack(family) + "\nprint('\\n'.join(REACHED))\n"
+        done = subprocess.run(
+            [sys.executable, "-I", "-c", script],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+            cwd=tmp_path,
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert "HELD" not in done.stderr, (family, done.stderr[-2000:])
+        assert done.stdout.strip(), family
+
+
+@pytest.mark.parametrize("layer", _layers())
+def test_no_route_reaches_an_undeclared_package_and_honest_handins_keep_full_marks(
+    layer: str, tmp_path: Path
+) -> None:
+    exercises = tmp_path / "exercises"  # no course.yaml above: the stdlib, numpy and torch only
+    copy_exercise(exercises / "graph2")
+    submissions = tmp_path / "submissions"
+    for family in FAMILIES:
+        write_source(submissions / family / "graph2.py", _attack(family))
+    write_source(submissions / "honest" / "graph2.py", textwrap.dedent(HONEST))
+    done = _grader(layer, "run", exercises, "--submissions", submissions, "--trials", TRIALS, "--json")
+    assert done.returncode in (0, 1), done.stderr[-3000:]
+    results = {json.loads(line)["student"]: json.loads(line) for line in done.stdout.splitlines()}
+    for student in [*FAMILIES, "honest"]:
+        result = results[student]
+        assert "REACHED" not in json.dumps(result), (student, result)
+        assert result["error"] is None and result["score"] == result["max_score"], (student, result)
+        assert "imports walled" in result["isolation"], result["isolation"]
+
+
+@pytest.mark.parametrize("layer", _layers())
+def test_grader_check_walls_every_route_at_once(layer: str, tmp_path: Path) -> None:
+    exercise = copy_exercise(tmp_path / "exercises" / "graph2")
+    handin = write_source(tmp_path / "attacker" / "graph2.py", _attack(*FAMILIES))
+    done = _grader(layer, "check", exercise, handin, "--trials", TRIALS, "--json", "--show-output")
+    result = json.loads(done.stdout)
+    assert "REACHED" not in json.dumps(result), result
+    assert result["error"] is None and result["score"] == result["max_score"], result
+
+
+@pytest.mark.parametrize("layer", _layers())
+def test_a_declared_package_works_and_an_undeclared_one_is_told_by_name(layer: str, tmp_path: Path) -> None:
+    course = tmp_path / "course"
+    course.mkdir()
+    (course / "course.yaml").write_text("packages:\n  - matplotlib>=3.5\n", encoding="utf-8")
+    exercise = copy_exercise(course / "graph2")
+    plotting = write_source(tmp_path / "plotting" / "graph2.py", textwrap.dedent(PLOTTING))
+    done = _grader(layer, "check", exercise, plotting, "--trials", TRIALS, "--json")
+    result = json.loads(done.stdout)
+    assert result["error"] is None and result["score"] == result["max_score"], result
+    undeclared = write_source(tmp_path / "undeclared" / "graph2.py", textwrap.dedent(UNDECLARED))
+    done = _grader(layer, "check", exercise, undeclared, "--trials", TRIALS, "--json")
+    message = json.loads(done.stdout)["error"]["message"]
+    assert "yaml" in message and "course.yaml" in message, message
+    assert "site-packages" not in message and "/" not in message.replace("course.yaml", ""), message
+    # matplotlib, installed and declared by CS231n's course but not by this one
+    elsewhere = copy_exercise(tmp_path / "nocourse" / "graph2")
+    done = _grader(layer, "check", elsewhere, plotting, "--trials", TRIALS, "--json")
+    message = json.loads(done.stdout)["error"]["message"]
+    assert "matplotlib" in message and "course.yaml" in message and "site-packages" not in message, message
