@@ -369,12 +369,13 @@ def test_the_grader_counts_the_cpu_of_a_workers_children_reaped_or_not(where: st
     joined = [] if group is None else [group.open_join_fd()]
     # The tree joins the group before it starts working (as the zygote does), by the descriptor it inherits.
     join = f"os.write({joined[0]}, b'0')\n" if joined else ""
+    command = [sys.executable, "-c", f"import os\n{join}{TREE}"]
     tree = subprocess.Popen(
-        [sys.executable, "-c", f"import os\n{join}{TREE}"], stdout=subprocess.PIPE, pass_fds=joined
+        command if group is None else group.joining(command), stdout=subprocess.PIPE, pass_fds=joined
     )
     grandchild = b""
     try:
-        watch = cpu_watch.CpuWatch(cpu_watch.Source(None if group is None else group.path, tree.pid))
+        watch = cpu_watch.CpuWatch(cpu_watch.Source.of(group, tree.pid))
         assert tree.stdout is not None
         said, grandchild = tree.stdout.readline().split()
         assert said == b"worked"
@@ -389,3 +390,62 @@ def test_the_grader_counts_the_cpu_of_a_workers_children_reaped_or_not(where: st
             os.close(fd)
         if group is not None:
             group.remove()
+
+
+# Work no count of the processes found can see, once it is over: a child the kernel reaps itself (SIGCHLD
+# ignored, so its CPU is added to no parent's cutime), one left a zombie (gone from its group's member
+# list), and one whose parent exited before it (the orphan's CPU goes to whoever reaps it). Waits for a
+# line on stdin before working, so that all of it comes after the grader's first sample; each says on a
+# pipe when its work is done.
+UNSEEN = """
+import os, signal, sys, time
+def burn(seconds):
+    start = time.process_time()
+    while time.process_time() - start < seconds:
+        pass
+    os.write(done, b"x")
+    os._exit(0)
+sys.stdin.readline()
+told, done = os.pipe()
+if os.fork() == 0:  # left a zombie
+    burn(0.3)
+middle = os.fork()
+if middle == 0:
+    if os.fork() == 0:  # orphaned
+        burn(0.3)
+    os._exit(0)
+os.waitpid(middle, 0)
+signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+if os.fork() == 0:  # reaped by the kernel
+    burn(0.3)
+got = b""
+while len(got) < 3:
+    got += os.read(told, 3)
+print("worked", flush=True)
+time.sleep(60)
+"""
+
+
+def test_the_cgroups_own_count_keeps_what_ended_children_used_however_they_ended() -> None:
+    """Children reaped by the kernel, left zombies, or orphaned: 0.9 s between them, all counted."""
+    group = cgroups.create(16)
+    if group is None or group.cpu is None:
+        pytest.skip("no cgroup that counts CPU may be made here")
+    fd = group.open_join_fd()
+    command = [sys.executable, "-c", f"import os\nos.write({fd}, b'0')\n{UNSEEN}"]
+    tree = subprocess.Popen(
+        group.joining(command), stdin=subprocess.PIPE, stdout=subprocess.PIPE, pass_fds=[fd]
+    )
+    try:
+        watch = cpu_watch.CpuWatch(cpu_watch.Source.of(group, tree.pid))
+        assert watch.counter is not None
+        assert tree.stdin is not None and tree.stdout is not None
+        tree.stdin.write(b"go\n")
+        tree.stdin.flush()
+        assert tree.stdout.readline().strip() == b"worked"
+        assert watch.sample() >= 0.85, watch.last
+    finally:
+        tree.kill()
+        tree.wait()
+        os.close(fd)
+        group.remove()

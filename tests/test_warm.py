@@ -180,7 +180,8 @@ SPINNER = """
 @pytest.fixture(scope="module")
 def fast(tmp_path_factory: pytest.TempPathFactory) -> Exercise:
     folder = tmp_path_factory.mktemp("warm") / "graph2"
-    allow_subprocesses(folder.parent)  # the litterer's daemon: what a zygote must end where a course allows it
+    # The litterer's daemon: what a zygote must end where a course allows it.
+    allow_subprocesses(folder.parent)
     limits = "\nlimits: {trial_seconds: 1, first_call_seconds: 1}\n"
     return load_exercise(copy_exercise(folder, append=limits))
 

@@ -86,8 +86,7 @@ class WorkerProcess:
         try:
             _stage(handin, self._zygote.slot / "submission")
             _stage_support(exercise, self._zygote.slot / "support")
-            group = self._zygote.group.path if self._zygote.group is not None else None
-            self.cpu_source = cpu_watch.Source(group, self._zygote.process.pid)
+            self.cpu_source = cpu_watch.Source.of(self._zygote.group, self._zygote.process.pid)
             # Taken before the fork: the zygote's own CPU is in the same group.
             self.cpu_at_start = cpu_watch.CpuWatch(self.cpu_source)
             self.job = self._start()
