@@ -77,6 +77,8 @@ class WorkerProcess:
         self.limits: Limits = exercise.spec.limits
         self._modules = exercise.allowed_modules
         self._subprocesses = exercise.allows_subprocesses
+        # What held for this hand-in, the line its results show.
+        self.isolation = isolation.current().described(self._subprocesses)
         self._writer: threading.Thread | None = None
         self._process_limit = isolation.current().process_limit
         self._pool = pool or warm.shared_pool()
@@ -248,8 +250,9 @@ class WorkerProcess:
             "files": list(handin.imports),
             # What student code may import beyond the stdlib, torch, numpy and its support (worker/imports.py)
             "modules": list(self._modules),
-            # One process per hand-in unless its course says otherwise (worker/seccomp.py)
-            "subprocesses": self._subprocesses,
+            # One process per hand-in unless its course says otherwise (worker/seccomp.py), where the
+            # filter holds on this machine
+            "one_process": not self._subprocesses and isolation.current().one_process,
             # Notebooks run cell by cell, where a cell's failure outside its definitions is a note
             "cells": handin.cell_starts,
             "limits": {
