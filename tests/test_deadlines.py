@@ -280,8 +280,38 @@ EVASIONS = {
         "    worker = threading.Thread(target=burn, args=(3, time.thread_time))\n"
         "    worker.start()\n    while worker.is_alive():\n        time.sleep(0.01)\n"
     ),
+    # Children no count of the processes found sees once they end: reaped by the kernel (SIGCHLD
+    # ignored), left zombies, and a grandchild orphaned by a double fork. The kernel's count of the
+    # worker's cgroup keeps them all.
+    "kernel_reaped_children": (
+        "    signal.signal(signal.SIGCHLD, signal.SIG_IGN)\n"
+        "    for _ in range(30):\n        child = os.fork()\n"
+        "        if child == 0:\n            burn(0.1)\n            os._exit(0)\n"
+        "        try:\n            os.waitpid(child, 0)\n"
+        "        except ChildProcessError:\n            pass\n"
+    ),
+    "zombie_children": (
+        "    for _ in range(30):\n        child = os.fork()\n"
+        "        if child == 0:\n            burn(0.1)\n            os._exit(0)\n"
+        "        os.waitid(os.P_PID, child, os.WEXITED | os.WNOWAIT)\n"
+    ),
+    "orphaned_grandchild": (
+        "    done, told = os.pipe()\n"
+        "    if os.fork() == 0:\n        if os.fork() == 0:\n"
+        "            burn(3)\n            os.write(told, b'x')\n"
+        "        os._exit(0)\n"
+        "    os.read(done, 1)\n"
+    ),
 }
-PROCESS_TREES = ("forked_child", "multiprocessing", "python_subprocess", "thread")
+PROCESS_TREES = (
+    "forked_child",
+    "multiprocessing",
+    "python_subprocess",
+    "thread",
+    "kernel_reaped_children",
+    "zombie_children",
+    "orphaned_grandchild",
+)
 EVADED_LIMITS = "\nlimits: {trial_seconds: 1, first_call_seconds: 1, submission_seconds: 60}\n"
 
 
