@@ -159,9 +159,8 @@ def test_a_handin_that_starts_a_process_gets_its_own_error_and_classmates_their_
         user_grad = next(r for r in result["returns"] if r["name"] == "user_grad")
         assert user_grad["verdict"] == "error", (attack, user_grad)
         told = json.dumps(result)
-        # multiprocessing's Pool is refused earlier still, its semaphore in /dev/shm (Errno 13)
-        assert "PermissionError" in told, (attack, told[:2000])
-        assert ONE_PROCESS in told or attack == "multiprocessing_pool", (attack, told[:2000])
+        # (multiprocessing's Pool may be refused earlier still, its semaphore in /dev/shm: Errno 13)
+        assert "PermissionError" in told and ONE_PROCESS in told, (attack, told[:2000])
         assert "no new processes (seccomp)" in result["isolation"], result["isolation"]
         classmate = results[f"{attack}_classmate"]
         assert classmate["score"] == classmate["max_score"] == 10, classmate

@@ -165,13 +165,24 @@ def _error() -> str:
     return errno.errorcode.get(ctypes.get_errno(), "?")
 
 
+_installed: list[bool] = []  # once this process holds the filter (what a refusal's message tells)
+
+
+def installed() -> bool:
+    """Whether this process holds the filter: a PermissionError from a fork is then its refusal."""
+    return bool(_installed)
+
+
 def forbid_new_processes() -> str | None:
     """Install the filter on every thread of this process, for its life. None where it holds; else why
     not (an architecture without its numbers here, a kernel without seccomp filters)."""
     abi = _ABIS.get(platform.machine())
     if abi is None:
         return f"no seccomp filter for the {platform.machine()} architecture"
-    return _Filter(abi).install()
+    why = _Filter(abi).install()
+    if why is None:
+        _installed.append(True)
+    return why
 
 
 def probe() -> str | None:
