@@ -56,8 +56,7 @@ def _tree_cpu(pool: WorkerPool, group: Path | None) -> float:
     own = resource.getrusage(resource.RUSAGE_SELF)
     zygotes = 0.0
     for zygote in pool.idle:
-        source = zygote.group.path if zygote.group is not None else None
-        zygotes += cpu_watch.seconds_of(cpu_watch.Source(source, zygote.process.pid))
+        zygotes += cpu_watch.seconds_of(cpu_watch.Source.of(zygote.group, zygote.process.pid))
     return own.ru_utime + own.ru_stime + zygotes
 
 

@@ -184,7 +184,8 @@ def _starter(worker: HandinWorker, exercise: Exercise) -> StartRunner:
 
 def _worker_key(exercise: Exercise, handin: Prepared) -> Hashable:
     """What exercises must share to be served by one worker: the files it imports, what a process is
-    allowed (its memory, files and processes), and the support files beside the hand-in."""
+    allowed (its memory, files and processes, whether it may start others), and the support files beside
+    the hand-in."""
     limits = exercise.spec.limits
     support = tuple(str(path.resolve()) for path in exercise.support_paths)
     return (
@@ -193,6 +194,7 @@ def _worker_key(exercise: Exercise, handin: Prepared) -> Hashable:
         (limits.memory_mb, limits.file_mb, limits.open_files, limits.processes),
         support,
         exercise.allowed_modules,  # what the worker lets student code import, set once per worker
+        exercise.allows_subprocesses,  # the seccomp filter, installed once per worker and for good
     )
 
 

@@ -188,17 +188,61 @@ def test_a_handin_within_its_budget_is_not_counted_as_over_it() -> None:
         group.remove()
 
 
-@_memory
-def test_memory_groups_of_a_grader_that_was_killed_are_tidied_up() -> None:
+@pytest.mark.parametrize("side", ["memory", "cpu"])
+def test_memory_and_cpu_groups_of_a_grader_that_was_killed_are_tidied_up(side: str) -> None:
     group = cgroups.create(20)
-    assert group is not None and group.memory is not None
+    assert group is not None
+    other = group.memory if side == "memory" else group.cpu
+    if other is None:
+        pytest.skip(f"no {side} controller for the grader here")
     try:
-        orphan = group.memory.path.parent / f"grader-{_free_pid()}-0"
-        if group.memory.v2:
-            pytest.skip("under cgroup v2 the memory group is the pids group, tidied as above")
+        if other.path == group.path:
+            pytest.skip(f"the {side} group is the pids group here, tidied as above")
+        orphan = other.path.parent / f"grader-{_free_pid()}-0"
         orphan.mkdir()
         cgroups._remove_stale(orphan.parent)
         assert not orphan.exists()
-        assert group.memory.path.exists()  # this grader's own group is kept
+        assert other.path.exists()  # this grader's own group is kept
+    finally:
+        group.remove()
+    assert not other.path.exists()
+
+
+def test_a_group_counts_the_cpu_of_every_process_it_held_ended_ones_included() -> None:
+    """Four children each burn 0.2 s and end, reaped by the kernel (SIGCHLD ignored): the group still
+    counts their 0.8 s, where no process is left to read it from."""
+    group = cgroups.create(20)
+    assert group is not None
+    if group.cpu is None:
+        pytest.skip("no cgroup that counts CPU here")
+    try:
+        before = group.cpu.seconds()
+        assert before is not None
+        fd = group.open_join_fd()
+        try:
+            burner = textwrap.dedent(
+                f"""
+                import os, signal, time
+                os.write({fd}, b"0")
+                signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+                for _ in range(4):
+                    if os.fork() == 0:
+                        start = time.process_time()
+                        while time.process_time() - start < 0.2:
+                            pass
+                        os._exit(0)
+                while True:
+                    try:
+                        os.wait()
+                    except ChildProcessError:
+                        break
+                """
+            )
+            command = group.joining([sys.executable, "-c", burner])
+            subprocess.run(command, pass_fds=[fd], timeout=60, check=True)
+        finally:
+            os.close(fd)
+        after = group.cpu.seconds()
+        assert after is not None and after - before >= 0.8
     finally:
         group.remove()

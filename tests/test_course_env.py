@@ -283,6 +283,8 @@ def test_packages_and_their_import_names(tmp_path: Path) -> None:
         ),
         ("support: [../../outside]\n", "support:", "support[0]", "is not inside the course's folder"),
         ("support: [_nowhere.py]\n", "support:", "support[0]", "neither a .py file nor a folder"),
+        ("subprocesses: 'yes'\n", "subprocesses", "subprocesses", "valid boolean"),
+        ("subprocesses: 1\n", "subprocesses", "subprocesses", "valid boolean"),
     ],
 )
 def test_a_wrong_course_file_is_told_by_line_field_and_value(

@@ -280,8 +280,38 @@ EVASIONS = {
         "    worker = threading.Thread(target=burn, args=(3, time.thread_time))\n"
         "    worker.start()\n    while worker.is_alive():\n        time.sleep(0.01)\n"
     ),
+    # Children no count of the processes found sees once they end: reaped by the kernel (SIGCHLD
+    # ignored), left zombies, and a grandchild orphaned by a double fork. The kernel's count of the
+    # worker's cgroup keeps them all.
+    "kernel_reaped_children": (
+        "    signal.signal(signal.SIGCHLD, signal.SIG_IGN)\n"
+        "    for _ in range(30):\n        child = os.fork()\n"
+        "        if child == 0:\n            burn(0.1)\n            os._exit(0)\n"
+        "        try:\n            os.waitpid(child, 0)\n"
+        "        except ChildProcessError:\n            pass\n"
+    ),
+    "zombie_children": (
+        "    for _ in range(30):\n        child = os.fork()\n"
+        "        if child == 0:\n            burn(0.1)\n            os._exit(0)\n"
+        "        os.waitid(os.P_PID, child, os.WEXITED | os.WNOWAIT)\n"
+    ),
+    "orphaned_grandchild": (
+        "    done, told = os.pipe()\n"
+        "    if os.fork() == 0:\n        if os.fork() == 0:\n"
+        "            burn(3)\n            os.write(told, b'x')\n"
+        "        os._exit(0)\n"
+        "    os.read(done, 1)\n"
+    ),
 }
-PROCESS_TREES = ("forked_child", "multiprocessing", "python_subprocess", "thread")
+PROCESS_TREES = (
+    "forked_child",
+    "multiprocessing",
+    "python_subprocess",
+    "thread",
+    "kernel_reaped_children",
+    "zombie_children",
+    "orphaned_grandchild",
+)
 EVADED_LIMITS = "\nlimits: {trial_seconds: 1, first_call_seconds: 1, submission_seconds: 60}\n"
 
 
@@ -369,12 +399,13 @@ def test_the_grader_counts_the_cpu_of_a_workers_children_reaped_or_not(where: st
     joined = [] if group is None else [group.open_join_fd()]
     # The tree joins the group before it starts working (as the zygote does), by the descriptor it inherits.
     join = f"os.write({joined[0]}, b'0')\n" if joined else ""
+    command = [sys.executable, "-c", f"import os\n{join}{TREE}"]
     tree = subprocess.Popen(
-        [sys.executable, "-c", f"import os\n{join}{TREE}"], stdout=subprocess.PIPE, pass_fds=joined
+        command if group is None else group.joining(command), stdout=subprocess.PIPE, pass_fds=joined
     )
     grandchild = b""
     try:
-        watch = cpu_watch.CpuWatch(cpu_watch.Source(None if group is None else group.path, tree.pid))
+        watch = cpu_watch.CpuWatch(cpu_watch.Source.of(group, tree.pid))
         assert tree.stdout is not None
         said, grandchild = tree.stdout.readline().split()
         assert said == b"worked"
@@ -389,3 +420,62 @@ def test_the_grader_counts_the_cpu_of_a_workers_children_reaped_or_not(where: st
             os.close(fd)
         if group is not None:
             group.remove()
+
+
+# Work no count of the processes found can see, once it is over: a child the kernel reaps itself (SIGCHLD
+# ignored, so its CPU is added to no parent's cutime), one left a zombie (gone from its group's member
+# list), and one whose parent exited before it (the orphan's CPU goes to whoever reaps it). Waits for a
+# line on stdin before working, so that all of it comes after the grader's first sample; each says on a
+# pipe when its work is done.
+UNSEEN = """
+import os, signal, sys, time
+def burn(seconds):
+    start = time.process_time()
+    while time.process_time() - start < seconds:
+        pass
+    os.write(done, b"x")
+    os._exit(0)
+sys.stdin.readline()
+told, done = os.pipe()
+if os.fork() == 0:  # left a zombie
+    burn(0.3)
+middle = os.fork()
+if middle == 0:
+    if os.fork() == 0:  # orphaned
+        burn(0.3)
+    os._exit(0)
+os.waitpid(middle, 0)
+signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+if os.fork() == 0:  # reaped by the kernel
+    burn(0.3)
+got = b""
+while len(got) < 3:
+    got += os.read(told, 3)
+print("worked", flush=True)
+time.sleep(60)
+"""
+
+
+def test_the_cgroups_own_count_keeps_what_ended_children_used_however_they_ended() -> None:
+    """Children reaped by the kernel, left zombies, or orphaned: 0.9 s between them, all counted."""
+    group = cgroups.create(16)
+    if group is None or group.cpu is None:
+        pytest.skip("no cgroup that counts CPU may be made here")
+    fd = group.open_join_fd()
+    command = [sys.executable, "-c", f"import os\nos.write({fd}, b'0')\n{UNSEEN}"]
+    tree = subprocess.Popen(
+        group.joining(command), stdin=subprocess.PIPE, stdout=subprocess.PIPE, pass_fds=[fd]
+    )
+    try:
+        watch = cpu_watch.CpuWatch(cpu_watch.Source.of(group, tree.pid))
+        assert watch.counter is not None
+        assert tree.stdin is not None and tree.stdout is not None
+        tree.stdin.write(b"go\n")
+        tree.stdin.flush()
+        assert tree.stdout.readline().strip() == b"worked"
+        assert watch.sample() >= 0.85, watch.last
+    finally:
+        tree.kill()
+        tree.wait()
+        os.close(fd)
+        group.remove()

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import EXERCISES, copy_exercise, write_source
+from conftest import EXERCISES, allow_subprocesses, copy_exercise, write_source
 
 import grader
 from grader.exercise.spec import Exercise, load_exercise
@@ -22,6 +22,7 @@ from grader.handin.discover import submission_from_path
 from grader.outcomes import FailureKind, Verdict
 from grader.results import SubmissionResult
 from grader.sandbox.warm import WorkerPool
+from grader.sandbox.worker.tracebacks import ONE_PROCESS
 
 TRIALS = 12
 SEED = 5
@@ -234,6 +235,33 @@ def test_exercises_that_a_process_could_not_hold_together_get_a_worker_each(
     together, workers = _graded_together(mixed, honest, pool)
     assert workers == 2
     assert all(r.passed for r in together)
+
+
+def test_a_course_that_allows_subprocesses_lifts_the_filter_for_its_own_exercises_only(
+    exercises: list[Exercise], pool: WorkerPool, tmp_path: Path
+) -> None:
+    """A file graded on an exercise of a course that allows subprocesses, then on one of a course that
+    does not: both functions fork; the second is refused all the same (a worker's filter is for good,
+    so the two get a worker each)."""
+    allowing = allow_subprocesses(tmp_path / "allowing")
+    relu = load_exercise(copy_exercise(allowing / "relu_backward", source=BASICS / "relu_backward"))
+    forked = textwrap.dedent(
+        """
+        def _forked():
+            child = os.fork()
+            if child == 0:
+                os._exit(0)
+            os.waitpid(child, 0)
+        """
+    )
+    source = _file(before="_forked()", prelude=forked).replace(
+        "def relu_backward(dout, cache):\n", "def relu_backward(dout, cache):\n    _forked()\n"
+    )
+    path = write_source(tmp_path / "forks.py", source)
+    (allowed, refused), workers = _graded_together([relu, exercises[1]], path, pool)
+    assert workers == 2
+    assert allowed.passed, allowed
+    assert not refused.passed and ONE_PROCESS in str(refused), refused
 
 
 def test_the_python_api_grades_a_file_on_every_exercise_it_defines(honest: Path) -> None:

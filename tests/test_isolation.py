@@ -16,13 +16,18 @@ from conftest import GRAPH2, write_source
 from grader.sandbox import cgroups, isolation
 from grader.sandbox.credentials import readable_by
 from grader.sandbox.isolation import ProcessLimit
+from grader.sandbox.worker import seccomp as seccomp_filter
 
 
-def _pick(monkeypatch: pytest.MonkeyPatch, bwrap: bool, cgroup: bool, probe: str) -> isolation.Isolation:
+def _pick(
+    monkeypatch: pytest.MonkeyPatch, bwrap: bool, cgroup: bool, probe: str, seccomp: str | None = None
+) -> isolation.Isolation:
     monkeypatch.delenv("GRADER_ISOLATION", raising=False)
     monkeypatch.setattr(shutil, "which", lambda name: "/usr/bin/bwrap" if bwrap else None)
     monkeypatch.setattr(cgroups, "available", lambda: cgroup)
+    monkeypatch.setattr(cgroups, "cpu_available", lambda: cgroup)
     monkeypatch.setattr(isolation, "_probe", lambda prefix: probe)
+    monkeypatch.setattr(seccomp_filter, "probe", lambda: seccomp)
     return isolation.current.__wrapped__()
 
 
@@ -54,6 +59,29 @@ def test_the_strongest_available_isolation_is_chosen_and_described(
     assert (chosen.level, chosen.process_limit, chosen.reduced) == (level, limit, reduced)
     assert says in chosen.description
     assert chosen.description.startswith("reduced isolation") == reduced
+    assert isolation.ONE_PROCESS in chosen.description
+    counted = "CPU counted by a cgroup" if cgroup else "CPU counted per process"
+    assert counted in chosen.description
+
+
+def test_each_result_says_whether_its_hand_in_was_held_to_one_process(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    full = _pick(monkeypatch, bwrap=True, cgroup=True, probe="16 1")
+    assert full.one_process and not full.reduced
+    assert full.description.endswith(", no new processes (seccomp)")
+    allowed = full.described(subprocesses=True)
+    assert allowed.endswith(", subprocesses allowed by the course") and not allowed.startswith("reduced")
+    # A kernel without seccomp filters: a course that does not allow subprocesses gets less than it asked.
+    without = _pick(
+        monkeypatch, bwrap=True, cgroup=True, probe="16 1", seccomp="seccomp(SET_MODE_FILTER) failed"
+    )
+    assert not without.one_process and without.reduced
+    assert without.description.startswith("reduced isolation: ")
+    assert without.description.endswith(
+        "new processes allowed; no seccomp filter: seccomp(SET_MODE_FILTER) failed"
+    )
+    assert not without.described(subprocesses=True).startswith("reduced")
 
 
 # --- honest code reads the interpreter's files in every layer ---------------------------------------------

@@ -23,7 +23,15 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from grader.errors import SpecError
 from grader.exercise.spec.locations import (
@@ -84,7 +92,9 @@ class PackageSpec(_Model):
 class CourseSpec(_Model):
     packages: tuple[PackageSpec, ...] = Field(default=(), max_length=200)
     support: tuple[str, ...] = Field(default=(), max_length=50)
-    subprocesses: bool = False
+    # YAML's true or false only: a course that means to drop the one-process wall says so in so many words
+    # ("yes" or 1 are refused, not read as true).
+    subprocesses: StrictBool = False
 
 
 def _plain_string(data: dict[str, Any], location: tuple[Any, ...]) -> bool:
@@ -192,7 +202,10 @@ def load_course(path: Path) -> Course:
         data = {}
     if not isinstance(data, dict):
         raise SpecError(
-            path, 1, "", f"expected a mapping of fields (packages, support), got {type(data).__name__}"
+            path,
+            1,
+            "",
+            f"expected a mapping of fields (packages, support, subprocesses), got {type(data).__name__}",
         )
     try:
         spec = CourseSpec.model_validate(data)

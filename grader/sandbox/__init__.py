@@ -12,8 +12,7 @@ exercises one after another on it), `reading` (the read loop and what each messa
 (an exercise's deadlines and budgets, enforced from outside), `report` (what a run hands back), `failures`
 (what went wrong, in words), `payload` (the worker's messages, validated), `warm` (the pool of zygotes),
 `isolation` (bubblewrap or the base layer), `course_view` (what of the installed packages a course's
-hand-ins see), `cgroups` (bounding processes), `cpu_watch` (the CPU counted
-from outside).
+hand-ins see), `cgroups` (bounding and counting processes), `cpu_watch` (the CPU counted from outside).
 
 Kept import-free on purpose: the worker imports this package beside student code, and must not pay for
 (or expose) the grader's own dependencies.

@@ -11,6 +11,12 @@ at each job the limit is set to what the zygote holds then plus the exercise's `
 and the kernel's count of OOM kills in the group says afterwards whether the hand-in went past it. Under
 cgroup v2 that is the group itself; under v1 a group of the same name in the memory hierarchy, which the
 grader moves the zygote's processes into at each job (the worker, forked after, is born in it).
+
+The same group counts the CPU of all the hand-in's processes, ended ones included, as the kernel charges
+it: cgroup v2's `cpu.stat` (`usage_usec`), or under v1 `cpuacct.usage` of a group of the same name in the
+`cpuacct` hierarchy, which the zygote is born in as in the v1 memory group. A count of the processes one
+finds in /proc misses children reaped by the kernel (`SIGCHLD` ignored), zombies (gone from the group's
+member list before their parent reaps them) and whatever ran between two samples; the group's does not.
 """
 
 from __future__ import annotations
@@ -103,6 +109,28 @@ class Memory:
 
 
 @dataclass(frozen=True)
+class Cpu:
+    """The group's own count of its processes' CPU: they differ between cgroup v1 and v2."""
+
+    path: Path
+    v2: bool
+
+    def seconds(self) -> float | None:
+        """The CPU seconds the group's processes have used since it was made, those that ended included;
+        None where the count cannot be read (the group is gone)."""
+        try:
+            if not self.v2:
+                return int((self.path / "cpuacct.usage").read_text()) / 1e9  # nanoseconds
+            for line in (self.path / "cpu.stat").read_text().splitlines():
+                name, _, value = line.partition(" ")
+                if name == "usage_usec":
+                    return int(value) / 1e6
+        except (OSError, ValueError):
+            return None
+        return None
+
+
+@dataclass(frozen=True)
 class Budget:
     """A job's memory budget as set: what the zygote held when it began, the allowance, the OOM kills
     counted before it (those after are the job's)."""
@@ -116,6 +144,7 @@ class Budget:
 class PidsGroup:
     path: Path
     memory: Memory | None = None  # where the memory controller could be had
+    cpu: Cpu | None = None  # where the group counts its CPU (cgroup v2, or v1's cpuacct)
 
     def open_join_fd(self) -> int:
         """A file descriptor the worker writes "0" to, joining the group (with all its threads)."""
@@ -127,18 +156,19 @@ class PidsGroup:
         (self.path / "pids.max").write_text(str(current + more))
 
     def joining(self, command: list[str]) -> list[str]:
-        """`command`, started inside the v1 memory group (the v2 group is joined through open_join_fd):
-        a shell that moves itself in, then becomes the command, so that no process of it is born outside.
-        """
-        if self.memory is None or self.memory.v2:
-            return command
-        return [
-            "/bin/sh",
-            "-c",
-            'echo 0 > "$0" && exec "$@"',
-            str(self.memory.path / "cgroup.procs"),
-            *command,
+        """`command`, started inside the v1 memory and cpuacct groups (the v2 group is joined through
+        open_join_fd): a shell that moves itself in, then becomes the command, so that no process of it
+        is born outside."""
+        joined = [
+            str(group.path / "cgroup.procs")
+            for group in (self.memory, self.cpu)
+            if group is not None and group.path != self.path
         ]
+        if not joined:
+            return command
+        moves = " && ".join(f'echo 0 > "${n}"' for n in range(1, len(joined) + 1))
+        script = f'{moves} && shift {len(joined)} && exec "$@"'
+        return ["/bin/sh", "-c", script, "grader-join", *joined, *command]
 
     def budget(self, memory_mb: int) -> Budget | None:
         """Let the job's processes, all together, hold `memory_mb` MiB beyond what the zygote holds now;
@@ -173,8 +203,9 @@ class PidsGroup:
         if self.memory is not None:
             self.memory.close()
         _remove(self.path)
-        if self.memory is not None and self.memory.path != self.path:
-            _remove(self.memory.path)
+        for other in (self.memory, self.cpu):
+            if other is not None and other.path != self.path:
+                _remove(other.path)
 
 
 def _remove(path: Path) -> None:
@@ -204,7 +235,7 @@ def create(limit: int) -> PidsGroup | None:
         with contextlib.suppress(OSError):
             path.rmdir()
         return None
-    return PidsGroup(path, _memory_group(path, name))
+    return PidsGroup(path, _memory_group(path, name), _cpu_group(path, name))
 
 
 def _memory_group(path: Path, name: str) -> Memory | None:
@@ -213,33 +244,56 @@ def _memory_group(path: Path, name: str) -> Memory | None:
     try:
         if (path / "memory.max").is_file():
             return Memory.opened(path, v2=True)
-        parent = _memory_parent()
-        if parent is None:
-            return None
-        (parent / name).mkdir()
-        return Memory.opened(parent / name, v2=False)
+        found = _v1_group("memory", "memory.limit_in_bytes", path, name)
+        return None if found is None else Memory.opened(found, v2=False)
     except OSError:
         return None
 
 
+def _cpu_group(path: Path, name: str) -> Cpu | None:
+    """The CPU count of a new group: the group itself under cgroup v2 (cpu.stat's usage is there whatever
+    controllers are enabled), else a group of the same name in the v1 cpuacct hierarchy; None where
+    neither can be had."""
+    if (path / "cpu.stat").is_file() and (path / "cgroup.controllers").is_file():
+        return Cpu(path, v2=True)
+    found = _v1_group("cpuacct", "cpuacct.usage", path, name)
+    return None if found is None else Cpu(found, v2=False)
+
+
+def _v1_group(controller: str, probe: str, path: Path, name: str) -> Path | None:
+    """The group of `name` in `controller`'s v1 hierarchy, made: the pids group itself where the two are
+    mounted together; None without such a hierarchy the grader may write."""
+    if (path / probe).is_file():
+        return path
+    parent = _v1_parent(controller, probe)
+    if parent is None:
+        return None
+    try:
+        (parent / name).mkdir()
+    except OSError:
+        return None
+    return parent / name
+
+
 @cache
-def _memory_parent() -> Path | None:
-    """Where this process's v1 memory groups go, after tidying stale ones; None without a v1 hierarchy."""
+def _v1_parent(controller: str, probe: str) -> Path | None:
+    """Where this process's v1 groups of `controller` go (beside its own, whose file `probe` says the
+    controller is there), after tidying stale ones; None without a v1 hierarchy of it."""
     mount = own = None
     with contextlib.suppress(OSError):
         for line in Path("/proc/self/mountinfo").read_text().splitlines():
             before, _, after = line.partition(" - ")
             fields, (fstype, _source, options) = before.split(), after.split()[:3]
-            if fstype == "cgroup" and "memory" in options.split(","):
+            if fstype == "cgroup" and controller in options.split(","):
                 mount = Path(fields[4])
         for line in Path("/proc/self/cgroup").read_text().splitlines():
             _, controllers, path = line.split(":", 2)
-            if "memory" in controllers.split(","):
+            if controller in controllers.split(","):
                 own = path
     if mount is None:
         return None
     parent = mount / (own or "/").lstrip("/")
-    if not (parent / "memory.limit_in_bytes").is_file() or not os.access(parent, os.W_OK):
+    if not (parent / probe).is_file() or not os.access(parent, os.W_OK):
         return None
     _remove_stale(parent)
     return parent
@@ -255,6 +309,19 @@ def memory_available() -> bool:
         return group.memory is not None and group.budget(256) is not None
     except (OSError, ValueError):
         return False
+    finally:
+        group.remove()
+
+
+@cache
+def cpu_available() -> bool:
+    """Whether the groups made here count their CPU, ended processes included (said in the isolation
+    line; without it the grader counts the processes it finds)."""
+    group = create(1)
+    if group is None:
+        return False
+    try:
+        return group.cpu is not None and group.cpu.seconds() is not None
     finally:
         group.remove()
 

@@ -2,11 +2,17 @@
 
 The worker's own deadline (worker/deadline.py's SIGALRM, which reads `time.process_time()`) is the student's
 to switch off: block or ignore the signal, stub the clock, or do the work in a child process or a thread the
-alarm never interrupts. The grader therefore counts the CPU of the hand-in as a whole itself: the processes of
-the worker's cgroup where it has one (with cgroup v2's `cpu.stat` where the group has it), else every
+alarm never interrupts. The grader therefore counts the CPU of the hand-in as a whole itself, from the
+kernel's own count where it has one: the worker's cgroup (cgroup v2's `cpu.stat`, v1's `cpuacct.usage`),
+which keeps what every process of the group used, ended ones included, however they ended (cgroups.py).
+
+Without such a group, it adds up the processes it finds: the members of the worker's pids group, or every
 descendant of the zygote (under bubblewrap the sandbox's processes; in the base layer the job's, whatever
-session or process group they moved to, since the zygote is their subreaper). Each process counts with the
-children it has reaped (`cutime`/`cstime`), so work done in a child that has ended still counts.
+session or process group they moved to, since the zygote is their subreaper), each with the children it
+has reaped (`cutime`/`cstime`). That count misses children the kernel reaped itself (`SIGCHLD` ignored),
+and a child's CPU between its last sample and its end; it is exact for one process, threads included,
+which is all a hand-in may have where its course does not allow subprocesses (worker/seccomp.py), and
+each process it could make has the worker's RLIMIT_CPU.
 
 The zygote is in the same set (it is the group's first member), idle while its job runs: what it used
 before is taken off by counting from a sample taken when the job starts.
@@ -18,15 +24,25 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from grader.sandbox import cgroups
+
 _TICKS = os.sysconf("SC_CLK_TCK")  # /proc/<pid>/stat's unit: 100 a second on Linux
 
 
 @dataclass(frozen=True)
 class Source:
-    """Where the job's processes are found: its cgroup, or the process they all descend from."""
+    """Where the job's CPU is counted: its cgroup's own count; else the processes of its cgroup, or of
+    the process they all descend from."""
 
     group: Path | None
     root: int
+    counter: cgroups.Cpu | None = None
+
+    @classmethod
+    def of(cls, group: cgroups.PidsGroup | None, root: int) -> Source:
+        if group is None:
+            return cls(None, root)
+        return cls(group.path, root, group.cpu)
 
 
 def _stat_seconds(pid: str) -> tuple[int, float] | None:
@@ -51,19 +67,6 @@ def _group_members(group: Path) -> list[str] | None:
         return None
 
 
-def _group_usage(group: Path) -> float | None:
-    """cgroup v2's own count of the group's CPU (exact, and it keeps what exited processes used)."""
-    try:
-        text = (group / "cpu.stat").read_text()
-    except OSError:
-        return None
-    for line in text.splitlines():
-        name, _, value = line.partition(" ")
-        if name == "usage_usec":
-            return int(value) / 1e6
-    return None
-
-
 def _descendants_seconds(root: int) -> float:
     parents: dict[int, int] = {}
     seconds: dict[int, float] = {}
@@ -82,29 +85,46 @@ def _descendants_seconds(root: int) -> float:
     return total
 
 
-def seconds_of(source: Source) -> float:
-    """The CPU seconds the processes of `source` have used, their reaped children's included."""
+def _found_seconds(source: Source) -> float:
+    """The CPU seconds of the processes of `source` found now, their reaped children's included."""
     if source.group is not None:
-        usage = _group_usage(source.group)
-        if usage is not None:
-            return usage
         members = _group_members(source.group)
         if members is not None:
             return sum(found[1] for found in map(_stat_seconds, members) if found is not None)
     return _descendants_seconds(source.root)
 
 
+def seconds_of(source: Source) -> float:
+    """The CPU seconds the processes of `source` have used: the group's count where it reads, else those
+    of the processes found (their reaped children's included)."""
+    counted = None if source.counter is None else source.counter.seconds()
+    return counted if counted is not None else _found_seconds(source)
+
+
 class CpuWatch:
     """The CPU a job has used since it started, as sampled; a sample over a limit counts only when the
-    next one is over it too (a child reaped between reading it and reading its parent counts twice in
-    one sample, never in two)."""
+    next one is over it too (where processes are added up, a child reaped between reading it and reading
+    its parent counts twice in one sample, never in two).
+
+    One way of counting for the whole job, chosen at its start: the group's count where it reads then
+    (a count that stops reading, its group gone with its zygote, stays where it was), else the
+    processes found."""
 
     def __init__(self, source: Source) -> None:
         self._source = source
-        self._start = seconds_of(source)
+        counted = None if source.counter is None else source.counter.seconds()
+        # The group's count, where it reads now: the job's whole count comes from it.
+        self.counter = source.counter if counted is not None else None
+        self._start = counted if counted is not None else _found_seconds(source)
+        self._total = self._start
         self.last = 0.0
 
     def sample(self) -> float:
         """The CPU seconds used since the job started."""
-        self.last = max(seconds_of(self._source) - self._start, 0.0)
+        if self.counter is not None:
+            counted = self.counter.seconds()
+            self._total = self._total if counted is None else counted
+        else:
+            self._total = _found_seconds(self._source)
+        self.last = max(self._total - self._start, 0.0)
         return self.last

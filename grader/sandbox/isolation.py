@@ -8,12 +8,14 @@ libraries, the grader package, the current submission (read-only) and a size-cap
 exercises, references and other students' files do not exist in there; the zygote is its PID 1. The base
 layer (rlimits, own session, clean environment, deadlines, a fresh temporary directory) applies in both
 cases. The worker's processes are bounded by a cgroup where the grader may create one (root), else by
-RLIMIT_NPROC where the kernel counts it per sandbox (bubblewrap as an ordinary user: root is exempt).
+RLIMIT_NPROC where the kernel counts it per sandbox (bubblewrap as an ordinary user: root is exempt); the
+same cgroup counts their CPU. In both layers a hand-in is one process, held to it by a seccomp filter
+(worker/seccomp.py), unless its course allows subprocesses. Of the installed packages a hand-in sees only
+its course's (course_view.py), walled by its own mount namespace or by Landlock (walls.py).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import enum
 import fcntl
 import os
@@ -29,6 +31,7 @@ from pathlib import Path
 
 import grader
 from grader.sandbox import cgroups, landlock
+from grader.sandbox.worker import seccomp
 
 BASE = "base (subprocess, rlimits, own session, clean environment)"
 SHM_MB = 64  # the sandbox's /dev/shm, below the smallest memory limit an exercise may set (256 MB)
@@ -96,21 +99,50 @@ class ProcessLimit(enum.Enum):
     NONE = "none"
 
 
+ONE_PROCESS = "no new processes (seccomp)"
+SUBPROCESSES = "subprocesses allowed by the course"
+
+
 @dataclass(frozen=True)
 class Isolation:
     level: str  # "bubblewrap" or "base"
-    description: str  # shown in every result; says what is missing when reduced
+    held: str  # what walls a hand-in in and bounds it, whatever its course: the layer, processes, memory, CPU
+    why: str | None = None  # what is missing, and why, where the layer's isolation is reduced
     process_limit: ProcessLimit = ProcessLimit.NONE
     own_uid: int | None = None  # base layer as root: the first uid workers run as (a slot's own)
     landlock: int = 0  # base layer: the Landlock ABI that confines workers (0: none)
     walls: Walls = Walls.NONE
+    seccomp: str | None = None  # why hand-ins cannot be held to one process here; None where they are
 
     @property
     def reduced(self) -> bool:
         """Less than the full isolation, which the top of every run says."""
-        return (
-            self.level != "bubblewrap" or self.process_limit is ProcessLimit.NONE or self.walls is Walls.NONE
-        )
+        return self.why is not None or self.seccomp is not None or self.walls is Walls.NONE
+
+    @property
+    def one_process(self) -> bool:
+        """Whether the workers of a course that does not allow subprocesses install the filter."""
+        return self.seccomp is None
+
+    @property
+    def description(self) -> str:
+        """What held for a hand-in of a course that does not allow subprocesses (the default)."""
+        return self.described(subprocesses=False)
+
+    def described(self, subprocesses: bool) -> str:
+        """The line every result shows: what held for a hand-in whose course allows subprocesses or not."""
+        missing = [] if self.why is None else [self.why]
+        if subprocesses:
+            processes = SUBPROCESSES
+        elif self.seccomp is None:
+            processes = ONE_PROCESS
+        else:
+            processes = "new processes allowed"
+            missing.append(f"no seccomp filter: {self.seccomp}")
+        held = f"{self.held}, {processes}"
+        if missing:
+            return f"reduced isolation: {held}; {'; '.join(missing)}"
+        return f"reduced isolation: {held}" if self.walls is Walls.NONE else held
 
 
 @dataclass(frozen=True)
@@ -124,40 +156,31 @@ class Launch:
 def current() -> Isolation:
     """The isolation this machine offers, probed once per process."""
     cgroup = cgroups.available()
+    one_process = seccomp.probe()
     if os.environ.get("GRADER_ISOLATION") == "base":
-        return _base(cgroup, "bubblewrap disabled by GRADER_ISOLATION=base")
+        return _base(cgroup, one_process, "bubblewrap disabled by GRADER_ISOLATION=base")
     bwrap = shutil.which("bwrap")
     if bwrap is None:
-        return _base(cgroup, "bubblewrap is not installed (apt install bubblewrap)")
+        return _base(cgroup, one_process, "bubblewrap is not installed (apt install bubblewrap)")
     outcome = _probe(_bwrap_prefix(bwrap, scratch_mb=1)).split()
     if not outcome or not all(part.isdigit() for part in outcome):
-        return _base(cgroup, f"bubblewrap fails here: {' '.join(outcome)}")
+        return _base(cgroup, one_process, f"bubblewrap fails here: {' '.join(outcome)}")
     walls = Walls.MOUNTS if outcome[1:] == ["1"] else Walls.NONE
     imports = _WALLED if walls is Walls.MOUNTS else _ADVISORY + " (no user namespace inside bubblewrap)"
-    memory = _memory_bound(cgroup)
+    bounds = f"{_memory_bound(cgroup)}, {_cpu_bound(cgroup)}, {imports}"
     if cgroup:
-        held = f"{BUBBLEWRAP}, processes bounded by a cgroup, {memory}, {imports}"
-        return _reduced_if(Isolation("bubblewrap", held, ProcessLimit.CGROUP, walls=walls))
+        held = f"{BUBBLEWRAP}, processes bounded by a cgroup, {bounds}"
+        return Isolation("bubblewrap", held, None, ProcessLimit.CGROUP, walls=walls, seccomp=one_process)
     forked = int(outcome[0])
     if 0 < forked < 2 * _PROBE_LIMIT:
-        description = f"{BUBBLEWRAP}, processes bounded by RLIMIT_NPROC, {memory}, {imports}"
-        return _reduced_if(Isolation("bubblewrap", description, ProcessLimit.RLIMIT, walls=walls))
+        held = f"{BUBBLEWRAP}, processes bounded by RLIMIT_NPROC, {bounds}"
+        return Isolation("bubblewrap", held, None, ProcessLimit.RLIMIT, walls=walls, seccomp=one_process)
     why = "as root the kernel exempts it" if forked else "the kernel counts processes outside the sandbox"
-    return Isolation(
-        "bubblewrap",
-        f"reduced isolation: {BUBBLEWRAP}, {memory}, {imports}; no process limit: {why}, and no cgroup",
-        walls=walls,
-    )
+    why = f"no process limit: {why}, and no cgroup"
+    return Isolation("bubblewrap", f"{BUBBLEWRAP}, {bounds}", why, walls=walls, seccomp=one_process)
 
 
-def _reduced_if(chosen: Isolation) -> Isolation:
-    """The description said reduced where the isolation is."""
-    if not chosen.reduced or chosen.description.startswith("reduced isolation"):
-        return chosen
-    return dataclasses.replace(chosen, description=f"reduced isolation: {chosen.description}")
-
-
-def _base(cgroup: bool, why: str) -> Isolation:
+def _base(cgroup: bool, one_process: str | None, why: str) -> Isolation:
     uid = _own_uid()
     version = landlock.abi()
     held = [f"unprivileged uid {uid} per slot, no_new_privs" if uid is not None else "the grader's own uid"]
@@ -169,11 +192,19 @@ def _base(cgroup: bool, why: str) -> Isolation:
         held.append(_ADVISORY)
     # RLIMIT_NPROC outside a user namespace counts all of the user's processes: useless as a bound.
     limit = ProcessLimit.CGROUP if cgroup else ProcessLimit.NONE
-    processes = "processes bounded by a cgroup" if cgroup else "no process limit"
-    processes += f", {_memory_bound(cgroup)}"
-    description = f"reduced isolation: {BASE}, {', '.join(held)}, {processes}; {why}"
+    held.append("processes bounded by a cgroup" if cgroup else "no process limit")
+    held += [_memory_bound(cgroup), _cpu_bound(cgroup)]
     walls = Walls.LANDLOCK if version else Walls.NONE
-    return Isolation("base", description, limit, own_uid=uid, landlock=version, walls=walls)
+    return Isolation(
+        "base",
+        f"{BASE}, {', '.join(held)}",
+        why,
+        limit,
+        own_uid=uid,
+        landlock=version,
+        walls=walls,
+        seccomp=one_process,
+    )
 
 
 def _memory_bound(cgroup: bool) -> str:
@@ -186,6 +217,17 @@ def _memory_bound(cgroup: bool) -> str:
     if cgroup and cgroups.memory_available():
         return "memory bounded per hand-in by a cgroup (all its processes together)"
     return "memory bounded per process only (RLIMIT_AS; no memory cgroup)"
+
+
+def _cpu_bound(cgroup: bool) -> str:
+    """How a hand-in's CPU is counted against its deadlines, said in the isolation line.
+
+    Without a cgroup that counts it, the grader adds up the processes it finds: exact for one process,
+    threads included, which is all a hand-in may have unless its course allows subprocesses; children
+    the kernel reaped itself are missed then (cpu_watch.py)."""
+    if cgroup and cgroups.cpu_available():
+        return "CPU counted by a cgroup (all its processes, ended ones included)"
+    return "CPU counted per process (no CPU cgroup)"
 
 
 def _own_uid() -> int | None:

@@ -78,6 +78,8 @@ class WorkerProcess:
         self._modules = exercise.allowed_modules
         self._distributions = exercise.allowed_distributions
         self._subprocesses = exercise.allows_subprocesses
+        # What held for this hand-in, the line its results show.
+        self.isolation = isolation.current().described(self._subprocesses)
         self._writer: threading.Thread | None = None
         self._process_limit = isolation.current().process_limit
         self._pool = pool or warm.shared_pool()
@@ -87,8 +89,7 @@ class WorkerProcess:
         try:
             _stage(handin, self._zygote.slot / "submission")
             _stage_support(exercise, self._zygote.slot / "support")
-            group = self._zygote.group.path if self._zygote.group is not None else None
-            self.cpu_source = cpu_watch.Source(group, self._zygote.process.pid)
+            self.cpu_source = cpu_watch.Source.of(self._zygote.group, self._zygote.process.pid)
             # Taken before the fork: the zygote's own CPU is in the same group.
             self.cpu_at_start = cpu_watch.CpuWatch(self.cpu_source)
             self.job = self._start()
@@ -252,8 +253,9 @@ class WorkerProcess:
             "modules": list(self._modules),
             # What the sandbox hides of the installed packages, by name: told as the course's (imports.py)
             "view": course_view.view_for(self._distributions).names(),
-            # One process per hand-in unless its course says otherwise (worker/seccomp.py)
-            "subprocesses": self._subprocesses,
+            # One process per hand-in unless its course says otherwise (worker/seccomp.py), where the
+            # filter holds on this machine
+            "one_process": not self._subprocesses and isolation.current().one_process,
             # Notebooks run cell by cell, where a cell's failure outside its definitions is a note
             "cells": handin.cell_starts,
             "limits": {

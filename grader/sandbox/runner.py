@@ -219,6 +219,7 @@ class RunningWorker:
             import_seconds=self._reader.import_seconds,
             skipped_imports=self._reader.skipped_imports,
             failed_cells=self._reader.failed_cells,
+            isolation=self._process.isolation,
         )
         return report if self._earlier is None else report.after(self._earlier)
 

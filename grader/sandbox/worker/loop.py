@@ -81,9 +81,12 @@ def main(job_dir: Path, jobs_fd: int, results_fd: int, progress_fd: int) -> None
     course_imports.install(
         handin["modules"], submission_dir, job_dir / "support", view["folders"], view["hidden"]
     )
-    if not handin["subprocesses"]:
-        # Last before the import: the worker's own set-up above may still start what it needs.
-        seccomp.forbid_new_processes()
+    if handin["one_process"]:
+        # Last before the import: the worker's own set-up above may still start what it needs. The
+        # grader's probe found that the filter holds here: a hand-in is never run without it.
+        why = seccomp.forbid_new_processes()
+        if why is not None:
+            raise RuntimeError(f"the grader could not hold this hand-in to one process: {why}")
     importer = Importer(submission_dir, handin["files"], handin["cells"])
     for frame in frames:
         if not _exercise(channel, frames, frame.header, importer, submission_dir):

@@ -7,6 +7,7 @@ import os
 import traceback
 from pathlib import Path
 
+from grader.sandbox.worker import seccomp
 from grader.sandbox.worker.deadline import TrialTimeout
 
 _TRACEBACK_FRAMES = 8
@@ -29,14 +30,24 @@ ONE_PROCESS = (
 )
 # Where the refusal of worker/seccomp.py surfaces: os.fork, os.exec*, os.posix_spawn* and os.system are
 # built in (no frame of their own), so the line that called them names them; subprocess and
-# multiprocessing raise from their own files.
+# multiprocessing raise from their own files. EPERM from any of them is the filter's: a process limit
+# answers EAGAIN.
 _STARTERS = ("fork", "exec", "spawn", "popen", "system", "subprocess", "multiprocessing", "process(")
+# Where a process pool fails before it forks, for want of what it needs beside (its semaphores in a
+# /dev/shm the hand-in may not write: EACCES): the same advice, since the fork would be refused next.
+_POOLS = (f"{os.sep}multiprocessing{os.sep}", f"{os.sep}concurrent{os.sep}futures{os.sep}process.py")
 
 
 def _new_process_refused(exc: BaseException) -> bool:
-    if not isinstance(exc, PermissionError) or exc.errno != errno.EPERM:
+    """Whether `exc` is the filter's refusal of a new process (only where this process installed it)."""
+    if not seccomp.installed() or not isinstance(exc, PermissionError):
         return False
-    for frame in traceback.extract_tb(exc.__traceback__):
+    frames = traceback.extract_tb(exc.__traceback__)
+    if any(any(pool in frame.filename for pool in _POOLS) for frame in frames):
+        return True
+    if exc.errno != errno.EPERM:
+        return False
+    for frame in frames:
         where = f"{frame.filename} {frame.line or ''}".lower()
         if any(starter in where for starter in _STARTERS):
             return True
