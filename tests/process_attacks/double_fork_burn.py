@@ -1,5 +1,5 @@
 """A double fork at import: grandchildren, orphaned at once and in sessions of their own, do each call's
-work (3 s of CPU, then the right answer) while the call itself only waits for them. Their CPU is the
+work (10 s of CPU, then the right answer) while the call itself only waits for them. Their CPU is the
 hand-in's: the call must meet its deadline all the same, and nothing of them may outlive the run."""
 import ctypes
 import os
@@ -18,7 +18,7 @@ if middle == 0:
             ctypes.CDLL(None).prctl(15, b"grader-burn", 0, 0, 0)  # PR_SET_NAME: found from outside by it
             while os.read(_requests, 1):
                 start = time.process_time()
-                while time.process_time() - start < 3:
+                while time.process_time() - start < 10:
                     pass
                 os.write(_answers, b"x")
         finally:
