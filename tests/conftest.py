@@ -257,6 +257,14 @@ def grader_in_background(
     return process
 
 
+def layer_env(layer: str) -> dict[str, str]:
+    """This environment for a grader under `layer` ("bubblewrap" or "base"), no other GRADER_ setting."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GRADER_")}
+    if layer == "base":
+        env["GRADER_ISOLATION"] = "base"
+    return env
+
+
 def grader_run(
     *args: str | Path | int, cwd: Path = ROOT, env: dict[str, str] | None = None, timeout: float = 600
 ) -> subprocess.CompletedProcess[str]:

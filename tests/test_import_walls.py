@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import copy_exercise, write_source
+from conftest import copy_exercise, grader_run, layer_env, write_source
 
 from grader.sandbox import course_view, isolation
 
@@ -109,18 +109,7 @@ def _attack(*families: str) -> str:
 
 
 def _grader(layer: str, *args: str | Path | int) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GRADER_")}
-    if layer == "base":
-        env["GRADER_ISOLATION"] = "base"
-    return subprocess.run(
-        [sys.executable, "-m", "grader", *map(str, args)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-        stdin=subprocess.DEVNULL,
-    )
+    return grader_run(*args, env=layer_env(layer))
 
 
 def test_each_route_reaches_its_package_without_the_sandbox(tmp_path: Path) -> None:

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import CORRECT_GRAPH2, allow_subprocesses, copy_exercise, write_source
+from conftest import CORRECT_GRAPH2, allow_subprocesses, copy_exercise, grader_run, layer_env, write_source
 
 from grader.sandbox import cgroups, isolation
 from grader.sandbox.worker.tracebacks import ONE_PROCESS
@@ -64,18 +64,7 @@ def _layers() -> list[str]:
 
 
 def _grader(layer: str, *args: str | Path | int) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GRADER_")}
-    if layer == "base":
-        env["GRADER_ISOLATION"] = "base"
-    return subprocess.run(
-        [sys.executable, "-m", "grader", *map(str, args)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-        stdin=subprocess.DEVNULL,
-    )
+    return grader_run(*args, env=layer_env(layer))
 
 
 def _grader_counted(
@@ -88,9 +77,7 @@ def _grader_counted(
         if outer is not None:
             outer.remove()
         return _grader(layer, *args), None
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GRADER_")}
-    if layer == "base":
-        env["GRADER_ISOLATION"] = "base"
+    env = layer_env(layer)
     join = outer.open_join_fd()
     try:
         before = outer.cpu.seconds()
