@@ -6,7 +6,7 @@ Grades, in the real sandbox, with `--trials` trials (3 of them checked; each gra
 - every bundled exercise with a return to be derived by hand: its solution with float64 inputs and with
   float32 inputs (the float32 variant `grader validate` grades);
 - every `correct` and `unstable` variant of tests/corpus/ (right mathematics in float64, float32, float16,
-  bfloat16), and tests/provenance_attacks/stateful_*.py (correct, with state);
+  bfloat16), and the correct hand-ins of tests/provenance_attacks/ (state, a thread, torch.func);
 - every `autograd` variant of tests/corpus/ and every attack of tests/provenance_attacks/.
 Prints, per group, how many gradings had a return judged `autograd` or denied its points by a checked
 trial (accused) or, for the copies, how many lost the points of every return they copied (caught).
@@ -30,7 +30,9 @@ from grader.outcomes import Verdict
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "tests" / "corpus"
 ATTACKS = ROOT / "tests" / "provenance_attacks"
-CHECKED = "one of the trials on which the grader checks"
+CHECKED = "is derived by hand did not complete"  # no points where the checked worker gave nothing
+# Correct hand derivations among the attack files: state, a thread, torch.func for auto_grad
+CORRECT = ("stateful_counter.py", "stateful_torch.py", "honest_threads_func.py")
 
 
 def by_hand_exercises() -> Iterator[Exercise]:
@@ -53,7 +55,7 @@ def corpus(kinds: set[str]) -> Iterator[tuple[Exercise, Path, frozenset[str]]]:
 def accused(exercise: Exercise, path: Path, trials: int, inputs_as: str | None = None) -> list[str]:
     handin = submission_from_path(path, exercise.spec.entry)
     result = grade(exercise, handin, 0, trials, inputs_as=inputs_as)
-    # `autograd`, or no points for a checked trial beyond rounding (judging/provenance.py)
+    # `autograd`, or no points where the checked worker did not complete (judging/provenance.py)
     return [r.name for r in result.returns if r.verdict is Verdict.AUTOGRAD or CHECKED in r.message]
 
 
@@ -91,13 +93,13 @@ def main() -> int:
         variants = [
             (f"{e.id}/{p.name}", accused(e, p, args.trials)) for e, p, _ in corpus({"correct", "unstable"})
         ]
-        stateful = [(p.name, accused(graph2, p, args.trials)) for p in sorted(ATTACKS.glob("stateful_*.py"))]
+        stateful = [(name, accused(graph2, ATTACKS / name, args.trials)) for name in CORRECT]
         tally("correct corpus variants and stateful hand-ins never accused", variants + stateful)
         copies = [(f"{e.id}/{p.name}", escaped(e, p, args.trials, c)) for e, p, c in corpus({"autograd"})]
         attacks = [
             (p.name, escaped(graph2, p, args.trials, frozenset({"user_grad"})))
             for p in sorted(ATTACKS.glob("*.py"))
-            if not p.name.startswith("stateful_")
+            if p.name not in CORRECT
         ]
         tally("autograd copies (corpus) and attacks that lose every copied return's points", copies + attacks)
     return 1 if bad else 0

@@ -1,5 +1,6 @@
-"""Benchmark: what the autograd check (returns derived by hand: a few secret trials of the first pass on
-which autograd's results are changed) and the reruns above float64 add to grading a submission.
+"""Benchmark: what the autograd check (returns derived by hand: a few secret trials run again in a checked
+worker of their own, where autograd's results are wrong) and the reruns above float64 add to grading a
+submission.
 
 Usage: .venv/bin/python bench/provenance_cost.py [--repeats 7] [--trials 1000]
 
@@ -11,8 +12,8 @@ difference of medians is the cost per submission, the ratio of medians its share
 - batchnorm_backward solution (numpy, every return by hand);
 - softmax_large's naive float64 softmax (every trial rerun at float64 and in extended precision) against
   its solution, to show what the reruns cost a class's unstable hand-ins.
-Whole gradings are noisy next to a few calls of a function, so the checks are also timed alone: the same
-worker's first pass with CHECKS trials checked and with none (`send(trials, checks)`).
+The check's cost is the checked worker's: a fork of the warm zygote, the hand-in's import and CHECKS
+trials, after the ordinary worker closed (judging/provenance.py), plus CHECKS calls run again there.
 """
 
 from __future__ import annotations
@@ -28,10 +29,7 @@ from grader.exercise.spec import Exercise, load_exercise
 from grader.exercise.trials import make_trials
 from grader.grading import grade
 from grader.handin.discover import submission_from_path
-from grader.handin.prepare import prepare
-from grader.judging.provenance import CHECKS
 from grader.outcomes import Verdict
-from grader.sandbox.runner import RunningWorker
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -63,32 +61,6 @@ def pair(label: str, a: tuple[Exercise, Path], b: tuple[Exercise, Path], trials:
     )
 
 
-def first_pass(exercise: Exercise, path: Path, references: References, checked: bool) -> float:
-    """Seconds of a worker's first pass, from the send, with CHECKS trials checked or none."""
-    worker = RunningWorker(exercise, prepare(submission_from_path(path, exercise.spec.entry)))
-    try:
-        started = time.perf_counter()
-        worker.send(references.trials, tuple(range(CHECKS)) if checked else ())
-        first = worker.first_pass()
-        taken = time.perf_counter() - started
-    finally:
-        worker.close()
-    assert len(first.outputs) == len(references.trials)
-    return taken
-
-
-def checks_alone(exercise: Exercise, path: Path, trials: int, repeats: int) -> None:
-    references = compute_references(exercise, make_trials(exercise, 0, trials))
-    with_checks, without = [], []
-    for _ in range(repeats):
-        with_checks.append(first_pass(exercise, path, references, True))
-        without.append(first_pass(exercise, path, references, False))
-    a, b = statistics.median(with_checks), statistics.median(without)
-    change = f"{(a - b) * 1000:+.2f} ms"
-    label = f"{exercise.id} first pass, {CHECKS} trials checked"
-    print(f"{label}: {a * 1000:.2f} ms against {b * 1000:.2f} ms ({change})")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeats", type=int, default=7)
@@ -104,7 +76,6 @@ def main() -> None:
             args.trials,
             args.repeats,
         )
-        checks_alone(exercise, solution, args.trials, args.repeats)
     large = load_exercise(next((ROOT / "exercises").glob("*/softmax_large")))
     pair(
         "softmax_large, naive float64 (every trial rerun twice) vs solution",

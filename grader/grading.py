@@ -1,8 +1,9 @@
 """Grade one submission on one exercise, step by step, each step a value for the next:
 
     hand-in → prepared files → worker started → trials and references, and the trials of the autograd
-    check → first pass (carried on by a fresh worker where a trial's deadline stopped it) → the checked
-    trials split off → rerun plan → reruns → judged result
+    check → first pass (carried on by a fresh worker where a trial's deadline stopped it) → rerun plan
+    (the checked trials run once more as they first ran) → reruns → worker closed → the checked trials
+    in a checked worker of their own (judging/provenance.py) → judged result
 
 and one student's hand-in on several exercises (`grade_file`: a layers.py that defines the functions of
 twelve), in one worker per hand-in: its files imported once, then each exercise graded as above in turn.
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Hashable, Iterator, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -28,7 +29,7 @@ from grader.exercise.trials import Trial, student_seed
 from grader.handin.prepare import Prepared, Submission, prepare
 from grader.judging import provenance
 from grader.judging.judge import judge, not_run
-from grader.judging.reruns import plan_reruns
+from grader.judging.reruns import RerunPlan, plan_reruns
 from grader.outcomes import Failure, FailureKind
 from grader.results import SubmissionResult
 from grader.sandbox import isolation
@@ -45,7 +46,7 @@ class Runner(Protocol):
     """What runs the student's code: a sandboxed worker (RunningWorker), or the student's own Python
     process for the functions a notebook hands in (in_process.InProcessRunner)."""
 
-    def send(self, trials: Sequence[Trial], checks: Sequence[int] = ()) -> None: ...
+    def send(self, trials: Sequence[Trial]) -> None: ...
 
     def first_pass(self) -> Pass: ...
 
@@ -59,6 +60,9 @@ class Runner(Protocol):
 # Starts a runner: from the student's seed (trials.student_seed), and the report of an earlier runner
 # whose first pass a trial's deadline stopped (None for the first), which it runs on from.
 StartRunner = Callable[[int, WorkerReport | None], Runner]
+# Starts the autograd check's worker (judging/provenance.py), from the student's seed; None where the
+# runner has none (the student's own process: grader.check in a notebook).
+StartChecked = Callable[[int], Runner] | None
 # An exercise's references for `grade_file`: None to take them from the cache (computed on a miss).
 ReferencesFor = Callable[[Exercise], "References | SharedReferences | None"]
 
@@ -87,9 +91,13 @@ def grade(
     def sandboxed(student: int, after: WorkerReport | None) -> Runner:
         return RunningWorker(exercise, handin, inputs_as, pool, student, after=after)
 
-    return _graded(
+    def checked(student: int) -> Runner:
+        return RunningWorker(exercise, handin, inputs_as, pool, student, checked=True)
+
+    ordinary = _ordinary(
         exercise, submission, handin, seed, trial_count, only_trial, references, start or sandboxed
     )
+    return _judged(ordinary, _checked(ordinary, checked if start is None else None))
 
 
 def grade_file(
@@ -130,18 +138,27 @@ def iter_grade_file(
     for number, (exercise, _) in enumerate(handed):
         groups.setdefault(_worker_key(exercise, prepared[number]), []).append(number)
     for numbers in groups.values():
-        worker = HandinWorker(prepared[numbers[0]], [handed[n][0] for n in numbers], pool)
+        exercises = [handed[n][0] for n in numbers]
+        ordinary: list[_Ordinary] = []
+        worker = HandinWorker(prepared[numbers[0]], exercises, pool)
         try:
             for number in numbers:
                 exercise, submission = handed[number]
                 references = references_for(exercise) if references_for is not None else None
                 start = _starter(worker, exercise)
-                result = _graded(
-                    exercise, submission, prepared[number], seed, trial_count, only_trial, references, start
-                )
-                yield number, result
+                run = (seed, trial_count, only_trial, references, start)
+                ordinary.append(_ordinary(exercise, submission, prepared[number], *run))
         finally:
-            worker.close()
+            worker.close()  # before the checked worker: it takes the same slot, after the zygote's clean-up
+        # The autograd check's worker, one for the hand-in's exercises with checked trials, fresh from the
+        # zygote: it never saw the ordinary run (judging/provenance.py).
+        checked = [o for o in ordinary if o.checks]
+        checker = HandinWorker(prepared[numbers[0]], [o.exercise for o in checked], pool, checked=True)
+        try:
+            for number, done in zip(numbers, ordinary, strict=True):
+                yield number, _judged(done, _checked(done, _checked_starter(checker, done.exercise)))
+        finally:
+            checker.close()
 
 
 def references_first(
@@ -182,6 +199,13 @@ def _starter(worker: HandinWorker, exercise: Exercise) -> StartRunner:
     return start
 
 
+def _checked_starter(worker: HandinWorker, exercise: Exercise) -> StartChecked:
+    def start(student: int) -> Runner:
+        return worker.start(exercise, None, student, None)
+
+    return start
+
+
 def _worker_key(exercise: Exercise, handin: Prepared) -> Hashable:
     """What exercises must share to be served by one worker: the files it imports, what a process is
     allowed (its memory, files and processes, whether it may start others), and the support files beside
@@ -198,7 +222,23 @@ def _worker_key(exercise: Exercise, handin: Prepared) -> Hashable:
     )
 
 
-def _graded(
+@dataclass(frozen=True)
+class _Ordinary:
+    """An exercise's ordinary run, done: what judging it and its autograd check need."""
+
+    exercise: Exercise
+    submission: Submission
+    handin: Prepared
+    seed: int
+    student: int
+    only_trial: int | None
+    references: References
+    report: WorkerReport
+    plan: RerunPlan
+    checks: tuple[int, ...]  # the trials of the autograd check
+
+
+def _ordinary(
     exercise: Exercise,
     submission: Submission,
     handin: Prepared,
@@ -207,18 +247,18 @@ def _graded(
     only_trial: int | None,
     references: References | SharedReferences | None,
     start: StartRunner,
-) -> SubmissionResult:
-    """`grade`, with the hand-in prepared and the runner's start chosen."""
+) -> _Ordinary:
+    """The ordinary worker's run: every trial (the checked ones as plain trials: the worker is told
+    nothing of them), then the reruns, the checked trials among them once more as they first ran."""
     student = student_seed(exercise, seed)
     # First: its start-up overlaps ours.
     worker = start(student, None)
     try:
         if references is None:
             references = find_references(exercise, Settings(seed, trial_count, only_trial))
-        # Drawn from the seed (secret in every grading that counts): the worker learns them with the job,
-        # the hand-in cannot tell them from the others (judging/provenance.py).
+        # Drawn from the seed (secret in every grading that counts); never sent to this worker.
         checks = provenance.pick_checks(exercise, references.trials, seed, only_trial)
-        worker.send(references.trials, checks)
+        worker.send(references.trials)
         if isinstance(references, SharedReferences):
             references = references.get()  # after the send: computing them imports torch
         first = worker.first_pass()
@@ -228,21 +268,58 @@ def _graded(
             earlier = worker.report()
             worker.close()
             worker = start(student, earlier)
-            worker.send(references.trials, checks)  # the same checks: a trial is checked or not
+            worker.send(references.trials)
             first = worker.first_pass()
-        ordinary, first, checked = provenance.split(references, first, checks)
-        plan = plan_reruns(exercise, ordinary, first)
-        report = worker.rerun(provenance.with_reruns(plan.request, exercise, checked))
+        plan = plan_reruns(exercise, references, first)
+        report = worker.rerun(provenance.with_again(plan.request, checks, first))
         report = report.relocated(handin.relocated)
         report = replace(report, failed_cells=tuple(handin.located(c) for c in report.failed_cells))
     finally:
         worker.close()
-    # Split again from the report's first pass: a runner may have rewritten its failures' places (a
-    # notebook's cells).
-    _, first, checked = provenance.split(references, report.first, checks)
-    checked = replace(checked, reruns=report.reruns, extended=report.extended, again=report.again)
+    run = (references, report, plan, checks)
+    return _Ordinary(exercise, submission, handin, seed, student, only_trial, *run)
+
+
+def _checked(done: _Ordinary, start: StartChecked) -> provenance.Checks:
+    """The checked trials run again in the checked worker, started by `start` after the ordinary one
+    closed; a trial's deadline overrun there is run once more in a fresh one (the machine's load)."""
+    references = provenance.restricted(done.references, done.checks)
+    ordinary = done.report.first.restricted(frozenset(done.checks))
+    if not done.checks:
+        return provenance.Checks(())
+    if start is None:
+        return provenance.Checks(done.checks, references, ordinary, run=provenance.CheckRun.NOT_HERE)
+    if done.report.first.stopped is not None:
+        # Every return errs already: a checked run could only spend the hand-in's CPU again (a call that
+        # burns to its deadline would burn a third time there).
+        return provenance.Checks(done.checks, references, ordinary, run=provenance.CheckRun.NEEDLESS)
+    trials = provenance.checked_trials(done.references.trials, done.checks)
+    first = Pass()
+    for _ in range(2):
+        worker = start(done.student)
+        try:
+            worker.send(trials)
+            first = worker.first_pass()
+            if first.overrun is None:
+                # Its last word, read so that a hand-in's checked worker may serve the next exercise.
+                first = worker.rerun(RerunRequest()).first
+                break
+        finally:
+            worker.close()
+    first = first.relocated(done.handin.relocated)
+    return provenance.Checks(done.checks, references, ordinary, done.report.again, first)
+
+
+def _judged(done: _Ordinary, checks: provenance.Checks) -> SubmissionResult:
     return judge(
-        exercise, submission, seed, ordinary, replace(report, first=first), plan, only_trial, checked
+        done.exercise,
+        done.submission,
+        done.seed,
+        done.references,
+        done.report,
+        done.plan,
+        done.only_trial,
+        checks,
     )
 
 

@@ -111,7 +111,9 @@ def test_one_worker_grades_every_exercise_of_a_file_as_each_alone(
     exercises: list[Exercise], pool: WorkerPool, honest: Path
 ) -> None:
     together, workers = _graded_together(exercises, honest, pool)
-    assert workers == 1  # the file imported once, for the three
+    # The file imported once for the three, and once more in the autograd check's worker, which runs every
+    # exercise's checked trials (judging/provenance.py).
+    assert workers == 2
     assert [r.exercise for r in together] == [e.id for e in exercises]
     assert all(r.passed for r in together), [r.error for r in together]
     for result, exercise in zip(together, exercises, strict=True):
@@ -133,7 +135,8 @@ def test_a_crash_in_one_exercise_costs_the_others_nothing(
     assert softplus.error is not None and softplus.error.kind is kind
     assert {r.verdict for r in softplus.returns} == {Verdict.ERROR}
     # The first worker, a fresh one for relu_backward; for a hang, a fresh one for softplus in between.
-    assert workers == (3 if kind is FailureKind.TIMEOUT else 2)
+    # Then one autograd check's worker for the other two: softplus errs anyway, and is not run there.
+    assert workers == (3 if kind is FailureKind.TIMEOUT else 2) + 1
     timing = kind is not FailureKind.TIMEOUT
     assert _seen(softplus, timing) == _seen(_alone(exercises[1], path), timing)
     assert _seen(relu) == _seen(_alone(exercises[2], path))
@@ -153,7 +156,7 @@ def test_module_state_is_shared_by_the_exercises_of_a_file(
     )
     path = write_source(tmp_path / "layers.py", source)
     together, workers = _graded_together(exercises, path, pool)
-    assert workers == 1
+    assert workers == 2  # the ordinary worker and the autograd check's
     assert all(r.passed for r in together), [r.error or r.first_trial_error for r in together]
     alone = _alone(exercises[1], path)
     assert not alone.passed and alone.first_trial_error is not None
@@ -209,19 +212,30 @@ def test_frames_forged_between_exercises_end_the_worker_not_the_next_grade(
     grader sends the job, it finds frames where none is due, ends the worker, and grades the next exercise
     in a fresh one (which imports the forger again): on what its code returns. Where the machine delays
     them past it, their "ready" names no job the grader sent (each job's nonce): that exercise's pass ends
-    as the hand-in's own protocol error. Never are the forged zeros taken as an exercise's answers."""
+    as the hand-in's own protocol error. The same in the autograd check's worker costs a return derived
+    by hand its points (the check did not complete). Never are the forged zeros taken as an exercise's
+    answers."""
     path = write_source(tmp_path / "layers.py", _file(prelude=FORGER))
     together, workers = _graded_together(exercises, path, pool)
     reciprocal, *later = together
     assert reciprocal.passed, reciprocal.error
-    assert workers in (2, 3)  # the first exercise's worker is never reused: it forged
+    # The first exercise's worker is never reused: it forged; the autograd check's workers alike.
+    assert workers in (4, 5, 6)
     for number, result in enumerate(later, start=1):
         if result.error is not None:  # the forged frames came after this exercise's job was sent
             assert result.error.kind is FailureKind.PROTOCOL, result.error
             assert "another job" in result.error.message
-        else:
-            assert result.passed
+        elif result.passed:
             assert _seen(result) == _seen(_alone(exercises[number], path))
+        else:
+            # The forger ran in the autograd check's worker too and ended its pass there: the check did not
+            # complete, which costs the return derived by hand its points, and nothing else.
+            alone = {r.name: r for r in _alone(exercises[number], path).returns}
+            for got in result.returns:
+                if got.verdict is Verdict.PASS:
+                    assert (got.score, got.message) == (alone[got.name].score, alone[got.name].message)
+                else:
+                    assert got.score == 0 and "did not complete" in got.message, got.message
 
 
 def test_exercises_that_a_process_could_not_hold_together_get_a_worker_each(
@@ -233,7 +247,7 @@ def test_exercises_that_a_process_could_not_hold_together_get_a_worker_each(
     )
     mixed = [*exercises[:2], load_exercise(bigger)]
     together, workers = _graded_together(mixed, honest, pool)
-    assert workers == 2
+    assert workers == 4  # two groups, each an ordinary worker and an autograd check's
     assert all(r.passed for r in together)
 
 
@@ -259,7 +273,7 @@ def test_a_course_that_allows_subprocesses_lifts_the_filter_for_its_own_exercise
     )
     path = write_source(tmp_path / "forks.py", source)
     (allowed, refused), workers = _graded_together([relu, exercises[1]], path, pool)
-    assert workers == 2
+    assert workers == 4  # two groups, each an ordinary worker and an autograd check's
     assert allowed.passed, allowed
     assert not refused.passed and ONE_PROCESS in str(refused), refused
 

@@ -5,9 +5,11 @@ must catch too) `grader check`.
 The forgers compute nothing or copy autograd: tables of graph2's answers for every seed a hand-in could
 know (the default 0 and its neighbours, looked up by input, by call number or by size and first entry),
 and a user_grad taken from autograd past the check (plainly, memoized, with the check's factor probed and
-divided out, through the engine captured at import, through forward mode, or ending the process when it
-sees the check). Each must lose what it forged; the honest classmates beside them — one of them stateful,
-its answers cached by input and counted by call — keep full marks.
+divided out, through the engine captured at import, through forward mode, by calling the graph's grad_fn
+nodes, from a fresh interpreter or a process forked at import, with finite differences where the check is
+probed, or ending the process when it sees the check). Each must lose what it forged; the honest
+classmates beside them — one of them stateful, its answers cached by input and counted by call — keep full
+marks.
 """
 
 from __future__ import annotations
@@ -219,6 +221,99 @@ def graph2(W_np, x_np, b_np):
     f = _forward(W, x_np, b_np)
     f.backward()
     return f, W.grad, W.grad.numpy().copy()
+""",
+    "copy_by_grad_fn_nodes": """
+def graph2(W_np, x_np, b_np):
+    W = torch.tensor(W_np, requires_grad=True)
+    f = _forward(W, x_np, b_np)
+    pending, found = [(f.grad_fn, torch.ones((), dtype=torch.float64))], torch.zeros_like(W)
+    while pending:
+        node, grad = pending.pop()
+        outputs = node(grad)
+        outputs = outputs if isinstance(outputs, tuple) else (outputs,)
+        for (after, _), out in zip(node.next_functions, outputs):
+            if after is None or out is None:
+                continue
+            if getattr(after, "variable", None) is W:
+                found = found + out
+            elif not hasattr(after, "variable"):
+                pending.append((after, out))
+    f.backward()
+    return f, W.grad, found.detach().numpy().copy()
+""",
+    "copy_from_a_fresh_interpreter": """
+import json
+import subprocess
+import sys
+
+CHILD = (
+    "import json, sys, torch\\n"
+    "W, x, b = (torch.tensor(v, dtype=torch.float64) for v in json.load(sys.stdin))\\n"
+    "W.requires_grad_(True)\\n"
+    "torch.sigmoid(W @ x + b).sum().backward()\\n"
+    "print(json.dumps(W.grad.tolist()))\\n"
+)
+
+def graph2(W_np, x_np, b_np):
+    W = torch.tensor(W_np, requires_grad=True)
+    f = _forward(W, x_np, b_np)
+    f.backward()
+    sent = json.dumps([W_np.tolist(), x_np.tolist(), b_np.tolist()])
+    done = subprocess.run([sys.executable, "-c", CHILD], input=sent, capture_output=True, text=True)
+    return f, W.grad, np.array(json.loads(done.stdout))
+""",
+    "copy_from_a_fork_made_at_import": """
+import os
+import pickle
+
+ASK, ANSWER = os.pipe(), os.pipe()
+
+
+def _read(fd):
+    size = int.from_bytes(os.read(fd, 8), "little")
+    data = b""
+    while len(data) < size:
+        data += os.read(fd, size - len(data))
+    return pickle.loads(data)
+
+
+def _write(fd, value):
+    data = pickle.dumps(value)
+    os.write(fd, len(data).to_bytes(8, "little") + data)
+
+
+if os.fork() == 0:
+    while True:
+        W_np, x_np, b_np = _read(ASK[0])
+        W = torch.tensor(W_np, requires_grad=True)
+        _forward(W, x_np, b_np).backward()
+        _write(ANSWER[1], W.grad.numpy())
+
+
+def graph2(W_np, x_np, b_np):
+    W = torch.tensor(W_np, requires_grad=True)
+    f = _forward(W, x_np, b_np)
+    f.backward()
+    _write(ASK[1], (W_np, x_np, b_np))
+    return f, W.grad, _read(ANSWER[0])
+""",
+    "copy_then_differences_where_checked": """
+def graph2(W_np, x_np, b_np):
+    p = torch.tensor(2.0, dtype=torch.float64, requires_grad=True)
+    (p ** 3).backward()
+    W = torch.tensor(W_np, requires_grad=True)
+    f = _forward(W, x_np, b_np)
+    f.backward()
+    if float(p.grad) == 12.0:
+        return f, W.grad, W.grad.numpy().copy()
+    user = np.zeros_like(W_np)
+    for k in range(W_np.size):
+        step = np.zeros_like(W_np)
+        step.flat[k] = 1e-5
+        up = float(_forward(torch.tensor(W_np + step), x_np, b_np))
+        down = float(_forward(torch.tensor(W_np - step), x_np, b_np))
+        user.flat[k] = (up - down) / 2e-5
+    return f, W.grad, user
 """,
 }
 

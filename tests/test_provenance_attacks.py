@@ -5,9 +5,13 @@ autograd, dressed to get past the check: answers memoized per input (1), the che
 graph of its own or beside the loss and divided out (2), torch's engine captured at import and restored or
 called directly, or a fresh one made from torch._C (3), forward mode (4), leaving or raising where it
 notices the check (5), recognizing the check from the seed, the engine's type or a public constant (6),
-the job channel closed at import (7); plain and partial copies besides. None may keep user_grad's points.
-The stateful_* files are correct hand derivations with state (a call counter, a running mean, a cache,
-a list of earlier answers: case 8), which must keep every point. Before this check was rebuilt, all of the
+the job channel closed at import (7), torch's grad_fn nodes called directly (walked through next_functions,
+one node, down to AccumulateGrad, in a thread, with the default hooks popped or its own on top), probe then
+finite differences, the grader's state searched through gc, answers memoised by input bytes in a file;
+plain and partial copies besides. None may keep user_grad's points. The stateful_* files are correct hand
+derivations with state (a call counter, a running mean, a cache, a list of earlier answers: case 8), and
+honest_threads_func one in a thread with torch.func for auto_grad, which must keep every point. Before this
+check was rebuilt, all of the
 attacks but the plain copies got full marks (see the git log of judging/provenance.py).
 """
 
@@ -28,7 +32,7 @@ from grader.sandbox import isolation
 ATTACKS = Path(__file__).resolve().parent / "provenance_attacks"
 TRIALS = 20  # 3 of them checked
 LIMITS = "\nlimits: {trial_seconds: 2, submission_seconds: 60, import_seconds: 20, memory_mb: 2048}\n"
-CORRECT = ("stateful_counter", "stateful_torch")
+CORRECT = ("stateful_counter", "stateful_torch", "honest_threads_func")
 # What each attack gets: no points for user_grad, and the verdict that says why. An attack that leaves or
 # stalls when it notices the check ends its whole run (every return errs); one that raises there loses
 # user_grad, whose check could not run.
@@ -93,26 +97,22 @@ def test_a_caught_copy_is_told_what_was_seen_and_keeps_its_other_points(
 ) -> None:
     returns = _returns(graded[attack])
     message = returns["user_grad"]["message"]
-    assert (
-        "it was right on every other trial, but off by" in message
-        and "the grader secretly altered autograd's gradients" in message
-    )
+    assert "user_grad changed when only autograd's results changed" in message
+    assert "in a process where the grader had altered every gradient autograd gives" in message
     assert "comes from autograd, not from your own derivation" in message
-    # f and auto_grad are not judged on the checked trials, where autograd's values are changed on purpose
+    # f and auto_grad are judged on every trial of the ordinary worker, which has no hook of the check
     assert returns["f"]["verdict"] == returns["auto_grad"]["verdict"] == "pass"
-    assert returns["f"]["trials"] == returns["auto_grad"]["trials"] == TRIALS - 3
+    assert returns["f"]["trials"] == returns["auto_grad"]["trials"] == TRIALS
 
 
 def test_raising_where_the_check_runs_fails_closed(graded: dict[str, Any]) -> None:
     returns = _returns(graded["raise_on_check"])
     # the call raised where it was checked: the return to be derived by hand earns nothing; f and auto_grad
-    # are not judged on checked trials (autograd's values are changed there on purpose)
+    # keep theirs (the checked worker judges nothing else)
     assert returns["user_grad"]["verdict"] == "error" and returns["user_grad"]["score"] == 0
     assert returns["f"]["verdict"] == returns["auto_grad"]["verdict"] == "pass"
     message = returns["user_grad"]["message"]
-    assert (
-        "RuntimeError: not today" in message and "was one of the trials on which the grader checks" in message
-    )
+    assert "RuntimeError: not today" in message and "the check that user_grad is derived by hand" in message
     assert "a return whose check could not run earns no points" in message
 
 
@@ -124,17 +124,17 @@ def test_an_assertion_that_autograd_agrees_fails_where_autograd_was_changed(grad
     assert returns["f"]["score"] == 2 and returns["auto_grad"]["score"] == 4
     message = returns["user_grad"]["message"]
     assert "autograd and my derivation disagree" in message
-    assert "was one of the trials on which the grader checks that user_grad is derived by hand" in message
+    assert "the check that user_grad is derived by hand did not complete" in message
 
 
 @pytest.mark.parametrize("student", [*CORRECT, "solution"])
 def test_a_correct_hand_derivation_keeps_every_point(graded: dict[str, Any], student: str) -> None:
     returns = _returns(graded[student])
     assert {r["verdict"] for r in returns.values()} == {"pass"}, [r["message"] for r in returns.values()]
-    # user_grad is judged on every trial, the checked ones too: the count says so
-    assert returns["user_grad"]["trials"] == TRIALS and returns["f"]["trials"] == TRIALS - 3
+    # every return is judged on every trial; user_grad also held where autograd was altered
+    assert returns["user_grad"]["trials"] == returns["f"]["trials"] == TRIALS
     assert (
-        "also right on the 3 trials where the grader secretly altered autograd's gradients"
+        "also gave the same user_grad on the 3 trials run again where the grader secretly altered"
         in returns["user_grad"]["message"]
     )
 
@@ -164,9 +164,9 @@ OPEN = Path(__file__).resolve().parent / "provenance_open"
 @pytest.mark.parametrize("attack", sorted(p.stem for p in OPEN.glob("*.py")))
 @pytest.mark.xfail(
     strict=True,
-    reason="open (issue 39): the check still runs in the hand-in's own process, where torch's grad_fn "
-    "nodes called directly bypass it, and a probe tells a checked trial, where the exact complex step "
-    "passes; a checked run in a process of its own, autograd wrong there on every route, closes them",
+    reason="open by decision (docs/verdicts.md): the complex step is exact, so a hand-in that returns it "
+    "where autograd is altered (a probe tells the checked worker) and autograd's values elsewhere gives "
+    "the same values to rounding in both workers; numerical derivatives pass unless refused",
 )
 def test_routes_still_open_get_no_points(attack: str, tmp_path: Path) -> None:
     path = write_source(tmp_path / attack / "hw.py", (OPEN / f"{attack}.py").read_text())

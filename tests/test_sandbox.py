@@ -77,10 +77,10 @@ def test_correct_submission_passes(correct: SubmissionResult) -> None:
     assert result.passed
     assert result.score == result.max_score == 10
     assert result.trials == 20
-    # 3 trials check user_grad against autograd: only it, derived by hand, is judged there
+    # every return is judged on every trial (the autograd check runs 3 again in a worker of its own)
     assert {r.name: (r.trials, r.failed_trials) for r in result.returns} == {
-        "f": (17, 0),
-        "auto_grad": (17, 0),
+        "f": (20, 0),
+        "auto_grad": (20, 0),
         "user_grad": (20, 0),
     }
     assert result.isolation  # every result says how it was isolated
@@ -201,10 +201,10 @@ def test_sys_exit_in_a_call_is_an_error(exits: SubmissionResult, workdir: Path) 
     assert 'File "quits.py", line 5, in graph2' in error.traceback
     assert_trimmed(error.traceback, workdir)
     assert set(verdicts(exits).values()) == {Verdict.ERROR}
-    # every trial was still run and reported; the checked trial (one of 3) counts for user_grad alone
+    # every trial was still run and reported, for every return
     assert {r.name: (r.trials, r.failed_trials) for r in exits.returns} == {
-        "f": (2, 2),
-        "auto_grad": (2, 2),
+        "f": (3, 3),
+        "auto_grad": (3, 3),
         "user_grad": (3, 3),
     }
 
@@ -297,8 +297,8 @@ def test_printing_fake_results_is_graded_on_what_it_returns(forger: SubmissionRe
     assert forger.error is None
     assert verdicts(forger) == {"f": Verdict.LOGIC, "auto_grad": Verdict.LOGIC, "user_grad": Verdict.LOGIC}
     assert forger.score == 0
-    # wrong on every trial it was judged on: f and auto_grad on the 2 of 4 not checked against autograd
-    assert forger.trials == 4 and all(r.failed_trials == r.trials == 2 for r in forger.returns)
+    # wrong on every trial it was judged on, each return on all 4
+    assert forger.trials == 4 and all(r.failed_trials == r.trials == 4 for r in forger.returns)
 
 
 def test_student_output_is_captured_with_a_cap(forger: SubmissionResult, fast: Exercise) -> None:

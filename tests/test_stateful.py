@@ -64,7 +64,8 @@ def graph2() -> Exercise:
 @pytest.fixture(scope="module")
 def late(graph2: Exercise) -> tuple[int, int]:
     """A seed whose last trials are all checks, and the first of them: code that turns wrong there is
-    right on every ordinary trial of the first pass and off on a check, as a copy of autograd is."""
+    wrong on those trials of the first pass, and right on them in the checked worker (a fresh process,
+    its counter at 0): its answers changed, not autograd."""
     for seed in range(200):
         checks = set(pick_checks(graph2, make_trials(graph2, seed, TRIALS), seed))
         first = TRIALS
@@ -91,7 +92,8 @@ def test_wrong_after_many_calls_is_logic_and_said_so_not_autograd(
     assert (judged.verdict, judged.score) == (Verdict.LOGIC, 0.0), judged.message
     assert SAME_INPUTS in judged.message, judged.message
     assert "off by 50% when called again with the same inputs" in judged.message, judged.message
-    assert "no sign of autograd" in judged.message and "comes from autograd" not in judged.message
+    # the checked trials are ordinary trials of the first pass too: wrong there, judged by its values
+    assert "comes from autograd" not in judged.message
 
 
 def test_a_copy_is_still_autograd_on_the_same_trials(

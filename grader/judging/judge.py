@@ -40,8 +40,8 @@ def judge(
     only_trial: int | None = None,
     checks: provenance.Checks | None = None,
 ) -> SubmissionResult:
-    """`references` and `report.first`: the ordinary trials; `checks`: the trials of the autograd check,
-    on which only the returns to be derived by hand are judged (provenance.py)."""
+    """`references` and `report.first`: every trial, as the ordinary worker ran them; `checks`: the autograd
+    check, by which the returns to be derived by hand are judged besides (provenance.py)."""
     trials, expected = references.trials, references.expected
     by_index = {t.index: t for t in trials}
     error = report.fatal
@@ -75,7 +75,7 @@ def judge(
         submission=display_path(submission.path),
         student=submission.name,
         seed=seed,
-        trials=len(trials) + (len(checks.trials) if checks is not None else 0),
+        trials=len(trials),
         returns=tuple(returns),
         error=error,
         isolation=report.isolation,

@@ -2,16 +2,16 @@
 `grader.check(...)` grades the functions the student just defined, on their own machine.
 
 The same trials, calls and reruns as the sandboxed worker, by the worker's own code (worker/trial.py's
-`run_trial` and `run_reruns`: the inputs handed out, the float64 and extended reruns, the autograd check
-on the trials the grader picked, the student's randomness seeded per trial); what they give is collected
-here straight into the values the grader judges (report.py's `Pass` and `WorkerReport`), through the same
-message models (payload.py) the worker's pipe is read with. The interface is RunningWorker's, so that
-grading.grade judges it unchanged.
+`run_trial` and `run_reruns`: the inputs handed out, the float64 and extended reruns, the student's
+randomness seeded per trial; no autograd check, which needs a worker of its own: judging/provenance.py);
+what they give is collected here straight into the values the grader judges (report.py's `Pass` and
+`WorkerReport`), through the same message models (payload.py) the worker's pipe is read with. The
+interface is RunningWorker's, so that grading.grade judges it unchanged.
 
 No sandbox, no limits, and no deadlines: the code is the student's own, in their own process. A call
 that never returns is stopped by Ctrl-C (in Jupyter: interrupt the kernel), which ends the grading. The
 grading leaves the process as it found it: the global generators (random, numpy's, torch's) and torch's
-thread count are put back, the patches of the reruns and of the autograd check are undone, a SIGINT
+thread count are put back, the patches of the reruns are undone, a SIGINT
 handler is installed only while the functions run, and nothing exits the process.
 """
 
@@ -48,7 +48,7 @@ from grader.sandbox.report import (
     returned_shapes,
 )
 from grader.sandbox.runner import calls_job
-from grader.sandbox.worker import autograd_check, channel
+from grader.sandbox.worker import channel
 from grader.sandbox.worker import trial as calls
 
 IN_PROCESS = "graded in this Python process: no sandbox, your own machine"
@@ -140,14 +140,11 @@ class InProcessRunner:
         self._collector = _Collector(self._interrupted)
         self._inputs: dict[int, dict[str, np.ndarray]] = {}
         self._order: list[int] = []
-        self._checks: frozenset[int] = frozenset()
         self._first: Pass | None = None
         self._seconds = 0.0
 
-    def send(self, trials: Sequence[Trial], checks: Sequence[int] = ()) -> None:
+    def send(self, trials: Sequence[Trial]) -> None:
         self._order = [t.index for t in trials]
-        self._checks = frozenset(checks)
-        self._job = {**self._job, "checks": sorted(self._checks)}  # the reruns check them again
         self._inputs = {t.index: dict(t.inputs) for t in trials}
 
     def first_pass(self) -> Pass:
@@ -155,16 +152,15 @@ class InProcessRunner:
             with self._running():
                 for index in self._order:
                     self._collector.starting(index)
-                    with autograd_check.autograd_checked(index in self._checks):
-                        calls.run_trial(
-                            self._collector,
-                            self._functions,
-                            index,
-                            self._inputs[index],
-                            self._job,
-                            self._where,
-                            Run.FIRST,
-                        )
+                    calls.run_trial(
+                        self._collector,
+                        self._functions,
+                        index,
+                        self._inputs[index],
+                        self._job,
+                        self._where,
+                        Run.FIRST,
+                    )
             self._first = self._collector.pass_of(Run.FIRST)
         return self._first
 
@@ -211,14 +207,11 @@ class InProcessRunner:
             contextlib.redirect_stdout(_Output(self._stdout)),
             contextlib.redirect_stderr(_Output(self._stderr)),
         ):
-            # The check's hooks only while the functions run, and only where torch is already imported
-            # (functions that use autograd imported it): the process is left with torch's own.
-            installed = "torch" in sys.modules and autograd_check.install_autograd_check()
+            # No autograd check here: it needs a worker of its own with autograd wrong on every route, and
+            # values computed in the student's own process are advice anyway (judging/provenance.py).
             try:
                 yield
             finally:
-                if installed:
-                    autograd_check.remove_autograd_check()
                 self._seconds += time.perf_counter() - started
         self._collector.starting(-1)  # a Ctrl-C during the last trial ends the grading too
 

@@ -68,12 +68,19 @@ class WorkerProcess:
     """
 
     def __init__(
-        self, handin: Prepared, exercise: Exercise, cpu_seconds: float, pool: warm.WorkerPool | None = None
+        self,
+        handin: Prepared,
+        exercise: Exercise,
+        cpu_seconds: float,
+        pool: warm.WorkerPool | None = None,
+        checked: bool = False,
     ) -> None:
         """Start the worker at once (a zygote may still be importing torch while the caller prepares
         trials and references), for `handin` on `exercise` and those that share its limits and support
-        files, with `cpu_seconds` of CPU for all of them together."""
+        files, with `cpu_seconds` of CPU for all of them together. `checked`: the autograd check's worker,
+        autograd wrong in it from before the import on (judging/provenance.py)."""
         self.started = time.monotonic()
+        self._checked = checked
         self.limits: Limits = exercise.spec.limits
         self._modules = exercise.allowed_modules
         self._distributions = exercise.allowed_distributions
@@ -258,6 +265,7 @@ class WorkerProcess:
             "one_process": not self._subprocesses and isolation.current().one_process,
             # Notebooks run cell by cell, where a cell's failure outside its definitions is a note
             "cells": handin.cell_starts,
+            "checked": self._checked,
             "limits": {
                 "memory_mb": limits.memory_mb,
                 "file_mb": limits.file_mb,

@@ -48,11 +48,17 @@ class HandinWorker:
     """
 
     def __init__(
-        self, handin: Prepared, exercises: Sequence[Exercise], pool: warm.WorkerPool | None = None
+        self,
+        handin: Prepared,
+        exercises: Sequence[Exercise],
+        pool: warm.WorkerPool | None = None,
+        checked: bool = False,
     ) -> None:
         """Starts nothing yet: the first exercise's `start` does (a zygote may still be importing torch
-        while the caller prepares that exercise's trials and references)."""
+        while the caller prepares that exercise's trials and references). `checked`: the autograd check's
+        worker (judging/provenance.py), sent only the checked trials."""
         self._handin = handin
+        self._checked = checked
         self._exercises = list(exercises)
         self._pool = pool
         self._process: WorkerProcess | None = None
@@ -72,7 +78,7 @@ class HandinWorker:
             at = next((n for n, e in enumerate(self._exercises) if e is exercise), len(self._exercises))
             left = [exercise, *self._exercises[at + 1 :]]
             cpu = sum(e.spec.limits.import_seconds + e.spec.limits.submission_seconds for e in left)
-            process = self._process = WorkerProcess(self._handin, exercise, cpu, self._pool)
+            process = self._process = WorkerProcess(self._handin, exercise, cpu, self._pool, self._checked)
             self.processes += 1
         return RunningWorker(exercise, self._handin, inputs_as, seed=seed, after=after, process=process)
 
@@ -100,6 +106,7 @@ class RunningWorker:
         seed: int = 0,
         after: WorkerReport | None = None,
         process: WorkerProcess | None = None,
+        checked: bool = False,
     ) -> None:
         """Start the worker at once, unless `process` (a HandinWorker's) runs already.
 
@@ -107,11 +114,13 @@ class RunningWorker:
         `seed` (trials.student_seed) seeds the student's own randomness. `after`: the report of a worker
         whose first pass a trial's deadline stopped (`Pass.overrun`); this one runs the trials on from
         that one, once more, to tell the machine's load from code that never ends (on a fresh process).
+        `checked`: a process of its own for the autograd check (judging/provenance.py).
         """
         limits = exercise.spec.limits
         self._own = process is None
         if process is None:
-            process = WorkerProcess(handin, exercise, limits.import_seconds + limits.submission_seconds, pool)
+            cpu = limits.import_seconds + limits.submission_seconds
+            process = WorkerProcess(handin, exercise, cpu, pool, checked)
         # An exercise after the first on its process begins when it is sent (`send`): the worker waits
         # idle until then, while the grader computes the exercise's references, say.
         self._later = process.exercises > 0
@@ -140,9 +149,8 @@ class RunningWorker:
         received = sum(r.array.nbytes for o in earlier for r in o.by_name.values() if isinstance(r, Returned))
         self._reader = FrameReader(process, exercise, self._deadlines, captures, received)
 
-    def send(self, trials: Sequence[Trial], checks: Sequence[int] = ()) -> None:
+    def send(self, trials: Sequence[Trial]) -> None:
         """Hand the trials to the worker (written by a thread where the pipe cannot take them at once).
-        `checks`: the trials on which it changes what autograd gives (judging/provenance.py).
 
         After an earlier worker (`after`), the same trials: this one runs those it did not answer, after
         the first it did: the first call pays the lazy imports again, and the call that overran is judged
@@ -153,7 +161,7 @@ class RunningWorker:
         if self._later:
             self._process.forget_progress()
             self._deadlines.begin(time.monotonic(), cpu_watch.CpuWatch(self._process.cpu_source))
-        self._process.write(self._job_bytes(trials, checks))
+        self._process.write(self._job_bytes(trials))
 
     @property
     def _skipped(self) -> int:
@@ -192,9 +200,9 @@ class RunningWorker:
                 passes[run] = reading.result()
                 if reading.stopped is not None:
                     break
-            if not self._own and not reader.stopped:
-                # Its last word on the exercise, read so that it may serve the next: anything else is the
-                # hand-in's own, and ends the process.
+            if not self._own and not reader.stopped and not reader.finished:
+                # Its last word on the exercise, read so that it may serve the next (unless it came with the
+                # last answers): anything else is the hand-in's own, and ends the process.
                 reader.read(Reading(Run.EXTENDED, [], closing=True))
         return self._report(first, passes)
 
@@ -237,7 +245,7 @@ class RunningWorker:
 
     # --- the job --------------------------------------------------------------------------------------
 
-    def _job_bytes(self, trials: Sequence[Trial], checks: Sequence[int]) -> bytes:
+    def _job_bytes(self, trials: Sequence[Trial]) -> bytes:
         limits = self._limits
         job = {
             "type": "exercise",
@@ -245,7 +253,6 @@ class RunningWorker:
             **calls_job(self._exercise, self._inputs_as, self._seed),
             "trial_count": len(trials),
             "first_pass": None if self._earlier is None else self._order,  # None: every trial, in order
-            "checks": list(checks),
             "deadlines": {
                 "trial_seconds": limits.trial_seconds,
                 "first_call_seconds": limits.first_call_cpu_seconds,

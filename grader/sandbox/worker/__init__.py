@@ -5,7 +5,7 @@ torch if present), one module per concern:
 hand-in's files, once for all its exercises), `limits` (resource limits), `deadline` (a call's CPU
 deadline and wall-clock cap, by SIGALRM), `trial` (one trial's calls, and the reruns), `arguments` (each
 call's arguments, fresh copies of the inputs), `precision` (reruns lifted above the code's precision),
-`autograd_check` (autograd's results scrambled on the checked trials), `returns` (what a call returned, as
+`autograd_check` (the checked worker's autograd, wrong on every route), `returns` (what a call returned, as
 plain numeric arrays, nothing it says of itself believed), `channel` (the result pipe and the progress
 page), `tracebacks` (what the student is shown of a failure).
 

@@ -28,7 +28,7 @@ from grader.sandbox import seeding
 from grader.sandbox.protocol import Frame, Run, iter_frames
 from grader.sandbox.worker import imports as course_imports
 from grader.sandbox.worker import plots, seccomp
-from grader.sandbox.worker.autograd_check import autograd_checked, install_autograd_check
+from grader.sandbox.worker.autograd_check import install_checked_autograd
 from grader.sandbox.worker.channel import Channel
 from grader.sandbox.worker.deadline import DEADLINE
 from grader.sandbox.worker.limits import apply_limits, exercise_cpu
@@ -72,8 +72,10 @@ def main(job_dir: Path, jobs_fd: int, results_fd: int, progress_fd: int) -> None
     os.chdir(job_dir / "scratch")
     sys.path.insert(0, str(submission_dir))
     sys.path.insert(0, str(job_dir / "support"))  # first: the course's util.py, not a student's copy
-    # Before the submission is imported: whatever it takes from torch at import is already checked.
-    install_autograd_check()
+    if handin.get("checked"):
+        # The checked worker (judging/provenance.py): autograd wrong on every route, before the submission
+        # is imported and for the life of the process. The ordinary worker has none of it.
+        install_checked_autograd()
     python2_names()
     plots.headless(job_dir / "support", job_dir / "scratch")
     # First on sys.meta_path: a refused import prepares nothing for it.
@@ -123,11 +125,9 @@ def _exercise(
     # A worker that confirms an earlier one's timeout runs only some trials; it holds every trial's
     # inputs all the same, since the grader may ask it to rerun any of them.
     first_pass = job["first_pass"] if job["first_pass"] is not None else list(inputs_by_trial)
-    checks = frozenset(job["checks"])  # the trials the grader picked for the autograd check
     for index in first_pass:
         channel.starting(index)
-        with autograd_checked(index in checks):
-            run_trial(channel, functions, index, inputs_by_trial[index], job, submission_dir, Run.FIRST)
+        run_trial(channel, functions, index, inputs_by_trial[index], job, submission_dir, Run.FIRST)
     # Second pass, on the grader's request: the trials it found wrong beyond rounding, run again above
     # the precision they were computed in, to tell an unstable formula (its error shrinks with the
     # precision) from a mistake (wrong at any): at float64, then the probes (new inputs: an input moved a

@@ -14,7 +14,6 @@ from grader.outcomes import FailureKind
 from grader.sandbox import seeding
 from grader.sandbox.protocol import Run
 from grader.sandbox.worker.arguments import arguments_of
-from grader.sandbox.worker.autograd_check import autograd_checked
 from grader.sandbox.worker.channel import Converted, TrialSink
 from grader.sandbox.worker.deadline import DEADLINE, TrialTimeout
 from grader.sandbox.worker.precision import float64_everywhere
@@ -190,24 +189,20 @@ def run_reruns(
     job: dict[str, Any],
     submission_dir: Path,
 ) -> None:
-    """The second pass, in the order the grader reads it. A checked trial is checked again (new factors):
-    a copy stays off above its precision, an unstable formula's error shrinks (judging/provenance.py)."""
-    checks = frozenset(job.get("checks", ()))
+    """The second pass, in the order the grader reads it."""
     first = reruns.first
     for index in reruns.again:  # first, before anything is lifted: as the first pass ran it
         channel.starting(index)
-        with autograd_checked(index in checks):
-            run_trial(channel, functions, index, inputs_by_trial[index], job, submission_dir, Run.AGAIN)
+        run_trial(channel, functions, index, inputs_by_trial[index], job, submission_dir, Run.AGAIN)
     runs = [
-        *((i, inputs_by_trial[i], Run.FLOAT64, i in checks, first.get(i)) for i in reruns.float64),
-        *((i, inputs, Run.FLOAT64, False, None) for i, inputs in reruns.probes.items()),  # new inputs
-        *((i, inputs_by_trial[i], Run.EXTENDED, i in checks, first.get(i)) for i in reruns.extended),
+        *((i, inputs_by_trial[i], Run.FLOAT64, first.get(i)) for i in reruns.float64),
+        *((i, inputs, Run.FLOAT64, None) for i, inputs in reruns.probes.items()),  # new inputs
+        *((i, inputs_by_trial[i], Run.EXTENDED, first.get(i)) for i in reruns.extended),
     ]
     with float64_everywhere():
-        for index, inputs, run, checked, shapes in runs:
+        for index, inputs, run, shapes in runs:
             channel.starting(index)
-            with autograd_checked(checked):
-                _rerun_trial(channel, functions, index, inputs, job, submission_dir, run, shapes)
+            _rerun_trial(channel, functions, index, inputs, job, submission_dir, run, shapes)
 
 
 def _rerun_trial(
