@@ -30,11 +30,19 @@ class Verdict(_Word):
     INSTABILITY = "instability"
     LOGIC = "logic"
     AUTOGRAD = "autograd"  # a return meant to be derived by hand came from autograd: whatever its values
+    # A return meant to be derived by hand computed as a numerical derivative (finite differences, the
+    # complex step), where its course refuses them: whatever its values
+    NUMERICAL = "numerical"
     ERROR = "error"
 
     @property
     def severity(self) -> int:
         return _SEVERITY[self]
+
+    @property
+    def not_by_hand(self) -> bool:
+        """Whether it says a return meant to be derived by hand was not (its feedback says how to)."""
+        return self in (Verdict.AUTOGRAD, Verdict.NUMERICAL)
 
     # Ordered by severity, never as the strings they also are (that would put "error" first).
     def __lt__(self, other: object) -> bool:

@@ -279,12 +279,25 @@ def test_packages_and_their_import_names(tmp_path: Path) -> None:
             "pakages: [matplotlib]\n",
             "pakages",
             "pakages",
-            "(a course.yaml has packages, support, subprocesses): did you mean 'packages'?",
+            "(a course.yaml has packages, support, subprocesses, numerical_derivatives): did you mean "
+            "'packages'?",
         ),
         ("support: [../../outside]\n", "support:", "support[0]", "is not inside the course's folder"),
         ("support: [_nowhere.py]\n", "support:", "support[0]", "neither a .py file nor a folder"),
         ("subprocesses: 'yes'\n", "subprocesses", "subprocesses", "valid boolean"),
         ("subprocesses: 1\n", "subprocesses", "subprocesses", "valid boolean"),
+        (
+            "numerical_derivatives: forbid\n",
+            "numerical_derivatives",
+            "numerical_derivatives",
+            "'allow' or 'refuse'",
+        ),
+        (
+            "numerical_derivative: refuse\n",
+            "numerical_derivative",
+            "numerical_derivative",
+            "did you mean 'numerical_derivatives'?",
+        ),
     ],
 )
 def test_a_wrong_course_file_is_told_by_line_field_and_value(

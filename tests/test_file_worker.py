@@ -219,8 +219,10 @@ def test_frames_forged_between_exercises_end_the_worker_not_the_next_grade(
     together, workers = _graded_together(exercises, path, pool)
     reciprocal, *later = together
     assert reciprocal.passed, reciprocal.error
-    # The first exercise's worker is never reused: it forged; the autograd check's workers alike.
-    assert workers in (4, 5, 6)
+    # The first exercise's worker is never reused: it forged; the autograd check's workers alike. Three at
+    # least (where the forged frames came after the second exercise's job, that exercise ends in the first
+    # worker as a protocol error and the third gets the second worker; then the checked one).
+    assert workers in (3, 4, 5, 6)
     for number, result in enumerate(later, start=1):
         if result.error is not None:  # the forged frames came after this exercise's job was sent
             assert result.error.kind is FailureKind.PROTOCOL, result.error

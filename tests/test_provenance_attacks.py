@@ -156,22 +156,3 @@ def test_check_grades_a_copy_and_a_derivation_alike(tmp_path: Path) -> None:
         right = write_source(tmp_path / "right.py", (ATTACKS / "stateful_torch.py").read_text())
         done = _grader(layer, "check", str(GRAPH2), str(right), "--trials", "12", "--json", cwd=tmp_path)
         assert json.loads(done.stdout)["score"] == 10, done.stdout[-2000:]
-
-
-OPEN = Path(__file__).resolve().parent / "provenance_open"
-
-
-@pytest.mark.parametrize("attack", sorted(p.stem for p in OPEN.glob("*.py")))
-@pytest.mark.xfail(
-    strict=True,
-    reason="open by decision (docs/verdicts.md): the complex step is exact, so a hand-in that returns it "
-    "where autograd is altered (a probe tells the checked worker) and autograd's values elsewhere gives "
-    "the same values to rounding in both workers; numerical derivatives pass unless refused",
-)
-def test_routes_still_open_get_no_points(attack: str, tmp_path: Path) -> None:
-    path = write_source(tmp_path / attack / "hw.py", (OPEN / f"{attack}.py").read_text())
-    done = _grader(
-        _layers()[0], "check", str(GRAPH2), str(path), "--trials", str(TRIALS), "--json", cwd=tmp_path
-    )
-    user_grad = _returns(json.loads(done.stdout))["user_grad"]
-    assert user_grad["score"] == 0, user_grad["message"]

@@ -52,12 +52,13 @@ def test_verdicts_are_ordered_by_severity() -> None:
         Verdict.INSTABILITY,
         Verdict.LOGIC,
         Verdict.AUTOGRAD,
+        Verdict.NUMERICAL,
         Verdict.ERROR,
     ]
     assert sorted(reversed(ordered)) == ordered
     assert max([Verdict.PRECISION, Verdict.LOGIC, Verdict.PASS]) is Verdict.LOGIC
     assert Verdict.ERROR > Verdict.LOGIC >= Verdict.LOGIC and Verdict.PASS < Verdict.PRECISION
-    assert [v.severity for v in ordered] == [0, 1, 2, 3, 4, 5]
+    assert [v.severity for v in ordered] == [0, 1, 2, 3, 4, 5, 6]
     with pytest.raises(TypeError):
         _ = Verdict.PASS < "logic"  # not compared as strings
 

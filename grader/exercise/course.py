@@ -5,6 +5,8 @@
       - {pip: scikit-learn, import: sklearn}
     support: [_support/coutils.py]  # stand-ins for the course's helpers, added to every exercise below
     subprocesses: true            # its hand-ins may start processes (default: one process per hand-in)
+    numerical_derivatives: refuse # what is to be derived by hand earns nothing computed with complex
+                                  # numbers (the complex step; default: allow, judged as any derivation)
 
 The nearest course.yaml above an exercise governs it, alone: files do not merge, so what an exercise may
 import is read in one place (a course split in two copies the shared lines). Paths in `support` are
@@ -20,7 +22,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import (
@@ -95,6 +97,7 @@ class CourseSpec(_Model):
     # YAML's true or false only: a course that means to drop the one-process wall says so in so many words
     # ("yes" or 1 are refused, not read as true).
     subprocesses: StrictBool = False
+    numerical_derivatives: Literal["allow", "refuse"] = "allow"
 
 
 def _plain_string(data: dict[str, Any], location: tuple[Any, ...]) -> bool:
@@ -105,7 +108,11 @@ def _plain_string(data: dict[str, Any], location: tuple[Any, ...]) -> bool:
 
 
 def _unknown_field(location: tuple[Any, ...]) -> str:
-    known = ["pip", "import"] if len(location) > 1 else ["packages", "support", "subprocesses"]
+    known = (
+        ["pip", "import"]
+        if len(location) > 1
+        else ["packages", "support", "subprocesses", "numerical_derivatives"]
+    )
     close = difflib.get_close_matches(str(location[-1]), known, n=1)
     what = "a package is {pip: REQUIREMENT, import: MODULE}" if len(location) > 1 else "a course.yaml has"
     hint = f": did you mean '{close[0]}'?" if close else ""
@@ -145,6 +152,10 @@ class Course:
     # Whether hand-ins may start processes (os.fork, subprocess, multiprocessing): off, one process per
     # hand-in, unless the course needs them (worker/seccomp.py).
     subprocesses: bool = False
+    # Whether a return to be derived by hand earns nothing where the checked worker saw complex numbers in
+    # the hand-in's calls (the complex step: exact, so no comparison of values can refuse it;
+    # worker/numerical_watch.py).
+    refuses_numerical: bool = False
 
     @property
     def modules(self) -> tuple[str, ...]:
@@ -205,7 +216,8 @@ def load_course(path: Path) -> Course:
             path,
             1,
             "",
-            f"expected a mapping of fields (packages, support, subprocesses), got {type(data).__name__}",
+            "expected a mapping of fields (packages, support, subprocesses, numerical_derivatives), got "
+            f"{type(data).__name__}",
         )
     try:
         spec = CourseSpec.model_validate(data)
@@ -232,7 +244,11 @@ def load_course(path: Path) -> Course:
         support.append(resolved)
     packages = tuple(_package(p) for p in spec.packages)
     return Course(
-        path=path.resolve(), packages=packages, support=tuple(support), subprocesses=spec.subprocesses
+        path=path.resolve(),
+        packages=packages,
+        support=tuple(support),
+        subprocesses=spec.subprocesses,
+        refuses_numerical=spec.numerical_derivatives == "refuse",
     )
 
 

@@ -118,6 +118,17 @@ def restricted(references: References, checks: Sequence[int]) -> References:
     )
 
 
+def _refused(name: str, checks: Checks) -> tuple[int, str] | None:
+    """The first checked trial where the checked worker saw what the course refuses in the calls, with what
+    it saw and where (worker/numerical_watch.py), or None."""
+    for trial in checks.trials:
+        output = checks.checked.outputs.get(trial)
+        item = output.by_name.get(name) if output is not None else None
+        if isinstance(item, ReturnProblem) and item.refused == "numerical":
+            return trial, item.problem
+    return None
+
+
 def _not_completed(name: str, checked: Pass, trial: int) -> str | None:
     """Why the checked worker gave no array for `name` on `trial`, or None where it gave one."""
     output = checked.outputs.get(trial)
@@ -180,6 +191,10 @@ _FEEDBACK = (
     "derive {name} from the forward computation's values (the chain rule, in numpy or torch operations), "
     "without .grad, backward(), torch.autograd, torch.func, forward-mode AD or torch's backward nodes"
 )
+_BY_HAND = (
+    "derive {name} from the forward computation's values by the chain rule, in real numbers: a numerical "
+    "derivative (finite differences, the complex step) checks a derivation, it does not replace one"
+)
 
 
 def checked(judged: ReturnResult, spec: ReturnSpec, checks: Checks) -> ReturnResult:
@@ -196,6 +211,18 @@ def checked(judged: ReturnResult, spec: ReturnSpec, checks: Checks) -> ReturnRes
         return replace(judged, message=f"{judged.message}; {note}")
     if judged.score == 0:
         return judged  # wrong anyway (every return of a pass that stopped early): its own verdict
+    refused = _refused(name, checks)
+    if refused is not None:
+        trial, seen = refused
+        message = (
+            f"{name}: computed as a numerical derivative (finite differences or the complex step), which "
+            f"this course refuses in what is to be derived by hand: on trial {trial}, run again in a "
+            f"process of its own, the grader saw {seen}"
+        )
+        failed = min(judged.trials, judged.failed_trials + 1)
+        return _zero(
+            replace(judged, failed_trials=failed), Verdict.NUMERICAL, message, _BY_HAND.format(name=name)
+        )
     why_not = ((t, _not_completed(name, checks.checked, t)) for t in checks.trials)
     incomplete = [(t, why) for t, why in why_not if why is not None]
     if incomplete:

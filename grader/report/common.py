@@ -18,6 +18,7 @@ STYLE = {
     Verdict.INSTABILITY: "magenta",
     Verdict.LOGIC: "red",
     Verdict.AUTOGRAD: "bold magenta",
+    Verdict.NUMERICAL: "bold cyan",
     Verdict.ERROR: "bold red",
 }
 
@@ -28,6 +29,8 @@ VERDICT_MEANINGS = {
     Verdict.INSTABILITY: "beyond rounding, but right at higher precision: a numerically unstable formula",
     Verdict.LOGIC: "wrong at any precision: a mistake in the formula",
     Verdict.AUTOGRAD: "to be derived by hand, but computed by autograd (it moved with autograd's results)",
+    Verdict.NUMERICAL: "to be derived by hand, but computed as a numerical derivative (finite differences, "
+    "the complex step), which the course refuses",
     Verdict.ERROR: "no usable value: exception, timeout, crash, wrong type or shape, missing function",
 }
 

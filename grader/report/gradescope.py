@@ -264,7 +264,7 @@ def _return_output(
         feedback = f" {_text(ret.feedback)}" if ret.feedback else ""
         label = mistake_label(ret).capitalize()
         parts.append(f"**{label}: {_escaped(ret.misconception)}.**{feedback}")
-    elif ret.verdict is Verdict.AUTOGRAD and ret.feedback:
+    elif ret.verdict.not_by_hand and ret.feedback:
         parts.append(f"**To fix:** {_text(ret.feedback)}")
     case = ret.case
     trial = case.trial if case is not None else None

@@ -36,7 +36,7 @@ from grader.text import counted, visible
 # STYLE's colours as shades that read on white, so that both reports colour a verdict alike; a bold style
 # gets a darker shade, so that a bar's blocks of error and logic (or autograd and instability) differ.
 _SHADES = {"green": "#1a7f37", "yellow": "#9a6700", "magenta": "#a626a4", "red": "#cf222e"}
-_BOLD_SHADES = {"magenta": "#6e2a8c", "red": "#82071e"}
+_BOLD_SHADES = {"magenta": "#6e2a8c", "red": "#82071e", "cyan": "#0b5f73"}
 FAIL_COLOUR = _SHADES["red"]
 PASS_COLOUR = _SHADES["green"]
 
@@ -171,7 +171,7 @@ def _failure(result: SubmissionResult, ret: ReturnResult, replay: str | None) ->
         parts.append(f'<p class="mistake"><strong>{label}:</strong> {escape(ret.misconception)}</p>')
         if ret.feedback:
             parts.append(f'<p class="feedback">{escape(ret.feedback)}</p>')
-    elif ret.verdict is Verdict.AUTOGRAD:
+    elif ret.verdict.not_by_hand:
         parts.append(f'<p class="feedback"><strong>to fix:</strong> {escape(ret.feedback)}</p>')
     case = ret.case
     if case is None:

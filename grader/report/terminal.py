@@ -164,7 +164,7 @@ def _render_failure(console: Console, result: SubmissionResult, ret: ReturnResul
         console.print(f"  [bold]{safe(ret.name)}[/]: [yellow]{mistake_label(ret)}:[/] {name}")
         if ret.feedback:
             console.print(safe(_wrapped(ret.feedback, console.width)))
-    elif ret.verdict is Verdict.AUTOGRAD:
+    elif ret.verdict.not_by_hand:
         console.print(f"  [bold]{safe(ret.name)}[/]: [yellow]to fix:[/] {safe(ret.feedback)}")
     case = ret.case
     if case is None:

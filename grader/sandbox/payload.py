@@ -86,6 +86,9 @@ class ReturnProblem(_Message):
     name: Text = Field(max_length=_NAME)
     ok: Literal[False]
     problem: Text = Field(max_length=_TEXT)
+    # "numerical": not computed wrong but refused, what the course refuses seen in the trial's calls
+    # (worker/numerical_watch.py): the problem says what and where
+    refused: Literal["numerical"] | None = None
 
 
 class Overran(_Message):

@@ -85,6 +85,7 @@ class WorkerProcess:
         self._modules = exercise.allowed_modules
         self._distributions = exercise.allowed_distributions
         self._subprocesses = exercise.allows_subprocesses
+        self._refuse_numerical = checked and exercise.refuses_numerical_derivatives
         # What held for this hand-in, the line its results show.
         self.isolation = isolation.current().described(self._subprocesses)
         self._writer: threading.Thread | None = None
@@ -266,6 +267,8 @@ class WorkerProcess:
             # Notebooks run cell by cell, where a cell's failure outside its definitions is a note
             "cells": handin.cell_starts,
             "checked": self._checked,
+            # The checked worker watches for complex numbers where the course refuses numerical derivatives
+            "refuse_numerical": self._refuse_numerical,
             "limits": {
                 "memory_mb": limits.memory_mb,
                 "file_mb": limits.file_mb,

@@ -143,6 +143,12 @@ class Exercise:
         """Whether its course lets hand-ins start processes (course.yaml `subprocesses: true`)."""
         return self.course is not None and self.course.subprocesses
 
+    @property
+    def refuses_numerical_derivatives(self) -> bool:
+        """Whether its course refuses numerical derivatives for what is to be derived by hand (course.yaml
+        `numerical_derivatives: refuse`)."""
+        return self.course is not None and self.course.refuses_numerical
+
 
 def _wire_args(args: tuple[Arg, ...], known: set[str]) -> list[Any]:
     """Arguments as the worker builds them: a name (an input, or what an earlier call bound), a list of

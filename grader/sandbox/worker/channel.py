@@ -26,8 +26,10 @@ from grader.sandbox.protocol import (
 
 _BATCH_SECONDS = 0.01  # trial results gathered at most this long before they are sent
 _BATCH_BYTES = 1 << 20
-# name, dtype label or None, source or problem, the Python type it was (float, list...) or None, array
+# name, dtype label or None, source or problem, the Python type it was (float, list...) or None (for a
+# problem: REFUSED_NUMERICAL where it is what the course refuses, else None), array
 Converted = tuple[str, str | None, str, str | None, np.ndarray | None]
+REFUSED_NUMERICAL = "numerical"  # complex numbers seen where the course refuses them (numerical_watch.py)
 
 
 class TrialSink(Protocol):
@@ -46,7 +48,8 @@ def return_kind(name: str, label: str | None, source: str, python: str | None = 
     Python type it was given as (a list, a float: None for an array or a tensor), or (label None) the
     problem with it."""
     if label is None:
-        return {"name": name, "ok": False, "problem": source}
+        refused = {"refused": python} if python == REFUSED_NUMERICAL else {}
+        return {"name": name, "ok": False, "problem": source, **refused}
     kind = {"name": name, "ok": True, "dtype": label, "source": source}
     return kind if python is None else {**kind, "python": python}
 

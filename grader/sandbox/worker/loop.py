@@ -27,7 +27,7 @@ import numpy as np
 from grader.sandbox import seeding
 from grader.sandbox.protocol import Frame, Run, iter_frames
 from grader.sandbox.worker import imports as course_imports
-from grader.sandbox.worker import plots, seccomp
+from grader.sandbox.worker import numerical_watch, plots, seccomp
 from grader.sandbox.worker.autograd_check import install_checked_autograd
 from grader.sandbox.worker.channel import Channel
 from grader.sandbox.worker.deadline import DEADLINE
@@ -76,6 +76,8 @@ def main(job_dir: Path, jobs_fd: int, results_fd: int, progress_fd: int) -> None
         # The checked worker (judging/provenance.py): autograd wrong on every route, before the submission
         # is imported and for the life of the process. The ordinary worker has none of it.
         install_checked_autograd()
+        if handin["refuse_numerical"]:
+            numerical_watch.install(submission_dir)
     python2_names()
     plots.headless(job_dir / "support", job_dir / "scratch")
     # First on sys.meta_path: a refused import prepares nothing for it.

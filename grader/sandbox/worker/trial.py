@@ -13,8 +13,9 @@ import numpy as np
 from grader.outcomes import FailureKind
 from grader.sandbox import seeding
 from grader.sandbox.protocol import Run
+from grader.sandbox.worker import numerical_watch
 from grader.sandbox.worker.arguments import arguments_of
-from grader.sandbox.worker.channel import Converted, TrialSink
+from grader.sandbox.worker.channel import REFUSED_NUMERICAL, Converted, TrialSink
 from grader.sandbox.worker.deadline import DEADLINE, TrialTimeout
 from grader.sandbox.worker.precision import float64_everywhere
 from grader.sandbox.worker.returns import converted, type_name
@@ -55,11 +56,13 @@ def run_trial(
     DEADLINE.start()
     entry = job["calls"][0]["entry"]
     try:
-        for function, call, arguments in zip(functions, job["calls"], builders, strict=True):
-            entry = call["entry"]
-            value = function(*[build(inputs, bound) for build in arguments])
-            if call["binds"] is not None:
-                bound.update(zip(call["binds"], _as_tuple(value, call["binds"], call["entry"]), strict=True))
+        with numerical_watch.watching(inputs):
+            for function, call, arguments in zip(functions, job["calls"], builders, strict=True):
+                entry = call["entry"]
+                value = function(*[build(inputs, bound) for build in arguments])
+                if call["binds"] is not None:
+                    returned = _as_tuple(value, call["binds"], call["entry"])
+                    bound.update(zip(call["binds"], returned, strict=True))
         values = [bound[n] for n in names] if job["calls"][-1]["binds"] is not None else None
     except _BadReturn as bad:
         DEADLINE.stop()
@@ -99,6 +102,11 @@ def run_trial(
     finally:
         DEADLINE.stop()
     seconds = time.perf_counter() - started
+    seen = numerical_watch.seen()
+    if seen is not None:
+        # The course refuses numerical derivatives: no return of this trial is graded as computed.
+        channel.queue(index, run, seconds, [(n, None, seen, REFUSED_NUMERICAL, None) for n in names])
+        return
     if values is None:
         try:
             values = list(_as_tuple(value, names, ""))
