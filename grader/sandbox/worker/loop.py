@@ -41,9 +41,11 @@ def prepare() -> None:
     try:
         import torch
     except ImportError:
+        course_imports.remember_folders()
         return
     torch.set_num_threads(1)  # before any work: torch's OpenMP runtime does not survive a fork otherwise
     _warm_up(torch)
+    course_imports.remember_folders()
 
 
 def _warm_up(torch: Any) -> None:
