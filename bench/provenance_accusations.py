@@ -7,9 +7,10 @@ Grades, in the real sandbox, with `--trials` trials (3 of them checked; each gra
   float32 inputs (the float32 variant `grader validate` grades);
 - every `correct` and `unstable` variant of tests/corpus/ (right mathematics in float64, float32, float16,
   bfloat16), and the correct hand-ins of tests/provenance_attacks/ (state, a thread, torch.func);
-- every `autograd` variant of tests/corpus/ and every attack of tests/provenance_attacks/.
-Prints, per group, how many gradings had a return judged `autograd` or denied its points by a checked
-trial (accused) or, for the copies, how many lost the points of every return they copied (caught).
+- every `autograd` variant of tests/corpus/, every attack of tests/provenance_attacks/ and every
+  numerical derivative of tests/numerical_attacks/ (graph2's course refuses them).
+Prints, per group, how many gradings had a return judged `autograd` or `numerical` or denied its points by
+a checked trial (accused) or, for the copies, how many lost the points of every return they copied (caught).
 Exit status 1 on any accusation or escape.
 """
 
@@ -25,11 +26,11 @@ import yaml
 from grader.exercise.spec import Exercise, discover_exercises, load_exercise
 from grader.grading import grade
 from grader.handin.discover import submission_from_path
-from grader.outcomes import Verdict
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "tests" / "corpus"
 ATTACKS = ROOT / "tests" / "provenance_attacks"
+NUMERICAL = ROOT / "tests" / "numerical_attacks"  # refused by graph2's course (numerical_derivatives)
 CHECKED = "is derived by hand did not complete"  # no points where the checked worker gave nothing
 # Correct hand derivations among the attack files: state, a thread, torch.func for auto_grad
 CORRECT = ("stateful_counter.py", "stateful_torch.py", "honest_threads_func.py")
@@ -55,8 +56,8 @@ def corpus(kinds: set[str]) -> Iterator[tuple[Exercise, Path, frozenset[str]]]:
 def accused(exercise: Exercise, path: Path, trials: int, inputs_as: str | None = None) -> list[str]:
     handin = submission_from_path(path, exercise.spec.entry)
     result = grade(exercise, handin, 0, trials, inputs_as=inputs_as)
-    # `autograd`, or no points where the checked worker did not complete (judging/provenance.py)
-    return [r.name for r in result.returns if r.verdict is Verdict.AUTOGRAD or CHECKED in r.message]
+    # `autograd` or `numerical`, or no points where the checked worker did not complete (provenance.py)
+    return [r.name for r in result.returns if r.verdict.not_by_hand or CHECKED in r.message]
 
 
 def escaped(exercise: Exercise, path: Path, trials: int, copied: frozenset[str]) -> list[str]:
@@ -98,7 +99,7 @@ def main() -> int:
         copies = [(f"{e.id}/{p.name}", escaped(e, p, args.trials, c)) for e, p, c in corpus({"autograd"})]
         attacks = [
             (p.name, escaped(graph2, p, args.trials, frozenset({"user_grad"})))
-            for p in sorted(ATTACKS.glob("*.py"))
+            for p in [*sorted(ATTACKS.glob("*.py")), *sorted(NUMERICAL.glob("*.py"))]
             if p.name not in CORRECT
         ]
         tally("autograd copies (corpus) and attacks that lose every copied return's points", copies + attacks)
