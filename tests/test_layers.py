@@ -41,7 +41,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("grader.grading", "grader.validation", "grader.handout"),  # one hand-in on one exercise; a handout
     ("grader.jobs",),  # what a class run hands a backend: shared by classrun and cluster
     ("grader.classrun", "grader.cluster", "grader.local"),  # a class run, and its two backends
-    ("grader.cli", "grader.api", "grader.launch", "grader.__main__", "grader.scaffold"),
+    ("grader.commands", "grader.scaffold"),  # each command family, returning an Outcome
+    ("grader.cli", "grader.api", "grader.launch", "grader.__main__"),  # the parser, and the exit code
 )
 
 # Imports that break the order, each with why it is allowed and until when.

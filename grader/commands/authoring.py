@@ -1,0 +1,71 @@
+"""`grader validate`, `grader handout` and `grader new`: what an instructor writing exercises runs."""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING
+
+from rich.console import Console
+
+from grader.commands.outcome import Outcome
+from grader.errors import GraderError
+from grader.report.terminal import safe
+
+if TYPE_CHECKING:
+    pass
+from grader.commands.common import load_all
+
+
+def validate(args: argparse.Namespace, console: Console, errors: Console) -> Outcome:
+    from grader.validation import validate as checks_of
+
+    exercises, broken = load_all(args.exercises, errors, authoring=True)
+    failed = False
+    for exercise in exercises:
+        console.print(f"[bold]{safe(exercise.id)}[/] — {safe(exercise.spec.title)}")
+        try:
+            checks = checks_of(exercise, args.seed, args.trials, jobs=args.jobs)
+        except GraderError as exc:  # a graph that fails on its own inputs: the other exercises still run
+            console.print(f"  [bold red]FAIL[/] {safe(str(exc))}")
+            broken.append(exc)
+            continue
+        for check in checks:
+            mark = "[green]ok[/]  " if check.ok else "[bold red]FAIL[/]"
+            console.print(f"  {mark} {safe(check.name)}: {safe(check.detail)}")
+            failed |= not check.ok
+    return Outcome.of([not failed], broken=bool(broken))
+
+
+def handout(args: argparse.Namespace, console: Console) -> Outcome:
+    from grader.handout import README, write_handout
+
+    written = write_handout(args.exercises, args.out)
+    for exercise in written.exercises:
+        where = exercise.folder if exercise.checkable else f"{exercise.starter} (graded by the course only)"
+        console.print(f"  {safe(exercise.id)}: {safe(str(where))}")
+    only = sum(not e.checkable for e in written.exercises)
+    console.print(
+        f"wrote {written.files} files to {safe(str(args.out))}: {len(written.exercises)} exercises"
+        + (
+            f" ({only} graded by the course only: their expected values come from reference code)"
+            if only
+            else ""
+        )
+        + "; no solution, reference or known-wrong file among them (each compared, by name and content)"
+    )
+    console.print(f"Students start with {safe(str(args.out / README))}: how to install and check their work")
+    return Outcome.PASSED
+
+
+def new(args: argparse.Namespace, console: Console) -> Outcome:
+    from grader import scaffold
+
+    folder = args.dir / args.id
+    for path in scaffold.create(folder):
+        console.print(f"  created {safe(str(path))}")
+    console.print(
+        f'Next: edit {safe(str(folder / "exercise.yaml"))} (the README\'s "Writing an exercise" explains '
+        "every field), the solution, the starter and the wrong/ files; then run:"
+    )
+    console.print(f"  [bold]grader validate {safe(str(folder))}[/]", soft_wrap=True)
+    return Outcome.PASSED

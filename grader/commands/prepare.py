@@ -1,0 +1,61 @@
+"""`grader prepare`: the references of a seed (or a pool of secret seeds) stored before grading."""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING
+
+from rich.console import Console
+
+from grader.commands.outcome import Outcome
+from grader.errors import UsageError
+from grader.exercise.trials import DEFAULT_SEED
+from grader.report.terminal import safe
+from grader.text import counted
+
+if TYPE_CHECKING:
+    pass
+from grader.commands.common import load_all, references_in
+
+
+def prepare(args: argparse.Namespace, console: Console, errors: Console) -> Outcome:
+    """Store every exercise's references for the seed (or the pool's seeds) and trials a grading will use;
+    one broken exercise is told and skipped, the others are prepared."""
+    from grader.exercise import reference_cache, seed_pool
+    from grader.exercise.preparation import Status
+    from grader.exercise.preparation import prepare as prepared
+
+    pool = None
+    if args.pool is not None:
+        if args.seed is not None:
+            raise UsageError("--seed and --pool: a pool draws its own secret seeds; give one or the other")
+        seed_pool.make_folder(args.pool)
+        pool = seed_pool.kept_or_new(args.pool, args.pool_size, args.trials)
+    seeds = list(pool.seeds) if pool is not None else [DEFAULT_SEED if args.seed is None else args.seed]
+    exercises, broken = load_all(args.exercises, errors)
+    counts = dict.fromkeys(Status, 0)
+    with references_in(args.pool):
+        folder = reference_cache.cache_folder()
+        if folder is None:
+            off = f"the reference cache is off ({reference_cache.CACHE_ENV} is empty)"
+            raise UsageError(f"{off}: nothing would keep the references; name a folder there, or --pool DIR")
+        for exercise in exercises:
+            for done in prepared(exercise, seeds, args.trials):
+                counts[done.status] += 1
+                # A pool's seeds are secret: named by their place in it, never printed.
+                seed = f"seed {seeds.index(done.seed) + 1} of the pool" if pool else f"seed {done.seed}"
+                what = f"{safe(done.exercise)}: {seed}, {counted(done.trials, 'trial')}:"
+                if done.status is Status.FAILED:
+                    errors.print(f"[bold red]{what} failed[/] — {safe(done.error)}")
+                elif done.status is Status.COMPUTED:
+                    console.print(f"{what} computed in {done.seconds:.1f} s")
+                else:
+                    console.print(f"[dim]{what} already stored[/]")
+        if pool is not None:
+            seed_pool.write_pool(folder, pool)  # last: a pool is only ever read whole
+    failed = counts[Status.FAILED] + len(broken)
+    console.print(
+        f"{counts[Status.COMPUTED]} computed, {counts[Status.STORED]} already stored, {failed} failed; "
+        f"in {safe(str(folder))}" + (f" (a pool of {len(seeds)} secret seeds)" if pool is not None else "")
+    )
+    return Outcome.of([], broken=failed > 0)
