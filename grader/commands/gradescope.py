@@ -24,7 +24,7 @@ from grader.results import SubmissionResult
 from grader.text import counted
 
 if TYPE_CHECKING:
-    from grader.report.gradescope import Handout
+    from grader.report.gradescope import ShownExercise
 from grader.commands.common import cache_unless, load_all, references_in
 
 
@@ -43,7 +43,7 @@ def gradescope(args: argparse.Namespace, console: Console, errors: Console) -> O
     from grader.environment import installed_versions
     from grader.exercise import reference_cache
     from grader.jobs import Task
-    from grader.report.gradescope import gradescope_results, handout
+    from grader.report.gradescope import gradescope_results, shown_exercise
 
     def graded(tasks: list[Task], settings: Settings) -> tuple[list[SubmissionResult], list[GraderError]]:
         # One submission: nothing to keep between runs.
@@ -93,7 +93,7 @@ def gradescope(args: argparse.Namespace, console: Console, errors: Console) -> O
             }
         by_id = {task.exercise.id: task for task in tasks}
         handouts = {
-            r.exercise: handout(
+            r.exercise: shown_exercise(
                 by_id[r.exercise].exercise, by_id[r.exercise].submission, previews.get(r.exercise)
             )
             for r in results
@@ -123,7 +123,7 @@ def gradescope(args: argparse.Namespace, console: Console, errors: Console) -> O
     return Outcome.PASSED  # Gradescope reads results.json, whatever happened
 
 
-def _staff_replays(results: Sequence[SubmissionResult], handouts: Mapping[str, Handout]) -> list[str]:
+def _staff_replays(results: Sequence[SubmissionResult], handouts: Mapping[str, ShownExercise]) -> list[str]:
     """What replays each failing return of a Gradescope submission, seed included (the staff's log): run
     where the exercises' folder and the student's file (downloaded from Gradescope) are."""
     commands: list[str] = []

@@ -25,7 +25,7 @@ class Status(enum.Enum):
 
 
 @dataclass(frozen=True)
-class Prepared:
+class Preparation:
     """What preparing one set of trials of one exercise and seed did: `seconds` it took to compute them,
     `error` why it could not (the exercise author's, or the folder's)."""
 
@@ -44,26 +44,26 @@ def trial_counts(exercise: Exercise, trials: int | None) -> list[int]:
     return [count, *([preview] if preview is not None and preview < count else [])]
 
 
-def prepare(exercise: Exercise, seeds: Sequence[int], trials: int | None) -> Iterator[Prepared]:
+def prepare(exercise: Exercise, seeds: Sequence[int], trials: int | None) -> Iterator[Preparation]:
     """Each seed's references of each of `trial_counts`, stored where they were not, read back to be sure."""
     for seed in seeds:
         for count in trial_counts(exercise, trials):
             yield _prepared(exercise, seed, count)
 
 
-def _prepared(exercise: Exercise, seed: int, count: int) -> Prepared:
+def _prepared(exercise: Exercise, seed: int, count: int) -> Preparation:
     if reference_cache.lookup(exercise, seed, count) is not None:
-        return Prepared(exercise.id, seed, count, Status.STORED)
+        return Preparation(exercise.id, seed, count, Status.STORED)
     import grader.exercise.reference  # noqa: F401 - torch's import (1.3 s), once: not the first one's time
 
     start = time.perf_counter()
     try:
         reference_cache.computed_references(exercise, seed, make_trials(exercise, seed, count))
     except GraderError as exc:  # the exercise's graph or reference fails on its own inputs
-        return Prepared(exercise.id, seed, count, Status.FAILED, error=str(exc))
+        return Preparation(exercise.id, seed, count, Status.FAILED, error=str(exc))
     seconds = time.perf_counter() - start
     if reference_cache.lookup(exercise, seed, count) is None:  # storing is best effort; here it must hold
         folder = reference_cache.cache_folder()
         message = f"computed, but {folder} did not keep them (a folder this user cannot write?)"
-        return Prepared(exercise.id, seed, count, Status.FAILED, seconds, message)
-    return Prepared(exercise.id, seed, count, Status.COMPUTED, seconds)
+        return Preparation(exercise.id, seed, count, Status.FAILED, seconds, message)
+    return Preparation(exercise.id, seed, count, Status.COMPUTED, seconds)

@@ -39,7 +39,7 @@ _SIZE_PROBES = 48  # trials whose sizes tell whether windows can overlap (a stri
 
 
 @dataclass(frozen=True)
-class Probe:
+class SlipProbe:
     """What the graph's slips are derived from: each probe trial's values (inputs, sizes and every
     assigned name), and the names whose values depend on an input some return is differentiated by."""
 
@@ -85,7 +85,7 @@ def backward_slips(exercise: Exercise) -> Iterator[GraphSlip]:
         yield from family(exercise, probe)
 
 
-def _probe(exercise: Exercise) -> Probe | None:
+def _probe(exercise: Exercise) -> SlipProbe | None:
     if exercise.spec.graph is None or not exercise.program.assignments:
         return None
     trials: list[Trial] = []
@@ -113,7 +113,7 @@ def _probe(exercise: Exercise) -> Probe | None:
         if any(isinstance(n, ast.Name) and n.id in varying for n in ast.walk(assignment.expr)):
             varying.add(assignment.target)
     sizes = tuple(dict(t.sizes) for t in make_trials(exercise, 0, _SIZE_PROBES))
-    return Probe(tuple(values), sizes, frozenset(varying), wrt)
+    return SlipProbe(tuple(values), sizes, frozenset(varying), wrt)
 
 
 def _tensor(array: np.ndarray) -> torch.Tensor:
@@ -159,7 +159,7 @@ def _statement(assignment: Assignment) -> str:
     return f"`{assignment.target} = {ast.unparse(assignment.expr)}`"
 
 
-def reshape_for_transpose(exercise: Exercise, probe: Probe) -> Iterator[GraphSlip]:
+def reshape_for_transpose(exercise: Exercise, probe: SlipProbe) -> Iterator[GraphSlip]:
     """In the backward of each matrix product a @ b: d b = a.reshape(k, m) @ g where a.T @ g belongs
     (cs231n's affine dw = x.reshape(D, N) @ dout), and d a = g @ b.reshape(n, k) where g @ b.T belongs.
     Yielded only where the reshape differs from the transpose (neither of the matrix's sides is 1) and
@@ -226,7 +226,7 @@ _POOLS = {"max_pool1d", "max_pool2d"}
 _CONVOLUTIONS = {"conv1d", "conv2d"}
 
 
-def overwritten(exercise: Exercise, probe: Probe) -> Iterator[GraphSlip]:
+def overwritten(exercise: Exercise, probe: SlipProbe) -> Iterator[GraphSlip]:
     """Overlapping windows, or repeated indices (W[x]: dW[x] = dout), assigned instead of added, in the
     loop order students write (n, c or f, i, j; the last write wins): max pooling's dx[max] = dout and
     dx[window] = mask * dout, a convolution's dx_pad[n, :, window] = w[f] * dout[n, f, i, j]. Pooling
@@ -309,7 +309,7 @@ def overwritten(exercise: Exercise, probe: Probe) -> Iterator[GraphSlip]:
                     )
 
 
-def _can_overlap(probe: Probe, kernel: ast.expr, stride: ast.expr) -> bool:
+def _can_overlap(probe: SlipProbe, kernel: ast.expr, stride: ast.expr) -> bool:
     """Whether some drawn sizes give a stride below the window along an axis (unknown: yes)."""
     if isinstance(stride, ast.Constant) and stride.value is None:
         return False  # the stride is the window's own: windows tile without overlap
@@ -328,7 +328,7 @@ def _can_overlap(probe: Probe, kernel: ast.expr, stride: ast.expr) -> bool:
     )
 
 
-def _per_axis(probe: Probe, expr: ast.expr) -> list[list[int]] | None:
+def _per_axis(probe: SlipProbe, expr: ast.expr) -> list[list[int]] | None:
     """A kernel's or stride's value on each probe, per axis (an int or a pair)."""
     parts = expr.elts if isinstance(expr, ast.Tuple) else [expr]
     found = []
@@ -345,7 +345,7 @@ _FROM_OUTPUT = {"tanh": "1 - {y} ** 2", "sigmoid": "{y} * (1 - {y})"}
 _STEP_WORDS = ("prev", "next", "old", "new", "last", "curr")
 
 
-def time_shift(exercise: Exercise, probe: Probe) -> Iterator[GraphSlip]:
+def time_shift(exercise: Exercise, probe: SlipProbe) -> Iterator[GraphSlip]:
     """A derivative taken at the previous time step's state: the state pairs are an input and a value the
     graph computes from it, of the same shape on every probe, named alike but for the step's word
     (prev_h and next_h; the names are the graph's only mark of which input is a step's state). For
@@ -386,7 +386,7 @@ def time_shift(exercise: Exercise, probe: Probe) -> Iterator[GraphSlip]:
                 )
 
 
-def _state_pairs(exercise: Exercise, probe: Probe) -> dict[str, str]:
+def _state_pairs(exercise: Exercise, probe: SlipProbe) -> dict[str, str]:
     """Computed state -> the input that is its previous time step's (next_h -> prev_h)."""
     pairs: dict[str, str] = {}
     sources: dict[str, set[str]] = {name: {name} for name in exercise.spec.inputs}
@@ -429,7 +429,7 @@ class _Block:
     node: ast.Subscript
 
 
-def gate_order(exercise: Exercise, probe: Probe) -> Iterator[GraphSlip]:
+def gate_order(exercise: Exercise, probe: SlipProbe) -> Iterator[GraphSlip]:
     """A tensor sliced into k stacked blocks of equal width along its last axis (an LSTM's a[:, 0:H] to
     a[:, 3H:4H]), each read by one assignment (gi, gf, go, gg), read in another order: in the forward and
     in the backward's concatenation of the gates' gradients alike, or in that concatenation only (the
@@ -495,7 +495,7 @@ def _reordered(
     return variant
 
 
-def _stacked_blocks(exercise: Exercise, probe: Probe) -> dict[str, list[_Block]]:
+def _stacked_blocks(exercise: Exercise, probe: SlipProbe) -> dict[str, list[_Block]]:
     """Each tensor's blocks, in the order of their columns, where they tile its last axis from 0 in equal
     widths on every probe (one assignment per block)."""
     groups: dict[tuple[str, str], list[tuple[_Block, list[int], list[int]]]] = {}
@@ -540,7 +540,7 @@ def _stacked_blocks(exercise: Exercise, probe: Probe) -> dict[str, list[_Block]]
     return found
 
 
-def factor_dropped(exercise: Exercise, probe: Probe) -> Iterator[GraphSlip]:
+def factor_dropped(exercise: Exercise, probe: SlipProbe) -> Iterator[GraphSlip]:
     """One factor of a product missing from the other's gradient, the forward right (dprev_c = dnext_c
     where dnext_c * f belongs): for each product p * q of which the dropped factor is computed by the
     graph from what is differentiated (a gate, tanh(c); not an input such as a regularisation strength, nor

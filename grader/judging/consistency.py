@@ -33,7 +33,7 @@ class Pair:
 
 
 @dataclass(frozen=True)
-class Probe:
+class ConsistencyProbe:
     """The two moved copies of one trial, and what a consistent gradient must give along D."""
 
     pair: Pair
@@ -53,7 +53,7 @@ def pairs(exercise: Exercise) -> list[Pair]:
     ]
 
 
-def make_probe(pair: Pair, trial: Trial, number: int) -> Probe:
+def make_probe(pair: Pair, trial: Trial, number: int) -> ConsistencyProbe:
     """Two copies of `trial` with the gradient's input moved by ±h·D (D random, of unit norm)."""
     assert pair.gradient.grad is not None
     wrt = pair.gradient.grad.wrt
@@ -66,10 +66,12 @@ def make_probe(pair: Pair, trial: Trial, number: int) -> Probe:
         Trial(PROBE_BASE + 2 * number + k, trial.sizes, {**trial.inputs, wrt: point + side * shift})
         for k, side in enumerate((1.0, -1.0))
     ]
-    return Probe(pair, trial.index, direction, step, moved[0], moved[1])
+    return ConsistencyProbe(pair, trial.index, direction, step, moved[0], moved[1])
 
 
-def consistent(probe: Probe, gradient: np.ndarray, values: Mapping[int, np.ndarray]) -> bool | None:
+def consistent(
+    probe: ConsistencyProbe, gradient: np.ndarray, values: Mapping[int, np.ndarray]
+) -> bool | None:
     """Whether the student's gradient is the derivative of the student's own value along D; None when
     the probes gave nothing to compare (an exception, a wrong shape)."""
     plus, minus = values.get(probe.plus.index), values.get(probe.minus.index)

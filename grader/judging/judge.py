@@ -278,7 +278,7 @@ def _diagnosed(
 
 
 def _checked_for_consistency(
-    returns: list[ReturnResult], probe: consistency.Probe, report: WorkerReport
+    returns: list[ReturnResult], probe: consistency.ConsistencyProbe, report: WorkerReport
 ) -> list[ReturnResult]:
     """A wrong gradient that is the derivative of the student's own, wrong, value is named so: the
     forward computation is what to fix first."""

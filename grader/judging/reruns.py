@@ -111,7 +111,7 @@ class RerunPlan:
     """The first pass judged, and what to ask the worker next."""
 
     comparisons: Mapping[str, Compared]  # per return, per trial returned: nothing twice
-    probes: tuple[consistency.Probe, ...]  # where a value and its gradient are both wrong
+    probes: tuple[consistency.ConsistencyProbe, ...]  # where a value and its gradient are both wrong
     request: RerunRequest
 
 

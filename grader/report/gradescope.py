@@ -53,7 +53,7 @@ _SEE_ABOVE = "not graded: see the error above"
 
 
 @dataclass(frozen=True)
-class Handout:
+class ShownExercise:
     """What the report needs of an exercise beyond its result: the student's file and who sees what."""
 
     file: str = ""  # the hand-in's file that defines the entry, relative to the hand-in; "" unknown
@@ -69,14 +69,16 @@ class Handout:
         return all(v == "visible" for v in self.visibility.values())
 
 
-def handout(exercise: Exercise, submission: Submission | None, preview: SubmissionResult | None) -> Handout:
+def shown_exercise(
+    exercise: Exercise, submission: Submission | None, preview: SubmissionResult | None
+) -> ShownExercise:
     file = submission.files[0] if submission is not None and submission.files else ""
-    return Handout(file, {name: exercise.visibility(name) for name in exercise.return_names}, preview)
+    return ShownExercise(file, {name: exercise.visibility(name) for name in exercise.return_names}, preview)
 
 
 def gradescope_results(
     results: Sequence[SubmissionResult],
-    handouts: Mapping[str, Handout] | None = None,
+    handouts: Mapping[str, ShownExercise] | None = None,
     notes: Sequence[str] = (),
     private: Iterable[str] = (),
     seed_shown: bool = True,
@@ -90,7 +92,7 @@ def gradescope_results(
     sections: list[str] = []
     tests: list[dict[str, Any]] = []
     for result in results:
-        shown = (handouts or {}).get(result.exercise) or Handout(file=_file_in_handin(result))
+        shown = (handouts or {}).get(result.exercise) or ShownExercise(file=_file_in_handin(result))
         now = result if shown.seen_now else shown.preview
         above = now.error if now is not None else None
         summary = _summary(result, shown, now)
@@ -170,7 +172,7 @@ def _notebook_notes(result: SubmissionResult) -> list[str]:
     return notes
 
 
-def _summary(result: SubmissionResult, shown: Handout, now: SubmissionResult | None) -> str:
+def _summary(result: SubmissionResult, shown: ShownExercise, now: SubmissionResult | None) -> str:
     """The exercise's line of the top-level output: its score where the student sees it."""
     name = f"**{_escaped(result.exercise)}**"
     if shown.seen_now:
@@ -189,7 +191,7 @@ def _summary(result: SubmissionResult, shown: Handout, now: SubmissionResult | N
 
 def _tests(
     result: SubmissionResult,
-    shown: Handout,
+    shown: ShownExercise,
     above: Failure | None,
     replay: _Replay,
     preview: int | None = None,

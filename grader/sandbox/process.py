@@ -278,7 +278,7 @@ class WorkerProcess:
             },
         }
 
-    def _start(self) -> warm.Job:
+    def _start(self) -> warm.ForkedJob:
         pipes = [os.pipe() for _ in range(4)]
         for _, write_end in pipes[:2]:  # the job and the results in few large reads, not many small ones
             with contextlib.suppress(OSError):

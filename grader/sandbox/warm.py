@@ -195,7 +195,7 @@ class Zygote:
         references: bool = False,
         memory_mb: int | None = None,
         view: course_view.View | None = None,
-    ) -> Job:
+    ) -> ForkedJob:
         """Hand the zygote a job: it forks the worker as soon as it is warm (the import may still run).
 
         The worker may have `processes` processes and threads at once, itself included, where a cgroup
@@ -215,7 +215,7 @@ class Zygote:
                 with contextlib.suppress(OSError, ValueError):
                     budget = self.group.budget(memory_mb)
         self.jobs_served += 1
-        job = Job(self, self.jobs_served, budget)
+        job = ForkedJob(self, self.jobs_served, budget)
         with contextlib.suppress(OSError):  # a zygote gone: the job reads as ended, the zygote is not reused
             message: dict[str, Any] = {"type": "job", "id": job.id, "references": references}
             if walled and view is not None:
@@ -263,7 +263,7 @@ class Zygote:
         _discard_slot(self.slot)
 
 
-class Job:
+class ForkedJob:
     """The forked worker of one submission, as the collection sees a process: wait for it, kill it."""
 
     def __init__(self, zygote: Zygote, number: int, budget: cgroups.Budget | None = None) -> None:
@@ -382,7 +382,7 @@ class WorkerPool:
                 self._slots.release()
             raise
 
-    def release(self, zygote: Zygote, job: Job | None) -> None:
+    def release(self, zygote: Zygote, job: ForkedJob | None) -> None:
         """Take the zygote back once its job is over and its traces removed; discard it otherwise."""
         try:
             reusable = job is not None and not self.fresh and job.finish() and zygote.process.poll() is None

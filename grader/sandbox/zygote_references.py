@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from grader.exercise.expected import References
     from grader.exercise.spec import Exercise
     from grader.exercise.trials import Trial
-    from grader.sandbox.warm import Job, WorkerPool, Zygote
+    from grader.sandbox.warm import ForkedJob, WorkerPool, Zygote
 
 # graph2's 1000 trials took 0.26 s here, its encoded references 0.2 MB; a bound far above any exercise's,
 # that still ends a computation that hangs.
@@ -214,7 +214,7 @@ def _split(data: bytes, count: int) -> list[bytes] | None:
     return payloads if at == len(data) else None
 
 
-def _run(zygote: Zygote, request: bytes) -> tuple[Job, bytes | None]:
+def _run(zygote: Zygote, request: bytes) -> tuple[ForkedJob, bytes | None]:
     """The fork started with the request; what it sent back before its pipe closed (None: too much, or
     too late)."""
     from grader.sandbox.process import PIPE_BYTES
