@@ -48,6 +48,18 @@ class Cluster:
     workers: list[subprocess.Popen[bytes]]
 
 
+def _scheduler_address(scheduler_file: Path, deadline: float) -> str:
+    """The address the scheduler writes to its file, read once the file holds all of it (Dask creates it
+    before it writes it: a CI run read it empty in between)."""
+    while True:
+        try:
+            return str(json.loads(scheduler_file.read_text(encoding="utf-8"))["address"])
+        except (OSError, ValueError, KeyError):
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+
+
 @contextmanager
 def _running(folder: Path, workers: list[tuple[list[str], dict[str, str]]]) -> Iterator[Cluster]:
     """A scheduler on a free loopback port and one-thread workers (each its extra arguments and
@@ -79,10 +91,7 @@ def _running(folder: Path, workers: list[tuple[list[str], dict[str, str]]]) -> I
             scheduler_file,
             "--no-dashboard",
         )
-        deadline = time.monotonic() + 60
-        while not scheduler_file.exists() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        address = json.loads(scheduler_file.read_text(encoding="utf-8"))["address"]
+        address = _scheduler_address(scheduler_file, deadline=time.monotonic() + 60)
         one_thread = ["--nworkers", "1", "--nthreads", "1", "--no-dashboard"]
         processes = [
             start("worker", address, *one_thread, "--name", f"w{i}", *args, env=env)

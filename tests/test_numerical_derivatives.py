@@ -1,13 +1,13 @@
-"""Numerical derivatives where a course refuses them (`numerical_derivatives: refuse`), graded from outside
-by the real CLI.
+"""Numerical derivatives where a course refuses them (`numerical_derivatives: refuse`), graded from outside by
+the real CLI.
 
 Each file in tests/numerical_attacks/ is a graph2 hand-in whose user_grad (to be derived by hand) is a
 numerical derivative that its values cannot give away: the complex step (exact to rounding) one entry at a
-time, in torch, vectorised, in a thread, with its unit made at run time or at import, with the grader's
-watch taken off, after a probe that recognises the checked worker; central and forward differences in
-float64 (within float32's rounding, which float32 code is allowed), through a helper, on the input in
-place, stacked. None may keep user_grad's points where the course refuses them, and the message says what
-was seen; honest derivations (threads and torch.func, state, float32) keep every point.
+time, in torch, vectorised, in a thread, with its unit made at run time or at import, with the grader's watch
+taken off or replaced by cProfile's, after a probe that recognises the checked worker; central and forward
+differences in float64 (within float32's rounding, which float32 code is allowed), through a helper, on the
+input in place, stacked. None may keep user_grad's points where the course refuses them, and the message says
+what was seen; honest derivations (threads and torch.func, state, float32) keep every point.
 """
 
 from __future__ import annotations
@@ -86,8 +86,8 @@ def test_a_numerical_derivative_earns_nothing_and_is_told_what_was_seen(
     message = user_grad["message"]
     assert "computed as a numerical derivative (finite differences or the complex step)" in message
     assert "the grader saw " in message
-    # where it was seen: the hand-in's file, or the grader's watch taken off
-    assert "hw.py" in message or "sys.setprofile" in message, message
+    # where it was seen: the hand-in's file, or the grader's watch taken off or replaced
+    assert any(w in message for w in ("hw.py", "sys.setprofile", "replaced during the call")), message
     # the other returns are judged on their values alone, every trial
     others = [r for r in record["returns"] if r["name"] != "user_grad"]
     assert all(r["verdict"] == "pass" and r["trials"] == TRIALS for r in others), others

@@ -11,6 +11,7 @@ from rich.console import Console
 from grader.commands.outcome import Outcome
 from grader.errors import UsageError
 from grader.report.terminal import safe
+from grader.text import counted
 
 if TYPE_CHECKING:
     from grader.classrun import RunOutcome
@@ -72,20 +73,16 @@ def run(args: argparse.Namespace, console: Console, errors: Console) -> Outcome:
     return Outcome.of((r.passed for r in outcome.results), broken=bool(broken))
 
 
-def _counted(count: int, noun: str) -> str:
-    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
-
-
 def _run_counts(outcome: RunOutcome, students: int, exercises: int) -> str:
     """Hand-ins counted apart from the (student, exercise) results: a library's exercises nobody hands in
     each have a result too, and counting those as graded told 414 graded where 35 hand-ins were."""
     unchanged = outcome.reused_handins
     results = len(outcome.results)
     nothing = results - outcome.graded_handins - unchanged
-    pairs = f"{_counted(students, 'student')} × {_counted(exercises, 'exercise')}"
+    pairs = f"{counted(students, 'student')} × {counted(exercises, 'exercise')}"
     return (
-        f"{_counted(outcome.graded_handins, 'hand-in')} graded, {unchanged} unchanged since the last run; "
-        f"{_counted(results, 'exercise result')} ({pairs}), {nothing} of them with nothing to grade (not "
+        f"{counted(outcome.graded_handins, 'hand-in')} graded, {unchanged} unchanged since the last run; "
+        f"{counted(results, 'exercise result')} ({pairs}), {nothing} of them with nothing to grade (not "
         "handed in, or the hand-in unusable)"
     )
 

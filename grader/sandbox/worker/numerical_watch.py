@@ -16,7 +16,8 @@ its returns as refused, saying what was seen and where (judging/provenance.py gi
   input in one or two entries, each by a small step (the `W + h * E_k` of finite differences), passed to a
   Python function, returned by one or held in the hand-in's locals;
 - the watch touched: `sys.setprofile` and `threading.setprofile` are the grader's stand-ins here, and a
-  call of either during a trial that would replace the watch is itself a sighting.
+  call of either during a trial that would replace the watch is itself a sighting; so is a watch found
+  replaced when the call returns (cProfile's `enable()`, C code).
 
 Not closed, and said so in docs/verdicts.md: the watch is a profile function in the hand-in's process, so
 code that digs the original `sys.setprofile` out of this module (gc; ctypes where the course allows it),
@@ -77,8 +78,12 @@ class Watch:
             yield
         finally:
             self._on = False
+            replaced = sys.getprofile() != self._profile
             _SET_PROFILE(None)
             _SET_THREADS_PROFILE(None)
+        if self.seen is None and replaced:
+            # Taken off below sys.setprofile's name: cProfile's enable() and disable(), C code
+            self.seen = "the grader's watch for numerical derivatives replaced during the call (a profiler?)"
         if self.seen is None:
             self.seen = self._in_globals()
 
