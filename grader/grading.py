@@ -283,10 +283,10 @@ def _ordinary(
 def _checked(done: _Ordinary, start: StartChecked) -> provenance.Checks:
     """The checked trials run again in the checked worker, started by `start` after the ordinary one
     closed; a trial's deadline overrun there is run once more in a fresh one (the machine's load)."""
-    references = provenance.restricted(done.references, done.checks)
-    ordinary = done.report.first.restricted(frozenset(done.checks))
     if not done.checks:
         return provenance.Checks(())
+    references = provenance.restricted(done.references, done.checks)
+    ordinary = done.report.first.restricted(frozenset(done.checks))
     if start is None:
         return provenance.Checks(done.checks, references, ordinary, run=provenance.CheckRun.NOT_HERE)
     if done.report.first.stopped is not None:

@@ -38,14 +38,12 @@ from grader.sandbox.worker.trial import Reruns, run_reruns, run_trial
 
 def prepare() -> None:
     """What every worker needs before its job, done once in the zygote that forks them."""
-    try:
+    with contextlib.suppress(ImportError):
         import torch
-    except ImportError:
-        course_imports.remember_folders()
-        return
-    torch.set_num_threads(1)  # before any work: torch's OpenMP runtime does not survive a fork otherwise
-    _warm_up(torch)
-    course_imports.remember_folders()
+
+        torch.set_num_threads(1)  # before any work: torch's OpenMP runtime does not survive a fork otherwise
+        _warm_up(torch)
+    course_imports.remember_folders()  # last: after what the warm-up imported
 
 
 def _warm_up(torch: Any) -> None:

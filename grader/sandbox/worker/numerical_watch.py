@@ -258,9 +258,12 @@ def install(submission_dir: Path) -> None:
     setattr(threading, "setprofile", WATCH.stand_in("threading.setprofile", _SET_THREADS_PROFILE))  # noqa: B010
 
 
+_UNWATCHED = contextlib.nullcontext()  # reusable: every trial of a worker without the watch shares it
+
+
 def watching(inputs: Mapping[str, np.ndarray]) -> contextlib.AbstractContextManager[None]:
     """The watch over one trial's calls on `inputs`, or nothing where there is none."""
-    return WATCH.watching(inputs) if WATCH is not None else contextlib.nullcontext()
+    return WATCH.watching(inputs) if WATCH is not None else _UNWATCHED
 
 
 def seen() -> str | None:
