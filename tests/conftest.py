@@ -292,3 +292,50 @@ def run_grader() -> Callable[..., subprocess.CompletedProcess[str]]:
 def handins(count: int) -> str:
     """How `grader run`'s summary counts hand-ins: "1 hand-in", "3 hand-ins"."""
     return f"{count} hand-in" if count == 1 else f"{count} hand-ins"
+
+
+# Each file's share of the suite, in seconds summed over its tests (`--durations=0`, a 2-core machine busy
+# with other work, 2026-12-05; a quiet one takes about half). xdist's loadfile hands files out in
+# collection order (.ci/run turns its own reordering, by test count, off): the longest go first, so
+# that neither process is left alone at the end with a long file while the other is idle.
+_FILE_SECONDS = {
+    "test_leftovers.py": 308,
+    "test_distribution.py": 263,
+    "test_one_process.py": 239,
+    "test_secret_seed.py": 238,
+    "test_deadlines.py": 197,
+    "test_provenance_attacks.py": 187,
+    "test_forgery.py": 173,
+    "test_backward_slips.py": 147,
+    "test_classrun.py": 147,
+    "test_cli.py": 139,
+    "test_budgets.py": 136,
+    "test_import_walls.py": 128,
+    "test_cluster.py": 127,
+    "test_cases.py": 105,
+    "test_attacks.py": 104,
+    "test_misconceptions.py": 102,
+    "test_prepare.py": 90,
+    "test_sinking.py": 84,
+    "test_randomness.py": 82,
+    "test_provenance.py": 81,
+    "test_corpus.py": 72,
+    "test_killed_grader.py": 64,
+    "test_course_bugs.py": 61,
+    "test_student_words.py": 61,
+    "test_gradescope.py": 59,
+    "test_warm.py": 52,
+}
+
+
+# A file above this share is `slow`: `-m "not slow"` leaves out the files listed above, five sixths of the
+# tests' time, for the quick part while developing (README, Development).
+SLOW_SECONDS = 50
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The longest files first (the sort is stable: each file's tests keep their order), marked slow."""
+    items.sort(key=lambda item: -_FILE_SECONDS.get(item.path.name, 0))
+    for item in items:
+        if _FILE_SECONDS.get(item.path.name, 0) >= SLOW_SECONDS:
+            item.add_marker(pytest.mark.slow)

@@ -3,6 +3,7 @@ code returns, names real-style code through grade(), and never names right value
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,7 @@ import numpy as np
 import pytest
 from conftest import exercise_folder, write_exercise
 
+from grader.exercise.expected import References
 from grader.exercise.graph import GraphError, parse
 from grader.exercise.reference import compute_references, reference_returns
 from grader.exercise.spec import Exercise, load_exercise
@@ -370,6 +372,14 @@ def test_real_style_code_is_named(
         assert got.mistake_family is family
 
 
+@functools.cache
+def _exercise_and_references(exercise_id: str) -> tuple[Exercise, References]:
+    """One set of references per exercise for both dtypes: diagnose keeps its candidates per set, which
+    for lstm_step's 38 graphs are most of the test's time."""
+    exercise = load_exercise(exercise_folder(exercise_id))
+    return exercise, compute_references(exercise, make_trials(exercise, 0, 40))
+
+
 @pytest.mark.parametrize(
     "exercise_id",
     [
@@ -384,8 +394,7 @@ def test_real_style_code_is_named(
 def test_right_values_are_never_named(exercise_id: str, dtype: str) -> None:
     """The right values, as float64 or float32 code returns them, match no candidate that differs from
     them: diagnose names nothing, whichever return it is asked about."""
-    exercise = load_exercise(exercise_folder(exercise_id))
-    references = compute_references(exercise, make_trials(exercise, 0, 40))
+    exercise, references = _exercise_and_references(exercise_id)
     for spec in exercise.spec.returns:
         returned = {
             t.index: Returned(
