@@ -10,7 +10,7 @@ from pathlib import Path, PurePath
 import numpy as np
 
 from grader.handin.choice import FileChoice
-from grader.judging.compare import EntryError
+from grader.judging.compare import EntryError, Precision
 from grader.outcomes import FailedCell, Failure, MistakeFamily, Verdict
 
 
@@ -49,7 +49,7 @@ class ReturnResult:
     message: str
     points: float
     score: float
-    precision: str
+    precision: Precision
     max_ratio: float
     failing_entries: tuple[EntryError, ...] = ()
     case: FailingCase | None = None

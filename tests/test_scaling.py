@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from grader.exercise.spec import ReturnSpec, load_exercise
 from grader.grading import grade
 from grader.handin.discover import submission_from_path
-from grader.judging.compare import Comparison, RerunOutcome, compare, infer_precision
+from grader.judging.compare import Comparison, Precision, RerunOutcome, compare, infer_precision
 from grader.judging.reruns import EXTENDED_EPS, HAS_EXTENDED, resolve_with_rerun
 from grader.outcomes import Verdict
 from grader.sandbox.protocol import EXTENDED
@@ -30,7 +30,7 @@ def expected_values(seed: int, n: int = 12) -> np.ndarray:
 
 def first(expected: np.ndarray, got: np.ndarray) -> Comparison:
     comparison = compare(0, SPEC, expected, got, "float64", np.zeros_like(expected))
-    assert comparison.verdict is Verdict.LOGIC and comparison.precision == "float64"
+    assert comparison.verdict is Verdict.LOGIC and comparison.precision is Precision.FLOAT64
     return comparison
 
 
@@ -154,9 +154,9 @@ def test_cancelled_float64_values_are_not_read_as_float32() -> None:
     x = np.linspace(-36, -30, 40)
     values = 1.0 - 1.0 / (1.0 + np.exp(x))
     assert np.all(values.astype(np.float32).astype(np.float64) == values)
-    assert infer_precision(values, "float64")[0].name == "float64"
+    assert infer_precision(values, "float64")[0] is Precision.FLOAT64
     genuine = (np.exp(x) / (1 + np.exp(x))).astype(np.float32).astype(np.float64)
-    assert infer_precision(genuine, "float64")[0].name == "float32"
+    assert infer_precision(genuine, "float64")[0] is Precision.FLOAT32
 
 
 @pytest.mark.parametrize(

@@ -33,7 +33,7 @@ from grader.exercise.trials import make_trials
 from grader.grading import grade
 from grader.handin.discover import submission_from_path
 from grader.judging import invariance
-from grader.judging.compare import Compared, Comparison, RerunOutcome, compare
+from grader.judging.compare import Compared, Comparison, Precision, RerunOutcome, compare
 from grader.judging.reruns import ZeroedRuns, finite_somewhere, resolve_with_rerun
 from grader.outcomes import Verdict
 from grader.results import SubmissionResult
@@ -217,7 +217,7 @@ def decided(expected: np.ndarray, got: np.ndarray, shifted: np.ndarray | str | N
     rerun raised (torch code), decided with its run on shifted inputs (None: none was run)."""
     spread = np.zeros_like(expected)
     first = compare(0, SPEC, expected, got, "float64", spread)
-    assert first.verdict is Verdict.LOGIC and first.precision == "float64"
+    assert first.verdict is Verdict.LOGIC and first.precision is Precision.FLOAT64
     moved = (
         None if shifted is None else (SHIFT, shifted if isinstance(shifted, str) else (shifted, "float64"))
     )

@@ -38,7 +38,6 @@ import numpy as np
 from grader.exercise.spec import Exercise, ReturnSpec
 from grader.judging import consistency, invariance
 from grader.judging.compare import (
-    PRECISIONS,
     Compared,
     Comparison,
     Flattened,
@@ -65,7 +64,7 @@ if TYPE_CHECKING:
 
 # numpy's extended precision where it is wider than float64 (not on Windows or macOS, where it is float64).
 EXTENDED_EPS = float(np.finfo(np.longdouble).eps)
-HAS_EXTENDED = PRECISIONS["float64"].eps > EXTENDED_EPS
+HAS_EXTENDED = Precision.FLOAT64.eps > EXTENDED_EPS
 # Amplified rounding scales with the unit roundoff: rerun with u' instead of u, its error becomes about
 # u'/u of what it was (2^-11 from float64 to x86's extended, 2^-29 from float32 to float64), a mistake's
 # stays (within a factor 2 where rounding of a similar size adds to it). Rounding shrinks less where the
@@ -89,7 +88,7 @@ class _Above:
 
 # A trial's returned array and its dtype, read for a thousand trials at a time without a Python loop.
 _DTYPE = operator.attrgetter("dtype")
-_AT_FLOAT64 = _Above(PRECISIONS["float64"].eps, "at float64")
+_AT_FLOAT64 = _Above(Precision.FLOAT64.eps, "at float64")
 _IN_EXTENDED = _Above(EXTENDED_EPS, "in extended precision")
 # The expected values and spreads of a return on the trials compared, as lists and end to end: a class
 # shares them (each submission built the lists anew: 2,000 look-ups per return of a graph2 hand-in).
@@ -220,7 +219,9 @@ def compare_first_pass(spec: ReturnSpec, references: References, first: Pass) ->
     # correct code, as the same work returned in float32 would be; `grader validate` makes sure every
     # standard mistake lands beyond float32 rounding, so none hides here.
     others = dict(judged.others)
-    widened = [i for i, c in others.items() if c.verdict is Verdict.LOGIC and c.precision == "float64"]
+    widened = [
+        i for i, c in others.items() if c.verdict is Verdict.LOGIC and c.precision is Precision.FLOAT64
+    ]
     if not widened:
         return judged
     at_float32 = compare_many(
@@ -230,7 +231,7 @@ def compare_first_pass(spec: ReturnSpec, references: References, first: Pass) ->
         [arrays[i].array for i in widened],
         ["float64"] * len(widened),
         [references.spread[i][spec.name] for i in widened],
-        at=PRECISIONS["float32"],
+        at=Precision.FLOAT32,
     )
     for comparison in at_float32:
         if comparison.verdict in (Verdict.PASS, Verdict.PRECISION):
@@ -444,7 +445,7 @@ def resolve_with_rerun(
     that no rerun could lift above float64 (torch) is decided by its run on inputs moved by the exercise's
     shift invariance, where it has one (`shifted`, invariance.py), and where that invariance needs an
     input at 0, by its runs with that input at 0 too (`zeroed`)."""
-    precision = PRECISIONS[original.precision]
+    precision = original.precision
     rerun, extended = (_same_shape(r, expected) for r in (rerun, extended))
     # Computed in extended precision: returned in it, or in float64 with other values than the first run
     # had (the code stored extended results in a float64 array: np.zeros(shape) for an accumulator).
@@ -455,16 +456,16 @@ def resolve_with_rerun(
     # their low bits (1 - (1 - e) keeps a few). A rerun at float64 lifts every narrower format it can; if
     # it changed nothing and numpy's floats went to extended precision, the work was float64.
     if (
-        precision.name != "float64"
+        precision is not Precision.FLOAT64
         and original.dtype == "float64"
         and lifted_to_extended
         and isinstance(rerun, tuple)
         and _same_values(rerun[0], got)
     ):
-        precision = PRECISIONS["float64"]
+        precision = Precision.FLOAT64
         computed = PrecisionReason(PrecisionBasis.RECOMPUTED, "computed in float64")
-        original = replace(original, precision=precision.name, precision_reason=computed)
-    if precision.name == "float64" and lifted_to_extended and isinstance(extended, tuple):
+        original = replace(original, precision=precision, precision_reason=computed)
+    if precision is Precision.FLOAT64 and lifted_to_extended and isinstance(extended, tuple):
         return _judged_by_scaling(original, expected, spread, got, extended[0], _IN_EXTENDED)
     if rerun is None:
         return _without_rerun(original, expected, got, precision, "it was not rerun", RerunOutcome.NOT_RERUN)
@@ -477,7 +478,7 @@ def resolve_with_rerun(
     lifted, _ = infer_precision(array, dtype)
     if lifted.eps < precision.eps:
         return _judged_by_scaling(original, expected, spread, got, array, _AT_FLOAT64)
-    if precision.name == "float64":
+    if precision is Precision.FLOAT64:
         if not _same_values(array, got):
             # float64 values, yet computed otherwise when lifted: float32 inside, which the rerun lifted.
             return _judged_by_scaling(original, expected, spread, got, array, _AT_FLOAT64)
@@ -505,7 +506,7 @@ def resolve_with_rerun(
                 "extra precision)"
             )
         return _without_rerun(original, expected, got, precision, why)
-    note = f"the code hard-codes {lifted.name}, so it could not be rerun higher: judged at {lifted.name}"
+    note = f"the code hard-codes {lifted.value}, so it could not be rerun higher: judged at {lifted.value}"
     return _without_rerun(original, expected, got, precision, note, RerunOutcome.HARD_CODED)
 
 
@@ -525,7 +526,7 @@ def _judged_shifted(
     if not isinstance(moved, tuple):
         note = f"it failed when {shift.words} ({moved}), which shows no more"
         return _decided(original, RerunOutcome.RERUN_FAILED, note)
-    precision = PRECISIONS["float64"]
+    precision = Precision.FLOAT64
     error, allowed = entry_errors(expected, moved[0], spread, precision)
     with np.errstate(divide="ignore", invalid="ignore"):
         worst = float(np.max(np.where(error > 0, error / allowed, 0.0), initial=0.0))
@@ -570,7 +571,7 @@ def _judged_zeroed(
             return _decided(
                 original, RerunOutcome.RERUN_FAILED, f"it failed when {where} ({run}), which shows no more"
             )
-        error, allowed = entry_errors(expected, run[0], spread, PRECISIONS["float64"])
+        error, allowed = entry_errors(expected, run[0], spread, Precision.FLOAT64)
         with np.errstate(divide="ignore", invalid="ignore"):
             ratios.append(float(np.max(np.where(error > 0, error / allowed, 0.0), initial=0.0)))
     both_moved, as_given, at_zero = ratios
@@ -656,11 +657,11 @@ def _without_rerun(
     range, anything else beyond its rounding a mistake."""
     if _overflows(expected, got, precision):
         note = (
-            f"NaN or infinity where finite values were due is what running out of {precision.name}'s range "
+            f"NaN or infinity where finite values were due is what running out of {precision.value}'s range "
             f"gives, and {why} to show otherwise"
         )
         return _decided(original, RerunOutcome.OVERFLOWS, note)
-    return _decided(original, outcome, f"{why}, so it was judged against {precision.name}'s rounding alone")
+    return _decided(original, outcome, f"{why}, so it was judged against {precision.value}'s rounding alone")
 
 
 def _judged_by_scaling(
@@ -681,7 +682,7 @@ def _judged_by_scaling(
     must shrink with the formats' unit roundoffs (by SHRINK_FACTOR at least). Otherwise still
     wrong: a mistake.
     """
-    precision = PRECISIONS[original.precision]
+    precision = original.precision
     first_error, allowed = entry_errors(expected, got, spread, precision)
     rerun_error, _ = entry_errors(expected, rerun, spread, precision)
     got, rerun = (a.astype(np.float64).reshape(expected.shape) for a in (got, rerun))
@@ -705,7 +706,7 @@ def _judged_by_scaling(
     if np.any(overflowed & ~right & np.isfinite(rerun)):
         wrong, shrink = "still wrong", np.nan  # decided where the values overflowed, not by the shrink
     elif not np.any(finite & ~right):
-        note = f"it overflows {precision.name}, and still does when rerun {at}: the format's range"
+        note = f"it overflows {precision.value}, and still does when rerun {at}: the format's range"
         return _decided(original, RerunOutcome.OVERFLOWS, note)
     else:
         if above.eps < precision.eps and shrink >= SHRINK_FACTOR:
