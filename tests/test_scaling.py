@@ -14,7 +14,7 @@ from grader.exercise.spec import ReturnSpec, load_exercise
 from grader.grading import grade
 from grader.handin.discover import submission_from_path
 from grader.judging.compare import Comparison, Precision, RerunOutcome, compare, infer_precision
-from grader.judging.reruns import EXTENDED_EPS, HAS_EXTENDED, resolve_with_rerun
+from grader.judging.reruns import EXTENDED_EPS, HAS_EXTENDED, Answered, TorchRefused, resolve_with_rerun
 from grader.outcomes import Verdict
 from grader.sandbox.protocol import EXTENDED
 
@@ -39,8 +39,8 @@ def decided(
 ) -> Comparison:
     """The trial decided with a rerun at float64 (the same values unless given: float64 code) and one in
     extended precision (None: it failed)."""
-    at_float64 = (got if rerun is None else rerun, "float64")
-    above = "TypeError: can't convert np.ndarray of type numpy.longdouble" if extended is None else None
+    at_float64 = Answered(got if rerun is None else rerun, "float64")
+    above = TorchRefused("TypeError: can't convert np.ndarray of type numpy.longdouble")
     return resolve_with_rerun(
         first(expected, got),
         SPEC,
@@ -48,7 +48,7 @@ def decided(
         np.zeros_like(expected),
         got,
         at_float64,
-        (extended, EXTENDED) if extended is not None else above,
+        Answered(extended, EXTENDED) if extended is not None else above,
     )
 
 
@@ -143,7 +143,7 @@ def test_float32_code_right_when_lifted_is_instability() -> None:
     got32[2] = np.inf
     comparison = compare(0, SPEC, expected, got32, "float32", np.zeros_like(expected))
     judged = resolve_with_rerun(
-        comparison, SPEC, expected, np.zeros_like(expected), got32, (expected.copy(), "float64")
+        comparison, SPEC, expected, np.zeros_like(expected), got32, Answered(expected.copy(), "float64")
     )
     assert judged.verdict is Verdict.INSTABILITY and judged.rerun is RerunOutcome.RIGHT_HIGHER
 

@@ -31,7 +31,7 @@ from __future__ import annotations
 import operator
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 
@@ -241,6 +241,14 @@ def compare_first_pass(spec: ReturnSpec, references: References, first: Pass) ->
 
 
 @dataclass(frozen=True)
+class Answered:
+    """A rerun that returned the array: its values, and their dtype as the worker described it."""
+
+    array: np.ndarray
+    dtype: str
+
+
+@dataclass(frozen=True)
 class Refused:
     """A rerun the code answered otherwise than its first run, which returned values: it raised, returned
     the wrong number of values, None or another shape. The worker tried it with exact ndarrays too
@@ -250,8 +258,22 @@ class Refused:
     what: str  # what the code did, in the student's words (the exception and the line that raised it)
 
 
-# (array, dtype) returned by a rerun, its input refused, or what else went wrong with it (a timeout).
-Rerun = tuple[np.ndarray, str] | Refused | str
+@dataclass(frozen=True)
+class RerunFailed:
+    """A rerun that came to no answer for another reason than its input: it timed out, ran out of memory."""
+
+    message: str
+
+
+@dataclass(frozen=True)
+class TorchRefused:
+    """An extended rerun of torch code, refused by torch: torch stops at float64 (its tensor() of an
+    extended array raises), which no change to the code lifts."""
+
+    what: str
+
+
+Rerun = Answered | Refused | RerunFailed
 _REFUSALS = (FailureKind.EXCEPTION, FailureKind.BAD_RETURN)
 _TORCH = "torch.Tensor"  # in the source of a return made by torch (worker/returns.py)
 
@@ -259,10 +281,10 @@ _TORCH = "torch.Tensor"  # in the source of a return made by torch (worker/retur
 def _rerun_of(run: Pass, index: int, name: str) -> Rerun | None:
     if index in run.outputs:
         item = run.outputs[index].by_name[name]
-        return Refused(item.problem) if isinstance(item, ReturnProblem) else (item.array, item.dtype)
+        return Refused(item.problem) if isinstance(item, ReturnProblem) else Answered(item.array, item.dtype)
     if index in run.failures:
         failure = run.failures[index]
-        return Refused(failure.message) if failure.kind in _REFUSALS else failure.message
+        return Refused(failure.message) if failure.kind in _REFUSALS else RerunFailed(failure.message)
     return None
 
 
@@ -340,7 +362,7 @@ def _zeroed_runs(report: WorkerReport, index: int, name: str, due: invariance.Ze
     return ZeroedRuns(_rerun_of(report.reruns, a, name), _rerun_of(report.reruns, b, name), due)
 
 
-def _extended_of(report: WorkerReport, index: int, name: str) -> Rerun | None:
+def _extended_of(report: WorkerReport, index: int, name: str) -> Rerun | TorchRefused | None:
     """A trial's extended rerun, where torch code's refusal of it is torch's: torch stops at float64 (its
     tensor() of an extended array raises), which no change to the code lifts. Torch code is told by what
     its first run returned, torch tensors."""
@@ -354,7 +376,7 @@ def _extended_of(report: WorkerReport, index: int, name: str) -> Rerun | None:
             for item in output.by_name.values()
         )
     ):
-        return extended.what
+        return TorchRefused(extended.what)
     return extended
 
 
@@ -436,7 +458,7 @@ def resolve_with_rerun(
     spread: np.ndarray,
     got: np.ndarray,
     rerun: Rerun | None,
-    extended: Rerun | None = None,
+    extended: Rerun | TorchRefused | None = None,
     shifted: tuple[invariance.Shift, Rerun] | None = None,
     zeroed: ZeroedRuns | None = None,
 ) -> Comparison:
@@ -446,11 +468,11 @@ def resolve_with_rerun(
     shift invariance, where it has one (`shifted`, invariance.py), and where that invariance needs an
     input at 0, by its runs with that input at 0 too (`zeroed`)."""
     precision = original.precision
-    rerun, extended = (_same_shape(r, expected) for r in (rerun, extended))
+    rerun, extended = _same_shape(rerun, expected), _same_shape(extended, expected)
     # Computed in extended precision: returned in it, or in float64 with other values than the first run
     # had (the code stored extended results in a float64 array: np.zeros(shape) for an accumulator).
-    lifted_to_extended = isinstance(extended, tuple) and (
-        extended[1] == EXTENDED or not _same_values(extended[0], got)
+    lifted_to_extended = isinstance(extended, Answered) and (
+        extended.dtype == EXTENDED or not _same_values(extended.array, got)
     )
     # float64 values that fit a narrower format: that format's work widened, or float64 values that lost
     # their low bits (1 - (1 - e) keeps a few). A rerun at float64 lifts every narrower format it can; if
@@ -459,23 +481,24 @@ def resolve_with_rerun(
         precision is not Precision.FLOAT64
         and original.dtype == "float64"
         and lifted_to_extended
-        and isinstance(rerun, tuple)
-        and _same_values(rerun[0], got)
+        and isinstance(rerun, Answered)
+        and _same_values(rerun.array, got)
     ):
         precision = Precision.FLOAT64
         computed = PrecisionReason(PrecisionBasis.RECOMPUTED, "computed in float64")
         original = replace(original, precision=precision, precision_reason=computed)
-    if precision is Precision.FLOAT64 and lifted_to_extended and isinstance(extended, tuple):
-        return _judged_by_scaling(original, expected, spread, got, extended[0], _IN_EXTENDED)
+    if precision is Precision.FLOAT64 and lifted_to_extended and isinstance(extended, Answered):
+        return _judged_by_scaling(original, expected, spread, got, extended.array, _IN_EXTENDED)
     if rerun is None:
         return _without_rerun(original, expected, got, precision, "it was not rerun", RerunOutcome.NOT_RERUN)
     if isinstance(rerun, Refused):
         why = f"your code refused its rerun at float64 ({rerun.what})"
         return _without_rerun(original, expected, got, precision, why, RerunOutcome.REFUSED)
-    if isinstance(rerun, str):
-        return _without_rerun(original, expected, got, precision, f"its rerun at float64 failed ({rerun})")
-    array, dtype = rerun
-    lifted, _ = infer_precision(array, dtype)
+    if isinstance(rerun, RerunFailed):
+        why = f"its rerun at float64 failed ({rerun.message})"
+        return _without_rerun(original, expected, got, precision, why)
+    array = rerun.array
+    lifted, _ = infer_precision(array, rerun.dtype)
     if lifted.eps < precision.eps:
         return _judged_by_scaling(original, expected, spread, got, array, _AT_FLOAT64)
     if precision is Precision.FLOAT64:
@@ -488,7 +511,7 @@ def resolve_with_rerun(
                 return _judged_zeroed(original, spec.name, got, moved, shift, zeroed)
             return _judged_shifted(original, expected, spread, got, _same_shape(moved, expected), shift)
         why = "it could not be rerun above float64"
-        if isinstance(extended, Refused):  # a check of the student's: torch's refusal is a str here
+        if isinstance(extended, Refused):  # a check of the student's: torch's own refusal is TorchRefused
             # torch.tensor() of an extended input raises (torch stops at float64), as does a check for
             # float64: no formula was judged, and the student reads which line refused.
             why += (
@@ -496,7 +519,7 @@ def resolve_with_rerun(
                 "torch cannot take them, nor code that insists on float64)"
             )
             return _without_rerun(original, expected, got, precision, why, RerunOutcome.REFUSED)
-        if isinstance(extended, str):
+        if isinstance(extended, TorchRefused | RerunFailed):
             # torch.tensor() of an extended input raises, say: torch stops at float64. Its message (torch's
             # list of supported dtypes) tells a student nothing about their formula: that torch is why does.
             why += " (torch code cannot be)"
@@ -523,11 +546,11 @@ def _judged_shifted(
     right in exact arithmetic that float64's range failed on the large inputs; wrong there too, a
     mistake, whatever the first run's NaN or infinities said. Finite values right only when shifted are
     instability only where the return is right on some trial as well (`finite_somewhere`)."""
-    if not isinstance(moved, tuple):
-        note = f"it failed when {shift.words} ({moved}), which shows no more"
+    if not isinstance(moved, Answered):
+        note = f"it failed when {shift.words} ({_no_answer(moved)}), which shows no more"
         return _decided(original, RerunOutcome.RERUN_FAILED, note)
     precision = Precision.FLOAT64
-    error, allowed = entry_errors(expected, moved[0], spread, precision)
+    error, allowed = entry_errors(expected, moved.array, spread, precision)
     with np.errstate(divide="ignore", invalid="ignore"):
         worst = float(np.max(np.where(error > 0, error / allowed, 0.0), initial=0.0))
     if np.all(error <= SHIFTED_SLACK * allowed):
@@ -567,11 +590,10 @@ def _judged_zeroed(
     ratios: list[float] = []
     for where, run, expected, spread in runs:
         run = _same_shape(run, expected)
-        if not isinstance(run, tuple):
-            return _decided(
-                original, RerunOutcome.RERUN_FAILED, f"it failed when {where} ({run}), which shows no more"
-            )
-        error, allowed = entry_errors(expected, run[0], spread, Precision.FLOAT64)
+        if not isinstance(run, Answered):
+            note = f"it failed when {where} ({_no_answer(run)}), which shows no more"
+            return _decided(original, RerunOutcome.RERUN_FAILED, note)
+        error, allowed = entry_errors(expected, run.array, spread, Precision.FLOAT64)
         with np.errstate(divide="ignore", invalid="ignore"):
             ratios.append(float(np.max(np.where(error > 0, error / allowed, 0.0), initial=0.0)))
     both_moved, as_given, at_zero = ratios
@@ -633,16 +655,26 @@ def finite_somewhere(judged: Compared) -> Compared:
     )
 
 
+_Run = TypeVar("_Run", bound=Answered | Refused | RerunFailed | TorchRefused | None)
+
+
 def _same_values(rerun: np.ndarray, got: np.ndarray) -> bool:
     """Whether a rerun gave back exactly the first run's values: nothing it lifted changed them."""
     return np.array_equal(rerun.reshape(got.shape), got.astype(np.float64), equal_nan=True)
 
 
-def _same_shape(rerun: Rerun | None, expected: np.ndarray) -> Rerun | None:
+def _same_shape(rerun: _Run, expected: np.ndarray) -> _Run | Refused:
     """A rerun's array, or why it is of no use: code that returns another shape when lifted."""
-    if isinstance(rerun, tuple) and rerun[0].size != expected.size:
-        return Refused(f"it returned shape {rerun[0].shape}, expected {expected.shape}")
+    if isinstance(rerun, Answered) and rerun.array.size != expected.size:
+        return Refused(f"it returned shape {rerun.array.shape}, expected {expected.shape}")
     return rerun
+
+
+def _no_answer(run: Refused | RerunFailed | None) -> str:
+    """Why a run that should decide a trial gave no array, in the student's words."""
+    if run is None:
+        return "it was not run"
+    return run.what if isinstance(run, Refused) else run.message
 
 
 def _without_rerun(
