@@ -54,7 +54,7 @@ class ReturnResult:
     failing_entries: tuple[EntryError, ...] = ()
     case: FailingCase | None = None
     # The decisive trials' error in the first run over their rerun's above it (None: not measured): the
-    # smallest for instability, the largest for logic, the margins of the rule (judging/reruns.py).
+    # smallest for instability, the largest for logic, the margins of the rule (judging/reruns/).
     shrink: float | None = None
     misconception: str | None = None  # the mistake the values show, when they match one
     mistake_family: MistakeFamily | None = None  # the kind of that mistake, with it

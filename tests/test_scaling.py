@@ -14,7 +14,9 @@ from grader.exercise.spec import ReturnSpec, load_exercise
 from grader.grading import grade
 from grader.handin.discover import submission_from_path
 from grader.judging.compare import Comparison, Precision, RerunOutcome, compare, infer_precision
-from grader.judging.reruns import EXTENDED_EPS, HAS_EXTENDED, Answered, TorchRefused, resolve_with_rerun
+from grader.judging.reruns.outcomes import Answered, TorchRefused
+from grader.judging.reruns.resolve import resolve_with_rerun
+from grader.judging.reruns.scaling import EXTENDED_EPS, HAS_EXTENDED
 from grader.outcomes import Verdict
 from grader.sandbox.protocol import EXTENDED
 

@@ -34,15 +34,9 @@ from grader.grading import grade
 from grader.handin.discover import submission_from_path
 from grader.judging import invariance
 from grader.judging.compare import Compared, Comparison, Precision, RerunOutcome, compare
-from grader.judging.reruns import (
-    Answered,
-    Refused,
-    Rerun,
-    TorchRefused,
-    ZeroedRuns,
-    finite_somewhere,
-    resolve_with_rerun,
-)
+from grader.judging.reruns.outcomes import Answered, Refused, Rerun, TorchRefused
+from grader.judging.reruns.resolve import finite_somewhere, resolve_with_rerun
+from grader.judging.reruns.shifted import ZeroedRuns
 from grader.outcomes import Verdict
 from grader.results import SubmissionResult
 

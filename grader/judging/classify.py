@@ -179,7 +179,7 @@ def _message(
     ratio = envelopes if np.isfinite(worst.max_ratio) else ""
     shifted = (RerunOutcome.RIGHT_SHIFTED, RerunOutcome.RANGE_SHIFTED)
     if verdict is Verdict.INSTABILITY and all(c.rerun in shifted for c in decisive):
-        # torch float64 code: no rerun above float64, the shifted run says it (reruns.py): plain words
+        # torch float64 code: no rerun above float64, the shifted run says it (reruns/shifted.py): plain words
         return (
             f"{how}{ratio}, but {decisive[0].note}. Your formula is right but loses precision on large "
             "inputs in float64: subtract each row's maximum before exp (torch.logsumexp and log_softmax do)"

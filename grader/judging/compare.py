@@ -100,8 +100,8 @@ class EntryError:
 
 
 class RerunOutcome(Enum):
-    """What running a trial again above its precision showed of a trial beyond rounding (reruns.py
-    decides, from that trial's runs alone)."""
+    """What running a trial again above its precision showed of a trial beyond rounding
+    (reruns/resolve.py decides, from that trial's runs alone)."""
 
     NONE = "none"  # not beyond rounding: nothing to decide
     NOT_RERUN = "not rerun"  # the reruns stopped before this trial (an earlier one timed out)
