@@ -16,9 +16,9 @@ from grader.exercise.trials import Trial, make_trials
 from grader.grading import grade
 from grader.handin.discover import submission_from_path
 from grader.judging.compare import Precision, compare_many
-from grader.judging.families import family_mistakes
-from grader.judging.mistakes import standard_mistakes
-from grader.judging.slips import Mistake
+from grader.judging.naming.families import family_mistakes
+from grader.judging.naming.mistakes import standard_mistakes
+from grader.judging.naming.slips import Mistake
 from grader.outcomes import MistakeFamily, Verdict
 from grader.results import ReturnResult, SubmissionResult
 from grader.text import counted
