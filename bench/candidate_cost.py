@@ -1,5 +1,5 @@
-"""Benchmark: what the mistake families derived from the graph (judging/families.py: terms, paths, axes;
-judging/backward_slips.py: slips of a backward by hand) add to naming.
+"""Benchmark: what the mistake families derived from the graph (judging/naming/families.py: terms, paths,
+axes; judging/naming/backward_slips.py: slips of a backward by hand) add to naming.
 
 Usage: .venv/bin/python bench/candidate_cost.py [--repeats 3] [EXERCISE_FOLDER ...]
 
@@ -26,8 +26,8 @@ from grader.exercise.spec import Exercise, load_exercise
 from grader.exercise.trials import make_trials
 from grader.grading import grade
 from grader.handin.discover import submission_from_path
-from grader.judging import diagnosis, mistakes
-from grader.judging.slips import GraphSlip
+from grader.judging.naming import diagnosis, mistakes
+from grader.judging.naming.slips import GraphSlip
 
 ROOT = Path(__file__).resolve().parent.parent
 CASES = {

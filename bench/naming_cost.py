@@ -7,7 +7,7 @@ references computed once and shared by all its hand-ins, two graded at a time. T
 interleaved so that a slow spell of a shared machine falls on both alike:
 - naming on: `grade()` as the CLI runs it, the diagnosis trying every candidate mistake on each return
   judged logic (the candidates computed once per set of references, as in a class run);
-- naming off: the same with grader.judging.diagnosis.diagnose returning None.
+- naming off: the same with grader.judging.naming.diagnosis.diagnose returning None.
 Fresh references each run (computed outside the timing, the same for both), so no run reuses the
 candidates another computed. Printed: each run's seconds, the medians and their ratio, and how many
 returns were named in the last run with naming on. Run it before and after a change to the families.
@@ -36,7 +36,7 @@ from grader.exercise.spec import Exercise, load_exercise  # noqa: E402
 from grader.exercise.trials import make_trials  # noqa: E402
 from grader.grading import grade  # noqa: E402
 from grader.handin.discover import submission_from_path  # noqa: E402
-from grader.judging import diagnosis  # noqa: E402
+from grader.judging.naming import diagnosis  # noqa: E402
 from grader.results import SubmissionResult  # noqa: E402
 
 WORKERS = 2

@@ -33,7 +33,7 @@ from grader.exercise.settings import Settings
 from grader.exercise.spec import Exercise
 from grader.handin.choice import ChosenBy, FileChoice
 from grader.handin.prepare import Submission
-from grader.judging.compare import EntryError
+from grader.judging.compare import EntryError, Precision
 from grader.outcomes import FailedCell, Failure, FailureKind, MistakeFamily, Verdict
 from grader.results import FailingCase, NearMiss, NotebookUse, ReturnResult, SubmissionResult
 
@@ -406,6 +406,7 @@ def _return(data: dict[str, Any]) -> ReturnResult:
         **{
             **data,
             "verdict": Verdict(data["verdict"]),
+            "precision": Precision(data["precision"]),
             "mistake_family": None
             if data.get("mistake_family") is None
             else MistakeFamily(data["mistake_family"]),

@@ -29,7 +29,7 @@ from grader.exercise.trials import Trial, student_seed
 from grader.handin.prepare import Prepared, Submission, prepare
 from grader.judging import provenance
 from grader.judging.judge import judge, not_run
-from grader.judging.reruns import RerunPlan, plan_reruns
+from grader.judging.reruns.plan import RerunPlan, plan_reruns
 from grader.outcomes import Failure, FailureKind
 from grader.results import SubmissionResult
 from grader.sandbox import isolation

@@ -10,7 +10,7 @@ from pathlib import Path, PurePath
 import numpy as np
 
 from grader.handin.choice import FileChoice
-from grader.judging.compare import EntryError
+from grader.judging.compare import EntryError, Precision
 from grader.outcomes import FailedCell, Failure, MistakeFamily, Verdict
 
 
@@ -49,12 +49,12 @@ class ReturnResult:
     message: str
     points: float
     score: float
-    precision: str
+    precision: Precision
     max_ratio: float
     failing_entries: tuple[EntryError, ...] = ()
     case: FailingCase | None = None
     # The decisive trials' error in the first run over their rerun's above it (None: not measured): the
-    # smallest for instability, the largest for logic, the margins of the rule (judging/reruns.py).
+    # smallest for instability, the largest for logic, the margins of the rule (judging/reruns/).
     shrink: float | None = None
     misconception: str | None = None  # the mistake the values show, when they match one
     mistake_family: MistakeFamily | None = None  # the kind of that mistake, with it

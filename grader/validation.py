@@ -15,10 +15,10 @@ from grader.exercise.spec import Exercise, ReturnSpec, WrongSolution
 from grader.exercise.trials import Trial, make_trials
 from grader.grading import grade
 from grader.handin.discover import submission_from_path
-from grader.judging.compare import PRECISIONS, compare_many
-from grader.judging.families import family_mistakes
-from grader.judging.mistakes import standard_mistakes
-from grader.judging.slips import Mistake
+from grader.judging.compare import Precision, compare_many
+from grader.judging.naming.families import family_mistakes
+from grader.judging.naming.mistakes import standard_mistakes
+from grader.judging.naming.slips import Mistake
 from grader.outcomes import MistakeFamily, Verdict
 from grader.results import ReturnResult, SubmissionResult
 from grader.text import counted
@@ -235,9 +235,8 @@ def conventions_differ(exercise: Exercise, references: References) -> Check:
         changed = []
         for ret in exercise.spec.returns:
             outputs = {i: values[ret.name] for i, values in computed.items()}
-            caught = _beyond_rounding(
-                ret, Mistake(convention.label, MistakeFamily.CONVENTION, outputs), references, "float32"
-            )
+            mistake = Mistake(convention.label, MistakeFamily.CONVENTION, outputs)
+            caught = _beyond_rounding(ret, mistake, references, Precision.FLOAT32)
             if caught:
                 changed.append(f"{ret.name} on {caught} of {len(trials)} trials")
         if changed:
@@ -306,10 +305,10 @@ def discrimination(exercise: Exercise, references: References) -> Check:
     weakest: tuple[float, str] | None = None
     tested = 0
     for ret, mistake in standard_mistakes(exercise, trials, references.expected):
-        if _beyond_rounding(ret, mistake, references, "float64") == 0:
+        if _beyond_rounding(ret, mistake, references, Precision.FLOAT64) == 0:
             continue  # the same result as the correct one: no mistake for this return
         tested += 1
-        caught = _beyond_rounding(ret, mistake, references, "float32")
+        caught = _beyond_rounding(ret, mistake, references, Precision.FLOAT32)
         label = f"{ret.name}: {mistake.name}"
         if caught == 0:
             hidden.append(label)
@@ -343,7 +342,7 @@ def _families_covered(exercise: Exercise, references: References) -> str:
     told: dict[MistakeFamily, set[str]] = {}
     for ret, mistake in family_mistakes(exercise, list(references.trials)):
         tried.setdefault(mistake.family, set()).add(mistake.name)
-        if _beyond_rounding(ret, mistake, references, "float32") > 0:
+        if _beyond_rounding(ret, mistake, references, Precision.FLOAT32) > 0:
             told.setdefault(mistake.family, set()).add(mistake.name)
     if not tried:
         return ""
@@ -425,7 +424,7 @@ def _shown(arg: object) -> str:
     return "(" + ", ".join(arg) + ")" if isinstance(arg, tuple) else "..."
 
 
-def _beyond_rounding(ret: ReturnSpec, mistake: Mistake, references: References, precision: str) -> int:
+def _beyond_rounding(ret: ReturnSpec, mistake: Mistake, references: References, precision: Precision) -> int:
     """On how many trials the mistaken output lands beyond the envelope of `precision`."""
     shown = [t.index for t in references.trials if t.index in mistake.outputs]
     judged = compare_many(
@@ -435,7 +434,7 @@ def _beyond_rounding(ret: ReturnSpec, mistake: Mistake, references: References, 
         [mistake.outputs[i] for i in shown],
         ["float64"] * len(shown),
         [references.spread[i][ret.name] for i in shown],
-        at=PRECISIONS[precision],
+        at=precision,
     )
     return sum(1 for c in judged if c.verdict is Verdict.ERROR or c.max_ratio > 1.0)
 

@@ -19,10 +19,10 @@ from grader.exercise.spec import Exercise, load_exercise
 from grader.exercise.trials import make_trials
 from grader.grading import grade
 from grader.handin.discover import submission_from_path
-from grader.judging.backward_slips import backward_slips
 from grader.judging.compare import compare_many
-from grader.judging.diagnosis import diagnose
-from grader.judging.slips import GraphSlip
+from grader.judging.naming.backward_slips import backward_slips
+from grader.judging.naming.diagnosis import diagnose
+from grader.judging.naming.slips import GraphSlip
 from grader.outcomes import MistakeFamily, Verdict
 from grader.sandbox.payload import ReturnedArray
 from grader.sandbox.report import Returned

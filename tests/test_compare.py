@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 import grader.judging.compare as compare_module
 from grader.exercise.spec import ReturnSpec
-from grader.judging.compare import PrecisionBasis, compare, infer_precision
+from grader.judging.compare import Precision, PrecisionBasis, compare, infer_precision
 from grader.judging.shapes import problem as shape_problem
 from grader.outcomes import Verdict
 
@@ -81,24 +81,24 @@ def test_exact_float64_answer_passes() -> None:
     result = compare(0, DEFAULT, expected, expected.copy(), "float64")
     assert result.verdict is Verdict.PASS
     assert result.failing == () and result.failing_count == 0
-    assert result.precision == "float64"
+    assert result.precision is Precision.FLOAT64
 
 
 def test_float32_inferred_from_a_float64_array_holding_float32_values() -> None:
     expected = grad()
     hidden = expected.astype(np.float32).astype(np.float64)
     precision, reason = infer_precision(hidden, "float64")
-    assert precision.name == "float32"
+    assert precision is Precision.FLOAT32
     assert reason.basis is PrecisionBasis.VALUES and "float32" in reason.text
     result = compare(0, DEFAULT, expected, hidden, "float64")
-    assert result.precision == "float32"
+    assert result.precision is Precision.FLOAT32
     assert result.verdict is Verdict.PASS  # rounding to float32 is within the float32 envelope
 
 
 def test_genuine_float64_is_not_mistaken_for_float32() -> None:
     expected = grad()
     precision, _ = infer_precision(expected, "float64")
-    assert precision.name == "float64"
+    assert precision is Precision.FLOAT64
     # an error of float32 size in a real float64 result is far beyond float64 rounding
     off = expected * (1 + 1e-6)
     assert compare(0, DEFAULT, expected, off, "float64").verdict is Verdict.LOGIC
@@ -106,7 +106,7 @@ def test_genuine_float64_is_not_mistaken_for_float32() -> None:
 
 def test_simple_numbers_are_not_taken_for_float32_work() -> None:
     values = np.array([0.0, 0.5, 1.0, -2.0])
-    assert infer_precision(values, "float64")[0].name == "float64"
+    assert infer_precision(values, "float64")[0] is Precision.FLOAT64
 
 
 def test_returned_dtype_sets_the_precision() -> None:
@@ -114,7 +114,7 @@ def test_returned_dtype_sets_the_precision() -> None:
     for dtype in ("float32", "float16"):
         got = expected.astype(dtype)
         result = compare(0, DEFAULT, expected, got, dtype)
-        assert result.precision == dtype
+        assert result.precision is Precision(dtype)
         assert result.verdict is Verdict.PASS
 
 
@@ -204,7 +204,7 @@ def test_ulps_are_counted_in_float32_spacing(
     assume(np.float32(further).view(np.uint32) & 0xFFFF != 0)  # nor bfloat16 (8 significant bits)
     expected = np.array([float(value)])
     result = compare(0, EXACT, expected, np.array([further], dtype=np.float32), "float32")
-    assert result.precision == "float32"
+    assert result.precision is Precision.FLOAT32
     (entry,) = result.failing
     assert entry.ulps == pytest.approx(steps, rel=1e-9)
     assert entry.abs_error == pytest.approx(steps * 2.0 ** (exponent - 23), rel=1e-9)
@@ -214,7 +214,7 @@ def test_ulps_are_counted_in_float64_spacing() -> None:
     expected = np.array([1.0, 1.0, 0.75])
     got = np.array([np.nextafter(np.nextafter(1.0, 2), 2), np.nextafter(1.0, 0), np.nextafter(0.75, 0)])
     result = compare(0, EXACT, expected, got, "float64")
-    assert result.precision == "float64"
+    assert result.precision is Precision.FLOAT64
     by_index = {e.index: e.ulps for e in result.failing}
     # an ulp is the spacing at the expected value: just below 1.0 the spacing is half of 1.0's
     assert by_index == {(0,): pytest.approx(2.0), (1,): pytest.approx(0.5), (2,): pytest.approx(1.0)}
@@ -223,7 +223,7 @@ def test_ulps_are_counted_in_float64_spacing() -> None:
 def test_precision_inference_ignores_nan() -> None:
     values = grad().astype(np.float32).astype(np.float64)
     values[0, 0] = np.nan
-    assert infer_precision(values, "float64")[0].name == "float32"
+    assert infer_precision(values, "float64")[0] is Precision.FLOAT32
 
 
 def test_judging_many_trials_at_once_equals_one_by_one() -> None:

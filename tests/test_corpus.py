@@ -234,7 +234,7 @@ def describe(variant: Variant, result: SubmissionResult | Exception) -> str:
     lines = [f"{variant.exercise}/{variant.file} ({variant.kind}, {variant.precision}): {variant.note}"]
     if isinstance(result, Exception):
         return "\n".join(lines)
-    lines += [f"  {r.name}: {r.verdict.value} ({r.precision}) — {r.message}" for r in result.returns]
+    lines += [f"  {r.name}: {r.verdict.value} ({r.precision.value}) — {r.message}" for r in result.returns]
     lines.append(f"  replay: {result.repro()}")
     return "\n".join(lines)
 

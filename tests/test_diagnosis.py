@@ -18,7 +18,7 @@ from grader.exercise.reference import References, compute_references
 from grader.exercise.spec import Exercise, ReturnSpec, load_exercise
 from grader.exercise.trials import make_trials
 from grader.judging.compare import Comparison, compare_many
-from grader.judging.diagnosis import Diagnosis, diagnose
+from grader.judging.naming.diagnosis import Diagnosis, diagnose
 from grader.outcomes import MistakeFamily, Verdict
 from grader.sandbox.payload import ReturnedArray
 from grader.sandbox.report import Returned

@@ -13,8 +13,8 @@ from grader.exercise.reference import compute_references, reference_returns
 from grader.exercise.spec import Exercise, load_exercise
 from grader.exercise.trials import make_trials
 from grader.judging.compare import compare_many
-from grader.judging.diagnosis import diagnose
-from grader.judging.families import dropped_paths, graph_families, term_scales, wrong_axes
+from grader.judging.naming.diagnosis import diagnose
+from grader.judging.naming.families import dropped_paths, graph_families, term_scales, wrong_axes
 from grader.outcomes import MistakeFamily
 from grader.sandbox.payload import ReturnedArray
 from grader.sandbox.report import Returned

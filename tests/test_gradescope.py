@@ -30,6 +30,7 @@ from conftest import (
 import grader
 from grader.errors import SpecError, UsageError
 from grader.exercise.spec import EXERCISES_ENV, exercise_argument, load_exercise
+from grader.judging.compare import Precision
 from grader.outcomes import Failure, FailureKind, Verdict
 from grader.report.gradescope import gradescope_results
 from grader.results import FailingCase, ReturnResult, SubmissionResult
@@ -327,7 +328,7 @@ def test_an_exercise_id_is_looked_up_where_the_student_works(
 
 def test_student_text_cannot_break_out_of_the_markdown() -> None:
     hostile = "<img src=x onerror=alert(1)> **bold** [link](http://x) ``` \x1b[2J"
-    logic = ReturnResult("f", Verdict.LOGIC, 1, 1, f"wrong: {hostile}", 1.0, 0.0, "float64", 9.0)
+    logic = ReturnResult("f", Verdict.LOGIC, 1, 1, f"wrong: {hostile}", 1.0, 0.0, Precision.FLOAT64, 9.0)
     told = gradescope_results(
         [SubmissionResult("graph2", "x", "/x/graph2.py", "x", 0, 1, (logic,), None, "")]
     )
@@ -337,7 +338,7 @@ def test_student_text_cannot_break_out_of_the_markdown() -> None:
     assert "\\\\x1b\\[2J" in output  # the escape made visible, then escaped for Markdown
     traceback = f'  File "graph2.py", line 1\n    {hostile}\n```\n# not a heading'
     failure = Failure(FailureKind.IMPORT, hostile, traceback=traceback)
-    erred = ReturnResult("f", Verdict.ERROR, 1, 1, "not run", 1.0, 0.0, "float64", 0.0)
+    erred = ReturnResult("f", Verdict.ERROR, 1, 1, "not run", 1.0, 0.0, Precision.FLOAT64, 0.0)
     told = gradescope_results(
         [SubmissionResult("graph2", "x", "/x/graph2.py", "x", 0, 1, (erred,), failure, "")]
     )
@@ -351,9 +352,9 @@ def test_a_seed_of_the_pool_is_in_no_replay_the_student_reads() -> None:
     log does), neither a failing return's nor a whole-submission error's; a fresh seed is shown, to replay."""
     seed = 6_154_829_301_776_512_093
     case = FailingCase(9, {"d": 3}, None, None, None)
-    logic = ReturnResult("f", Verdict.LOGIC, 10, 1, "wrong", 1.0, 0.0, "float64", 9.0, case=case)
+    logic = ReturnResult("f", Verdict.LOGIC, 10, 1, "wrong", 1.0, 0.0, Precision.FLOAT64, 9.0, case=case)
     failed = SubmissionResult("graph2", "x", "/x/hw/graph2.py", "hw", seed, 10, (logic,), None, "")
-    erred = ReturnResult("f", Verdict.ERROR, 10, 10, "not run", 1.0, 0.0, "float64", 0.0)
+    erred = ReturnResult("f", Verdict.ERROR, 10, 10, "not run", 1.0, 0.0, Precision.FLOAT64, 0.0)
     crash = Failure(FailureKind.EXCEPTION, "ValueError: no", trial=4)
     crashed = SubmissionResult("graph2", "x", "/x/hw/graph2.py", "hw", seed, 10, (erred,), crash, "")
     for result in (failed, crashed):

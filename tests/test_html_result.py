@@ -8,7 +8,7 @@ from html.parser import HTMLParser
 
 import numpy as np
 
-from grader.judging.compare import EntryError
+from grader.judging.compare import EntryError, Precision
 from grader.outcomes import Failure, FailureKind, Verdict
 from grader.report.html_result import result_html, verdict_colour
 from grader.results import FailingCase, ReturnResult, SubmissionResult
@@ -60,7 +60,7 @@ def sample_result(**changes: object) -> SubmissionResult:
         message="20 of 20 trials fail",
         points=2.0,
         score=0.0,
-        precision="float64",
+        precision=Precision.FLOAT64,
         max_ratio=1e6,
         failing_entries=tuple(_entry(i) for i in range(7)),
         case=FailingCase(3, {"n": 2, "m": 3}, np.zeros((2, 3)), np.ones((2, 3)), mask),

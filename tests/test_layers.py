@@ -36,7 +36,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("grader.sandbox",),  # the trust boundary: the worker and everything that runs beside student code
     ("grader.judging.compare", "grader.judging.shapes"),  # per-entry errors, the shape rule
     ("grader.results",),
-    ("grader.judging",),  # classify, diagnose, judge: makes results
+    ("grader.judging.naming",),  # naming a mistake (torch): the verdict path calls in, never the reverse
+    ("grader.judging",),  # the verdict path: reruns, classify, judge; makes results
     ("grader.report", "grader.gradebook"),  # results shown, exported, kept
     ("grader.grading", "grader.validation", "grader.handout"),  # one hand-in on one exercise; a handout
     ("grader.jobs",),  # what a class run hands a backend: shared by classrun and cluster

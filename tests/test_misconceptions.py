@@ -23,7 +23,7 @@ from grader.exercise.reference import References, compute_references
 from grader.exercise.spec import Exercise, load_exercise
 from grader.exercise.trials import Trial, make_trials
 from grader.judging.compare import compare_many
-from grader.judging.diagnosis import Diagnosis, diagnose, near_misses
+from grader.judging.naming.diagnosis import Diagnosis, diagnose, near_misses
 from grader.sandbox.payload import ReturnedArray
 from grader.sandbox.report import Returned
 

@@ -11,7 +11,7 @@ from conftest import exercise_folder, write_exercise
 from grader.exercise.reference import reference_returns
 from grader.exercise.spec import Exercise, load_exercise
 from grader.exercise.trials import make_trials
-from grader.judging.mistakes import mutant_mistakes, standard_mistakes
+from grader.judging.naming.mistakes import mutant_mistakes, standard_mistakes
 from grader.outcomes import MistakeFamily
 
 SOFTMAX_LOSS = """

@@ -13,7 +13,7 @@ from grader.exercise.spec import Exercise, load_exercise
 from grader.exercise.trials import make_trials
 from grader.grading import grade
 from grader.handin.discover import submission_from_path
-from grader.judging.compare import infer_precision
+from grader.judging.compare import Precision, infer_precision
 from grader.outcomes import Verdict
 from grader.results import SubmissionResult
 
@@ -217,18 +217,18 @@ def test_messages_give_the_ratio_to_the_envelope(graded: dict[str, SubmissionRes
 
 @pytest.mark.parametrize(
     ("dtype", "expected"),
-    [(np.float16, "float16"), (np.float32, "float32")],
+    [(np.float16, Precision.FLOAT16), (np.float32, Precision.FLOAT32)],
 )
-def test_lower_precision_values_in_a_float64_array_are_recognised(dtype: type, expected: str) -> None:
+def test_lower_precision_values_in_a_float64_array_are_recognised(dtype: type, expected: Precision) -> None:
     values = np.random.default_rng(1).normal(size=(4, 3)).astype(dtype).astype(np.float64)
-    assert infer_precision(values, "float64")[0].name == expected
+    assert infer_precision(values, "float64")[0] is expected
 
 
 def test_bfloat16_values_in_a_float64_array_are_recognised() -> None:
     values = np.random.default_rng(2).normal(size=(4, 3)).astype(np.float32)
     truncated = (values.view(np.uint32) & np.uint32(0xFFFF0000)).view(np.float32)
     truncated *= 2.0**20  # exactly: beyond float16's range, so only bfloat16 holds them
-    assert infer_precision(truncated.astype(np.float64), "float64")[0].name == "bfloat16"
+    assert infer_precision(truncated.astype(np.float64), "float64")[0] is Precision.BFLOAT16
 
 
 def test_rounding_spread_grows_with_cancelling_terms(tmp_path: Path) -> None:

@@ -15,7 +15,9 @@ from conftest import EXERCISES, grade_source, grader_run, write_source
 
 from grader.exercise.spec import Exercise, load_exercise
 from grader.judging.compare import Comparison, RerunOutcome, compare
-from grader.judging.reruns import HAS_EXTENDED, Refused, resolve_with_rerun
+from grader.judging.reruns.outcomes import Refused
+from grader.judging.reruns.resolve import resolve_with_rerun
+from grader.judging.reruns.scaling import HAS_EXTENDED
 from grader.outcomes import Verdict
 from grader.results import SubmissionResult
 

@@ -15,7 +15,8 @@ from grader.exercise.spec import Exercise, load_exercise
 from grader.exercise.trials import make_trials
 from grader.handin.discover import submission_from_path
 from grader.handin.prepare import prepare
-from grader.judging.reruns import HAS_EXTENDED, plan_reruns
+from grader.judging.reruns.plan import plan_reruns
+from grader.judging.reruns.scaling import HAS_EXTENDED
 from grader.outcomes import Failure, FailureKind, Verdict
 from grader.sandbox.payload import ReturnedArray
 from grader.sandbox.report import Pass, RerunRequest, Returned, TrialOutput

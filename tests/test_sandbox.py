@@ -17,6 +17,7 @@ import pytest
 from conftest import CORRECT_GRAPH2, copy_exercise, grade_source, write_exercise
 
 from grader.exercise.spec import Exercise, load_exercise
+from grader.judging.compare import Precision
 from grader.outcomes import Verdict
 from grader.results import SubmissionResult
 from grader.sandbox import isolation
@@ -463,7 +464,7 @@ def test_correct_float32_work_is_never_logic(float32: SubmissionResult) -> None:
     assert float32.error is None
     for ret in float32.returns:
         assert ret.verdict in (Verdict.PASS, Verdict.PRECISION), (ret.name, ret.message)
-        assert ret.precision == "float32"
+        assert ret.precision is Precision.FLOAT32
 
 
 # --- what the student's function receives ----------------------------------------------------------------

@@ -13,8 +13,10 @@ from hypothesis import strategies as st
 from grader.exercise.spec import ReturnSpec, load_exercise
 from grader.grading import grade
 from grader.handin.discover import submission_from_path
-from grader.judging.compare import Comparison, RerunOutcome, compare, infer_precision
-from grader.judging.reruns import EXTENDED_EPS, HAS_EXTENDED, resolve_with_rerun
+from grader.judging.compare import Comparison, Precision, RerunOutcome, compare, infer_precision
+from grader.judging.reruns.outcomes import Answered, TorchRefused
+from grader.judging.reruns.resolve import resolve_with_rerun
+from grader.judging.reruns.scaling import EXTENDED_EPS, HAS_EXTENDED
 from grader.outcomes import Verdict
 from grader.sandbox.protocol import EXTENDED
 
@@ -30,7 +32,7 @@ def expected_values(seed: int, n: int = 12) -> np.ndarray:
 
 def first(expected: np.ndarray, got: np.ndarray) -> Comparison:
     comparison = compare(0, SPEC, expected, got, "float64", np.zeros_like(expected))
-    assert comparison.verdict is Verdict.LOGIC and comparison.precision == "float64"
+    assert comparison.verdict is Verdict.LOGIC and comparison.precision is Precision.FLOAT64
     return comparison
 
 
@@ -39,8 +41,8 @@ def decided(
 ) -> Comparison:
     """The trial decided with a rerun at float64 (the same values unless given: float64 code) and one in
     extended precision (None: it failed)."""
-    at_float64 = (got if rerun is None else rerun, "float64")
-    above = "TypeError: can't convert np.ndarray of type numpy.longdouble" if extended is None else None
+    at_float64 = Answered(got if rerun is None else rerun, "float64")
+    above = TorchRefused("TypeError: can't convert np.ndarray of type numpy.longdouble")
     return resolve_with_rerun(
         first(expected, got),
         SPEC,
@@ -48,7 +50,7 @@ def decided(
         np.zeros_like(expected),
         got,
         at_float64,
-        (extended, EXTENDED) if extended is not None else above,
+        Answered(extended, EXTENDED) if extended is not None else above,
     )
 
 
@@ -143,7 +145,7 @@ def test_float32_code_right_when_lifted_is_instability() -> None:
     got32[2] = np.inf
     comparison = compare(0, SPEC, expected, got32, "float32", np.zeros_like(expected))
     judged = resolve_with_rerun(
-        comparison, SPEC, expected, np.zeros_like(expected), got32, (expected.copy(), "float64")
+        comparison, SPEC, expected, np.zeros_like(expected), got32, Answered(expected.copy(), "float64")
     )
     assert judged.verdict is Verdict.INSTABILITY and judged.rerun is RerunOutcome.RIGHT_HIGHER
 
@@ -154,9 +156,9 @@ def test_cancelled_float64_values_are_not_read_as_float32() -> None:
     x = np.linspace(-36, -30, 40)
     values = 1.0 - 1.0 / (1.0 + np.exp(x))
     assert np.all(values.astype(np.float32).astype(np.float64) == values)
-    assert infer_precision(values, "float64")[0].name == "float64"
+    assert infer_precision(values, "float64")[0] is Precision.FLOAT64
     genuine = (np.exp(x) / (1 + np.exp(x))).astype(np.float32).astype(np.float64)
-    assert infer_precision(genuine, "float64")[0].name == "float32"
+    assert infer_precision(genuine, "float64")[0] is Precision.FLOAT32
 
 
 @pytest.mark.parametrize(

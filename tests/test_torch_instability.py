@@ -33,8 +33,10 @@ from grader.exercise.trials import make_trials
 from grader.grading import grade
 from grader.handin.discover import submission_from_path
 from grader.judging import invariance
-from grader.judging.compare import Compared, Comparison, RerunOutcome, compare
-from grader.judging.reruns import ZeroedRuns, finite_somewhere, resolve_with_rerun
+from grader.judging.compare import Compared, Comparison, Precision, RerunOutcome, compare
+from grader.judging.reruns.outcomes import Answered, Refused, Rerun, TorchRefused
+from grader.judging.reruns.resolve import finite_somewhere, resolve_with_rerun
+from grader.judging.reruns.shifted import ZeroedRuns
 from grader.outcomes import Verdict
 from grader.results import SubmissionResult
 
@@ -209,7 +211,7 @@ def test_with_reg_the_student_reads_what_was_found(reg_graded: dict[str, Submiss
 
 SPEC = ReturnSpec(name="g", value="g")
 SHIFT = invariance.Shift("z", -1)
-TORCH_RAISED = "TypeError: can't convert np.ndarray of type numpy.longdouble"
+TORCH_RAISED = TorchRefused("TypeError: can't convert np.ndarray of type numpy.longdouble")
 
 
 def decided(expected: np.ndarray, got: np.ndarray, shifted: np.ndarray | str | None) -> Comparison:
@@ -217,11 +219,15 @@ def decided(expected: np.ndarray, got: np.ndarray, shifted: np.ndarray | str | N
     rerun raised (torch code), decided with its run on shifted inputs (None: none was run)."""
     spread = np.zeros_like(expected)
     first = compare(0, SPEC, expected, got, "float64", spread)
-    assert first.verdict is Verdict.LOGIC and first.precision == "float64"
+    assert first.verdict is Verdict.LOGIC and first.precision is Precision.FLOAT64
     moved = (
-        None if shifted is None else (SHIFT, shifted if isinstance(shifted, str) else (shifted, "float64"))
+        None
+        if shifted is None
+        else (SHIFT, Refused(shifted) if isinstance(shifted, str) else Answered(shifted, "float64"))
     )
-    return resolve_with_rerun(first, SPEC, expected, spread, got, (got, "float64"), TORCH_RAISED, moved)
+    return resolve_with_rerun(
+        first, SPEC, expected, spread, got, Answered(got, "float64"), TORCH_RAISED, moved
+    )
 
 
 def values(seed: int) -> np.ndarray:
@@ -300,13 +306,21 @@ def decided_zeroed(
     spread = np.zeros_like(expected)
     first = compare(0, SPEC, expected, got, "float64", spread)
 
-    def run(r: np.ndarray | str) -> tuple[np.ndarray, str] | str:
-        return r if isinstance(r, str) else (r, "float64")
+    def run(r: np.ndarray | str) -> Rerun:
+        return Refused(r) if isinstance(r, str) else Answered(r, "float64")
 
     due = invariance.ZeroedDue({"g": expected / 2}, {"g": spread}, {"g": expected * 3}, {"g": spread})
     zeroed = ZeroedRuns(run(a), run(b), due)
     return resolve_with_rerun(
-        first, SPEC, expected, spread, got, (got, "float64"), TORCH_RAISED, (ZEROED_SHIFT, run(c)), zeroed
+        first,
+        SPEC,
+        expected,
+        spread,
+        got,
+        Answered(got, "float64"),
+        TORCH_RAISED,
+        (ZEROED_SHIFT, run(c)),
+        zeroed,
     )
 
 

@@ -1,7 +1,7 @@
 """Operations whose forward is the graph's own and whose backward is a hand-written one's slip.
 
 Internal to the graph language: parse() never accepts them from an author (they are not in FUNCTIONS);
-the mistake families of grader/judging/backward_slips.py put them into a changed copy of an exercise's
+the mistake families of grader/judging/naming/backward_slips.py put them into a changed copy of an exercise's
 graph. Each is written in the straight-through form `detach(F) + (G - detach(G))`: the value of F
 bit for bit (G - G is an exact 0), the gradient of G, out of differentiable torch operations only, so
 that the reference evaluates it as it does any graph (float64, under vmap over the trials of one size,

@@ -11,10 +11,10 @@ from grader.exercise.spec import Exercise
 from grader.exercise.trials import Trial
 from grader.judging.amounts import how_wrong
 from grader.judging.compare import (
-    PRECISIONS,
     Compared,
     Comparison,
     EntryError,
+    Precision,
     PrecisionBasis,
     PrecisionReason,
     RerunOutcome,
@@ -24,7 +24,7 @@ from grader.results import FailingCase, ReturnResult
 from grader.text import counted
 
 # The precision a return is said to be judged at where nothing of it was compared (every trial erred).
-NOTHING_COMPARED = "float64"
+NOTHING_COMPARED = Precision.FLOAT64
 
 
 def classify_return(
@@ -53,7 +53,7 @@ def classify_return(
     worst_ratio = max(
         [max(p.ratios) for p in comparisons.passing] + [c.max_ratio for c in compared], default=0.0
     )
-    precisions: Counter[str] = Counter()
+    precisions: Counter[Precision] = Counter()
     reasons: Counter[PrecisionReason] = Counter()
     for passing in comparisons.passing:
         precisions[passing.precision] += len(passing.trials)
@@ -117,28 +117,29 @@ def _inferred(reasons: Counter[PrecisionReason]) -> str:
     return f"; {reason.text}" if reason is not None and reason.basis.said else ""
 
 
-def asked_precision(exercise: Exercise) -> str:
+def asked_precision(exercise: Exercise) -> Precision:
     """The precision the exercise hands its inputs out in (the finest of its float inputs): what it asks
     the returns to be computed in."""
-    floats = [i.dtype for i in exercise.spec.inputs.values() if i.dtype in PRECISIONS]
-    return min(floats, key=lambda d: PRECISIONS[d].eps, default="float64")
+    floats = [p for i in exercise.spec.inputs.values() if (p := Precision.of_dtype(i.dtype)) is not None]
+    return min(floats, key=lambda p: p.eps, default=Precision.FLOAT64)
 
 
-def _coarser_note(exercise: Exercise, precision: str, reasons: Counter[PrecisionReason]) -> str:
+def _coarser_note(exercise: Exercise, precision: Precision, reasons: Counter[PrecisionReason]) -> str:
     """For a pass in a coarser precision than the exercise's (`.half()`, float32 work): what was seen,
     since it passed only within that coarser format's rounding."""
     asked = asked_precision(exercise)
-    if precision not in PRECISIONS or PRECISIONS[precision].eps <= PRECISIONS[asked].eps:
+    if precision.eps <= asked.eps:
         return ""
     reason = reasons.most_common(1)[0][0] if reasons else None
+    used, due = precision.value, asked.value
     if reason is not None and reason.basis is PrecisionBasis.DTYPE:  # returned in that dtype
         return (
-            f"; your values were {precision}, the exercise asks for {asked}: passed within {precision}'s "
-            f"rounding; compute in {asked} to get its accuracy"
+            f"; your values were {used}, the exercise asks for {due}: passed within {used}'s "
+            f"rounding; compute in {due} to get its accuracy"
         )
     # float64 values only as exact as float32's (float32 work inside, F.softplus's threshold): say what
     # was measured, not a dtype they did not return.
-    return f"; passed within {precision}'s rounding, coarser than the {asked} the exercise asks for"
+    return f"; passed within {used}'s rounding, coarser than the {due} the exercise asks for"
 
 
 def _message(
@@ -146,14 +147,14 @@ def _message(
     total: int,
     decisive: Sequence[Comparison],
     worst_ratio: float,
-    precision: str,
+    precision: Precision,
     inferred: str,
     exercise: Exercise,
     name: str,
     reasons: Counter[PrecisionReason],
 ) -> str:
     of = f"{len(decisive)} of {counted(total, 'trial')}"
-    envelopes = f"{worst_ratio:.3g} {precision} rounding envelopes{inferred}"
+    envelopes = f"{worst_ratio:.3g} {precision.value} rounding envelopes{inferred}"
     if verdict is Verdict.PASS:
         every = "the only trial" if total == 1 else f"all {total} trials"
         return f"correct on {every} (max error {envelopes}){_coarser_note(exercise, precision, reasons)}"
@@ -168,17 +169,17 @@ def _message(
             f"{k}={v:g}" for k, v in (("atol", spec.atol), ("rtol", spec.rtol)) if v is not None
         )
         return (
-            f"outside the exercise's tolerance ({tolerance}) on {of}, but within "
-            f"{precision} rounding (max {envelopes}): rounding, not a mistake; compute in float64 to pass"
+            f"outside the exercise's tolerance ({tolerance}) on {of}, but within {precision.value} "
+            f"rounding (max {envelopes}): rounding, not a mistake; compute in float64 to pass"
         )
     how = how_wrong(decisive, total) or f"beyond rounding on {of}"
     worst = max(decisive, key=lambda c: c.max_ratio if np.isfinite(c.max_ratio) else -1.0)
     # Rounding envelopes only where they are a number: a NaN is named by how_wrong instead.
-    envelopes = f" ({worst.max_ratio:.3g} {worst.precision} rounding envelopes)"
+    envelopes = f" ({worst.max_ratio:.3g} {worst.precision.value} rounding envelopes)"
     ratio = envelopes if np.isfinite(worst.max_ratio) else ""
     shifted = (RerunOutcome.RIGHT_SHIFTED, RerunOutcome.RANGE_SHIFTED)
     if verdict is Verdict.INSTABILITY and all(c.rerun in shifted for c in decisive):
-        # torch float64 code: no rerun above float64, the shifted run says it (reruns.py): plain words
+        # torch float64 code: no rerun above float64, the shifted run says it (reruns/shifted.py): plain words
         return (
             f"{how}{ratio}, but {decisive[0].note}. Your formula is right but loses precision on large "
             "inputs in float64: subtract each row's maximum before exp (torch.logsumexp and log_softmax do)"
@@ -199,7 +200,7 @@ def _message(
         # Not "a mistake": nothing ran above the precision used. Its points follow the first run alone (no
         # mistake may pass for an unstable formula), and the student is told how to let the grader tell.
         return (
-            f"{how}{ratio}; {worst.note}: beyond rounding, but no rerun above {worst.precision} showed "
+            f"{how}{ratio}; {worst.note}: beyond rounding, but no rerun above {worst.precision.value} showed "
             "whether from a mistake or from an unstable formula; to let the grader rerun it in higher "
             "precision, accept any float ndarray (isinstance(x, np.ndarray), np.issubdtype(x.dtype, "
             "np.floating))"

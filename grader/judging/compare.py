@@ -37,12 +37,33 @@ MAX_LISTED_ENTRIES = 10
 InputShapes = Callable[[int], Mapping[str, tuple[int, ...]]]
 
 
-@dataclass(frozen=True)
-class Precision:
-    name: str
-    eps: float  # spacing of numbers just above 1
-    tiny: float  # smallest normal number
-    largest: float  # largest finite number: beyond it, the format overflows
+class Precision(Enum):
+    """A floating-point format a return is judged in, by its numpy dtype's name."""
+
+    FLOAT64 = "float64"
+    FLOAT32 = "float32"
+    BFLOAT16 = "bfloat16"
+    FLOAT16 = "float16"
+
+    @classmethod
+    def of_dtype(cls, dtype: str) -> Precision | None:
+        """The format of a returned (or declared) dtype; None for any other (int64, longdouble)."""
+        return _BY_DTYPE.get(dtype)
+
+    @property
+    def eps(self) -> float:
+        """Spacing of numbers just above 1: twice the unit roundoff."""
+        return _FORMATS[self].eps
+
+    @property
+    def tiny(self) -> float:
+        """Smallest normal number."""
+        return _FORMATS[self].tiny
+
+    @property
+    def largest(self) -> float:
+        """Largest finite number: beyond it, the format overflows."""
+        return _FORMATS[self].largest
 
     @property
     def bits(self) -> int:
@@ -50,18 +71,21 @@ class Precision:
         return round(-math.log2(self.eps)) + 1
 
 
-PRECISIONS = {
-    "float64": Precision(
-        "float64", 2.0**-52, float(np.finfo(np.float64).tiny), float(np.finfo(np.float64).max)
-    ),
-    "float32": Precision(
-        "float32", 2.0**-23, float(np.finfo(np.float32).tiny), float(np.finfo(np.float32).max)
-    ),
-    "bfloat16": Precision("bfloat16", 2.0**-7, float(np.finfo(np.float32).tiny), 3.3895313892515355e38),
-    "float16": Precision(
-        "float16", 2.0**-10, float(np.finfo(np.float16).tiny), float(np.finfo(np.float16).max)
-    ),
+@dataclass(frozen=True)
+class _Format:
+    eps: float
+    tiny: float
+    largest: float
+
+
+_FORMATS = {
+    Precision.FLOAT64: _Format(2.0**-52, float(np.finfo(np.float64).tiny), float(np.finfo(np.float64).max)),
+    Precision.FLOAT32: _Format(2.0**-23, float(np.finfo(np.float32).tiny), float(np.finfo(np.float32).max)),
+    # numpy has no bfloat16: float32's exponent range, 8 significant bits.
+    Precision.BFLOAT16: _Format(2.0**-7, float(np.finfo(np.float32).tiny), 3.3895313892515355e38),
+    Precision.FLOAT16: _Format(2.0**-10, float(np.finfo(np.float16).tiny), float(np.finfo(np.float16).max)),
 }
+_BY_DTYPE = {precision.value: precision for precision in Precision}
 
 
 @dataclass(frozen=True)
@@ -76,8 +100,8 @@ class EntryError:
 
 
 class RerunOutcome(Enum):
-    """What running a trial again above its precision showed of a trial beyond rounding (reruns.py
-    decides, from that trial's runs alone)."""
+    """What running a trial again above its precision showed of a trial beyond rounding
+    (reruns/resolve.py decides, from that trial's runs alone)."""
 
     NONE = "none"  # not beyond rounding: nothing to decide
     NOT_RERUN = "not rerun"  # the reruns stopped before this trial (an earlier one timed out)
@@ -146,7 +170,7 @@ class Comparison:
 
     trial: int
     verdict: Verdict
-    precision: str = "float64"
+    precision: Precision = Precision.FLOAT64
     precision_reason: PrecisionReason = AS_RETURNED
     dtype: str = ""  # as returned, where it failed: a float64 array may hold a narrower format's values
     max_ratio: float = 0.0  # worst |error| / envelope over the entries
@@ -169,7 +193,7 @@ class Comparison:
 
     @classmethod
     def passed(
-        cls, trial: int, precision: str, reason: PrecisionReason, max_ratio: float, entries: int
+        cls, trial: int, precision: Precision, reason: PrecisionReason, max_ratio: float, entries: int
     ) -> Comparison:
         """A passing trial. Built without the generated __init__, whose thirteen frozen assignments cost
         more than judging the trial's entries did, for every trial of every return of a class: its
@@ -196,7 +220,7 @@ class Passing:
     trials: list[int]
     ratios: list[float]  # each one's worst |error| / envelope
     entries: list[int]
-    precision: str
+    precision: Precision
     reason: PrecisionReason
 
     def comparison(self, k: int) -> Comparison:
@@ -244,7 +268,7 @@ def infer_precision(got: np.ndarray | Sequence[np.ndarray], dtype: str) -> tuple
     computes them all alike): a single trial's few values may be simple by chance. Values so simple that
     any format holds them (0, 0.5, -2) are no evidence and keep the returned dtype.
     """
-    returned = PRECISIONS.get(dtype, PRECISIONS["float64"])
+    returned = Precision.of_dtype(dtype) or Precision.FLOAT64
     plain = returned, PrecisionReason(PrecisionBasis.DTYPE, f"returned as {dtype}")
     arrays = [got] if isinstance(got, np.ndarray) else list(got)
     if dtype not in ("float64", "float32") or not arrays:
@@ -260,13 +284,14 @@ def infer_precision(got: np.ndarray | Sequence[np.ndarray], dtype: str) -> tuple
         fits_bf16 = fits32 and bool(np.all((as32.view(np.uint32) & 0xFFFF) == 0))
         fits16 = bool(np.all(values.astype(np.float16).astype(np.float64) == values))
     # bfloat16 first: its values (8 significant bits) mostly fit float16 too, not the other way round.
-    for fits, name in ((fits_bf16, "bfloat16"), (fits16, "float16"), (fits32, "float32")):
-        precision = PRECISIONS[name]
+    candidates = ((fits_bf16, Precision.BFLOAT16), (fits16, Precision.FLOAT16), (fits32, Precision.FLOAT32))
+    for fits, precision in candidates:
         # Values computed in a format use its bits: each of float32's needs more than 12 of its 24 with
         # probability 1 - 2^-12. Fewer everywhere is what cancellation leaves of float64 values
         # (1 - (1 - e^x) at x in [-60, -30] keeps at most 10 bits), not evidence of the narrower format.
         if fits and precision.eps > returned.eps and bits > precision.bits // 2:
-            return precision, PrecisionReason(PrecisionBasis.VALUES, f"{dtype} array holding {name} values")
+            said = f"{dtype} array holding {precision.value} values"
+            return precision, PrecisionReason(PrecisionBasis.VALUES, said)
     return plain
 
 
@@ -449,7 +474,7 @@ def _compare_groups(
         # Every trial's entries end to end: one numpy operation per step for all of them.
         got64 = _end_to_end(got, members)
         precision, reason = (
-            (at, PrecisionReason(PrecisionBasis.GIVEN, f"judged at {at.name}"))
+            (at, PrecisionReason(PrecisionBasis.GIVEN, f"judged at {at.value}"))
             if at is not None
             else infer_precision(got64, dtype)
         )
@@ -573,14 +598,14 @@ def _compare_flat(
     passes = failing_counts == 0
     if passes.all():  # the common case: columns as they are
         passed = list(range(len(trials)))
-        passing = Passing(list(trials), max_ratio.tolist(), flat.sizes.tolist(), precision.name, reason)
+        passing = Passing(list(trials), max_ratio.tolist(), flat.sizes.tolist(), precision, reason)
         return passed, passing, {}
     passed = np.flatnonzero(passes).tolist()
     passing = Passing(
         [trials[b] for b in passed],
         max_ratio[passes].tolist(),
         flat.sizes[passes].tolist(),
-        precision.name,
+        precision,
         reason,
     )
     envelope_ok = _per_trial(np.logical_and, within_envelope, flat.starts, flat.nonempty, True)
@@ -635,7 +660,7 @@ def _failing(
     return Comparison(
         trial=trial,
         verdict=Verdict.PRECISION if within_envelope else Verdict.LOGIC,
-        precision=precision.name,
+        precision=precision,
         precision_reason=reason,
         dtype=dtype,
         max_ratio=float(ratio.max()),

@@ -1,6 +1,6 @@
 """Shifts that leave an exercise's returns unchanged, and trials moved by them: torch's float64 instability.
 
-Numpy code that computed in float64 is rerun in extended precision (reruns.py); torch has nothing above
+Numpy code that computed in float64 is rerun in extended precision (reruns/); torch has nothing above
 float64, so a torch formula that under- or overflows float64 (softmax with one shift for the whole batch,
 log(sum(exp(x))) unshifted) could not be told from a mistake. Many exercises' values do not change when a
 constant is added to each row of an input (softmax, log-softmax, cross-entropy over a row of scores; the
@@ -27,9 +27,9 @@ gone, where the maths is shift-invariant, and the term itself is right.
 
 What this cannot tell: a formula that differs from the exercise's only where inputs are large (scores
 clipped at 700 before exp) is right at the shifted point too. It stays a mistake where it is wrong on
-every trial (reruns.finite_somewhere), but where some trial's inputs stay below its threshold it reads
-as unstable (measured on tests/torch_instability: logic at 200 trials of seed 0, instability at 1000).
-Numpy code is judged by its extended-precision rerun instead, which sees it.
+every trial (reruns/resolve.py's finite_somewhere), but where some trial's inputs stay below its threshold
+it reads as unstable (measured on tests/torch_instability: logic at 200 trials of seed 0, instability at
+1000). Numpy code is judged by its extended-precision rerun instead, which sees it.
 """
 
 from __future__ import annotations

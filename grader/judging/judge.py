@@ -17,10 +17,12 @@ import numpy as np
 from grader.exercise.spec import Exercise, ReturnSpec
 from grader.handin.discover import untagged_hint
 from grader.handin.prepare import Submission
-from grader.judging import consistency, diagnosis, provenance, shapes
+from grader.judging import consistency, provenance, shapes
 from grader.judging.classify import NOTHING_COMPARED, classify_return
 from grader.judging.compare import Compared, Comparison
-from grader.judging.reruns import RerunPlan, finite_somewhere, resolve_beyond_rounding
+from grader.judging.naming import diagnosis
+from grader.judging.reruns.plan import RerunPlan
+from grader.judging.reruns.resolve import finite_somewhere, resolve_beyond_rounding
 from grader.outcomes import Failure, FailureKind, MistakeFamily, Verdict
 from grader.results import NotebookUse, ReturnResult, SubmissionResult, display_path, student_location
 from grader.sandbox.payload import ReturnedArray, ReturnProblem

@@ -38,6 +38,7 @@ from grader.exercise.expected import References
 from grader.exercise.spec import Exercise, ReturnSpec
 from grader.exercise.trials import Trial
 from grader.judging.compare import entry_errors, infer_precision
+from grader.judging.reruns.changed import changed_answer
 from grader.outcomes import Verdict
 from grader.results import ReturnResult
 from grader.sandbox.payload import ReturnProblem
@@ -253,8 +254,6 @@ def checked(judged: ReturnResult, spec: ReturnSpec, checks: Checks) -> ReturnRes
     )
     if np.isfinite(first.envelope) and np.isfinite(first.change):
         seen += f", where rounding allows {first.envelope:.1g}"
-    from grader.judging.reruns import changed_answer  # reruns imports this module
-
     returned = checks.ordinary.returned(name)
     got = {index: returned[index].array for index in returned}
     changed = changed_answer(name, checks.references, got, checks.again)

@@ -156,7 +156,7 @@ def result_model(result: SubmissionResult) -> ResultOut:
                 failing_entries=[_entry(e) for e in r.failing_entries],
                 points=r.points,
                 score=r.score,
-                precision=r.precision,
+                precision=r.precision.value,
                 max_envelope_ratio=r.max_ratio if math.isfinite(r.max_ratio) else None,
                 smallest_failing_case=_case(result, r.case) if r.case is not None else None,
             )

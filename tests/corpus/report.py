@@ -53,8 +53,8 @@ class Margins:
     correct: tuple[float, str] = (0.0, "-")
     correct_accepted: tuple[float, str] = (0.0, "-")
     bug: tuple[float, str] = (math.inf, "-")
-    # How many times smaller the error was when rerun above the precision used (judging/reruns.py calls
-    # 4-fold or more instability): the least an unstable variant's shrank, the most a bug's did.
+    # How many times smaller the error was when rerun above the precision used (judging/reruns/scaling.py
+    # calls 4-fold or more instability): the least an unstable variant's shrank, the most a bug's did.
     unstable_shrink: tuple[float, str] = (math.inf, "-")
     bug_shrink: tuple[float, str] = (0.0, "-")
 

@@ -231,7 +231,7 @@ def _rerun_trial(
     goes another way for anything else, often to `float(x)` or `math.exp(x)`, which raise on an array: that
     says nothing of its formula, and an exact ndarray passes such a check. Nothing lifts a check of the
     dtype (`x.dtype == np.float64`) honestly: what the second try says then reaches the grader, which
-    judges the trial without the rerun (judging/reruns.py). Every rerun trial is tried the same way, by
+    judges the trial without the rerun (judging/reruns/). Every rerun trial is tried the same way, by
     its own outcome alone: a verdict does not depend on which other trials were rerun.
     """
     lifted = _Held()

@@ -31,7 +31,7 @@ import torch
 from grader.exercise.graph import Assignment, Program, evaluate
 from grader.exercise.spec import Exercise
 from grader.exercise.trials import Trial, make_trials
-from grader.judging.slips import GraphSlip, expression_nodes
+from grader.judging.naming.slips import GraphSlip, expression_nodes
 from grader.outcomes import MistakeFamily
 
 _PROBES = 5  # trials of distinct sizes whose shapes must all agree (one could match by chance, N == H)

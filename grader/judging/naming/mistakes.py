@@ -21,9 +21,9 @@ import numpy as np
 from grader.exercise.graph import Assignment, Program
 from grader.exercise.spec import Exercise, GradSpec, ReturnSpec, VjpSpec
 from grader.exercise.trials import Trial
-from grader.judging.backward_slips import backward_slips
-from grader.judging.families import graph_families
-from grader.judging.slips import (
+from grader.judging.naming.backward_slips import backward_slips
+from grader.judging.naming.families import graph_families
+from grader.judging.naming.slips import (
     Expected,
     GraphSlip,
     Mistake,

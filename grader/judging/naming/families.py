@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 from grader.exercise.graph import Assignment, Program
 from grader.exercise.spec import Exercise, ReturnSpec, SizeRange
 from grader.exercise.trials import Trial
-from grader.judging.slips import GraphSlip, Mistake, recomputed, sum_of, sum_terms
+from grader.judging.naming.slips import GraphSlip, Mistake, recomputed, sum_of, sum_terms
 from grader.outcomes import MistakeFamily
 
 Labels = tuple[str, ...]  # what each axis of a value is, by the size expression of the spec's shapes

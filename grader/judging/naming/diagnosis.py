@@ -44,7 +44,7 @@ from grader.sandbox.report import Returned
 if TYPE_CHECKING:
     from grader.exercise.reference import References
     from grader.exercise.trials import Trial
-    from grader.judging.slips import Mistake
+    from grader.judging.naming.slips import Mistake
 
 _SAMPLE = 16  # trials checked first: most candidates fail on these, before the whole stack is compared
 _KEPT = 16  # a sample's and the whole set of candidates, for the exercises of a class
@@ -313,7 +313,7 @@ def _compute_candidates(
     exercise: Exercise, references: References, sample: tuple[int, ...] | None, only: str | None
 ) -> dict[str, list[Mistake]]:
     # Imported only now: they import torch, which `grader check` imports while its worker starts.
-    from grader.judging.mistakes import mutant_mistakes, standard_mistakes
+    from grader.judging.naming.mistakes import mutant_mistakes, standard_mistakes
 
     trials = [t for t in references.trials if sample is None or t.index in sample]
     found: dict[str, list[Mistake]] = {ret.name: [] for ret in exercise.spec.returns}
@@ -330,7 +330,7 @@ def _compute_candidates(
 
 def _declared(exercise: Exercise, trials: list[Trial], only: str | None) -> list[tuple[str, Mistake]]:
     from grader.exercise.reference import compute_references
-    from grader.judging.slips import Mistake
+    from grader.judging.naming.slips import Mistake
 
     known = [*exercise.spec.inputs, *exercise.spec.sizes, *exercise.computed]
     # Another year's convention first: the most precise name a student's values can get.
@@ -365,7 +365,7 @@ def _conventions(exercise: Exercise, trials: list[Trial], only: str | None) -> l
     exercise under it gives all the returns it changes."""
     from grader.exercise.conventions import convention_variant
     from grader.exercise.reference import compute_references
-    from grader.judging.slips import Mistake
+    from grader.judging.naming.slips import Mistake
 
     found = []
     for convention in exercise.spec.conventions:
