@@ -14,6 +14,7 @@ import dataclasses
 import hashlib
 import json
 import os
+import re
 import socket
 import sqlite3
 import stat
@@ -34,7 +35,15 @@ from grader.exercise.spec import Exercise
 from grader.handin.choice import ChosenBy, FileChoice
 from grader.handin.prepare import Submission
 from grader.judging.compare import EntryError
-from grader.outcomes import FailedCell, Failure, FailureKind, MistakeFamily, Verdict
+from grader.outcomes import (
+    FailedCell,
+    Failure,
+    FailureKind,
+    IsolationLevel,
+    IsolationUsed,
+    MistakeFamily,
+    Verdict,
+)
 from grader.results import FailingCase, NearMiss, NotebookUse, ReturnResult, SubmissionResult
 
 # Before 0.3 every class beside one exercises folder shared this one file, so that `grader report` showed
@@ -368,6 +377,7 @@ def decode(text: str) -> SubmissionResult:
             **data,
             "returns": tuple(_return(r) for r in data["returns"]),
             "error": _error(data["error"]),
+            "isolation": _isolation(data["isolation"]),
             "first_trial_error": _error(data["first_trial_error"]),
             "runs_at_import": tuple(data.get("runs_at_import", ())),
             "notebook": _notebook(data.get("notebook")),
@@ -396,6 +406,20 @@ def _notebook(data: dict[str, Any] | None) -> NotebookUse | None:
     )
 
 
+# Of an isolation line stored before it had a level: its walls' details, in brackets.
+_DETAILS = re.compile(r" \([^()]*\)")
+
+
+def _isolation(data: dict[str, str] | str) -> IsolationUsed:
+    if isinstance(data, dict):
+        return IsolationUsed(IsolationLevel(data["level"]), data["line"], data["brief"])
+    # A row written before the isolation had a level: its line, which said it in its first word, shown in
+    # brief as reports then did (a full one without its bracketed details).
+    if data.startswith("reduced isolation"):
+        return IsolationUsed(IsolationLevel.REDUCED, data, data)
+    return IsolationUsed(IsolationLevel.FULL, data, _DETAILS.sub("", data))
+
+
 def _error(data: dict[str, Any] | None) -> Failure | None:
     return None if data is None else Failure(**{**data, "kind": FailureKind(data["kind"])})
 
@@ -405,6 +429,8 @@ def _return(data: dict[str, Any]) -> ReturnResult:
     return ReturnResult(
         **{
             **data,
+            # A row written before the field said it only in its message's words: read as reports then did.
+            "speaks_of_envelopes": data.get("speaks_of_envelopes", "envelope" in data["message"]),
             "verdict": Verdict(data["verdict"]),
             "mistake_family": None
             if data.get("mistake_family") is None

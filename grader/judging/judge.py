@@ -21,7 +21,7 @@ from grader.judging import consistency, diagnosis, provenance, shapes
 from grader.judging.classify import NOTHING_COMPARED, classify_return
 from grader.judging.compare import Compared, Comparison
 from grader.judging.reruns import RerunPlan, finite_somewhere, resolve_beyond_rounding
-from grader.outcomes import Failure, FailureKind, MistakeFamily, Verdict
+from grader.outcomes import Failure, FailureKind, IsolationUsed, MistakeFamily, Verdict
 from grader.results import NotebookUse, ReturnResult, SubmissionResult, display_path, student_location
 from grader.sandbox.payload import ReturnedArray, ReturnProblem
 from grader.sandbox.report import Returned, Returns, WorkerReport
@@ -92,7 +92,12 @@ def judge(
 
 
 def not_run(
-    exercise: Exercise, submission: Submission, seed: int, trials: int, failure: Failure, isolation: str
+    exercise: Exercise,
+    submission: Submission,
+    seed: int,
+    trials: int,
+    failure: Failure,
+    isolation: IsolationUsed,
 ) -> SubmissionResult:
     """What `judge` makes of a hand-in stopped by `failure` before its first trial (no file attempts the
     exercise, or the hand-in cannot be used), built without references and without walking the trials:

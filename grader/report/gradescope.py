@@ -90,7 +90,7 @@ def gradescope_results(
     (environment.installed_versions): stated last in the output, and in `extra_data`."""
     replay = functools.partial(_replay, seed_shown=seed_shown)
     sections: list[str] = []
-    tests: list[dict[str, Any]] = []
+    tests: list[_Test] = []
     for result in results:
         shown = (handouts or {}).get(result.exercise) or ShownExercise(file=_file_in_handin(result))
         now = result if shown.seen_now else shown.preview
@@ -112,9 +112,9 @@ def gradescope_results(
     if versions:
         sections.append(f"_Graded with {_escaped(versions_line(dict(versions)))}._")
     # What a rounding envelope is, where the word first appears (Gradescope shows the tests in order).
-    first = next((t for t in tests if "envelope" in t["output"] and t["visibility"] == "visible"), None)
+    first = next((t for t in tests if t.spoken and t.json["visibility"] == "visible"), None)
     if first is not None:
-        first["output"] += f"\n\n_{_escaped(ENVELOPE_MEANING)}_"
+        first.json["output"] += f"\n\n_{_escaped(ENVELOPE_MEANING)}_"
     results_json: dict[str, Any] = {
         "score": sum(r.score for r in results),
         "max_score": sum(r.max_score for r in results),
@@ -124,7 +124,7 @@ def gradescope_results(
         "test_output_format": "md",
         "visibility": "visible",
         "stdout_visibility": "hidden",
-        "tests": tests,
+        "tests": [t.json for t in tests],
     }
     if versions:
         results_json["extra_data"] = {"versions": dict(versions)}
@@ -189,13 +189,21 @@ def _summary(result: SubmissionResult, shown: ShownExercise, now: SubmissionResu
     return line
 
 
+@dataclass(frozen=True)
+class _Test:
+    """A test of results.json, and whether its output gives errors in rounding envelopes."""
+
+    json: dict[str, Any]
+    spoken: bool
+
+
 def _tests(
     result: SubmissionResult,
     shown: ShownExercise,
     above: Failure | None,
     replay: _Replay,
     preview: int | None = None,
-) -> list[dict[str, Any]]:
+) -> list[_Test]:
     """The tests of one grading: the full one, or (`preview`: the full one's trial count) its preview."""
     error = result.error
     told_above = error is not None and above is not None and _same(error, above)
@@ -206,6 +214,7 @@ def _tests(
         visibility = shown.of(ret.name)
         if preview is not None and visibility in ("visible", "hidden"):
             continue  # a visible return is seen whole already; nothing of a hidden one is shown
+        spoken = error is None and ret.speaks_of_envelopes  # an error's tests show no message of theirs
         if error is None:
             raised = first_call if ret.verdict is Verdict.ERROR else None
             first_call = None if raised is not None else first_call
@@ -231,7 +240,7 @@ def _tests(
             "visibility": "visible" if preview is not None else visibility,
             "tags": [ret.verdict.value, *([ret.misconception] if ret.misconception else [])],
         }
-        tests.append(test)
+        tests.append(_Test(test, spoken))
     return tests
 
 

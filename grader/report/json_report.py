@@ -162,7 +162,7 @@ def result_model(result: SubmissionResult) -> ResultOut:
             )
             for r in result.returns
         ],
-        isolation=result.isolation,
+        isolation=result.isolation.line,
         seconds=round(result.seconds, 3),
         stdout=result.stdout,
         import_seconds=round(result.import_seconds, 3),
