@@ -10,7 +10,6 @@ half-written. `grader report` re-renders results from here.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import hashlib
 import json
 import os
@@ -21,21 +20,15 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from enum import Enum
 from pathlib import Path
-from typing import Any
-
-import numpy as np
 
 import grader
 from grader.errors import UsageError
 from grader.exercise.settings import Settings
 from grader.exercise.spec import Exercise
-from grader.handin.choice import ChosenBy, FileChoice
 from grader.handin.prepare import Submission
-from grader.judging.compare import EntryError, Precision
-from grader.outcomes import FailedCell, Failure, FailureKind, MistakeFamily, Verdict
-from grader.results import FailingCase, NearMiss, NotebookUse, ReturnResult, SubmissionResult
+from grader.report.serialised import from_json, record
+from grader.results import SubmissionResult
 
 # Before 0.3 every class beside one exercises folder shared this one file, so that `grader report` showed
 # whichever class ran last; a class's gradebook is now named after its submissions folder.
@@ -326,115 +319,12 @@ def settings_key(settings: Settings, exercise: Exercise) -> str:
     return json.dumps({"seed": seed, "trials": settings.trial_count(exercise)}, sort_keys=True)
 
 
-# --- a lossless JSON form of SubmissionResult ------------------------------------------------------------
+# --- a result as the gradebook keeps it: report/serialised.py's JSON --------------------------------------
 
 
 def encode(result: SubmissionResult) -> str:
-    return json.dumps(_plain(result), allow_nan=True)
-
-
-_LEAVES = frozenset([str, int, float, bool, type(None)])
-_FIELDS: dict[type, tuple[str, ...]] = {}  # a dataclass's field names, looked up once per class
-
-
-def _plain(value: Any) -> Any:
-    # By exact type first: a result is mostly numbers and words, and the generic checks below took
-    # 0.65 ms a result (1.2 s of a class run over the bundled library, for what nobody handed in).
-    cls = type(value)
-    if cls in _LEAVES:
-        return value
-    names = _FIELDS.get(cls)
-    if names is None and dataclasses.is_dataclass(cls):
-        names = _FIELDS[cls] = tuple(f.name for f in dataclasses.fields(cls))
-    if names is not None:
-        return {name: _plain(getattr(value, name)) for name in names}
-    if isinstance(value, np.ndarray):
-        return {"__array__": value.tolist(), "dtype": str(value.dtype), "shape": list(value.shape)}
-    if isinstance(value, Enum):  # verdicts and failure kinds, as the words they stand for
-        return value.value
-    if isinstance(value, np.generic):  # numpy's bool, int and float scalars
-        return value.item()
-    if isinstance(value, tuple | list):
-        return [_plain(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    return value
+    return record(result).to_json()
 
 
 def decode(text: str) -> SubmissionResult:
-    data = json.loads(text)
-    return SubmissionResult(
-        **{
-            **data,
-            "returns": tuple(_return(r) for r in data["returns"]),
-            "error": _error(data["error"]),
-            "first_trial_error": _error(data["first_trial_error"]),
-            "runs_at_import": tuple(data.get("runs_at_import", ())),
-            "notebook": _notebook(data.get("notebook")),
-            "file_choice": _file_choice(data.get("file_choice")),
-        }
-    )
-
-
-def _file_choice(data: dict[str, Any] | None) -> FileChoice | None:
-    if data is None:
-        return None
-    return FileChoice(data["graded"], ChosenBy(data["chosen_by"]), tuple(data["also_defined"]))
-
-
-def _notebook(data: dict[str, Any] | None) -> NotebookUse | None:
-    if data is None:
-        return None
-    failed = tuple(FailedCell(**cell) for cell in data.get("failed_cells", ()))
-    return NotebookUse(
-        **{
-            **data,
-            "skipped_imports": tuple(data.get("skipped_imports", ())),
-            "refused": tuple(data.get("refused", ())),
-            "failed_cells": failed,
-        }
-    )
-
-
-def _error(data: dict[str, Any] | None) -> Failure | None:
-    return None if data is None else Failure(**{**data, "kind": FailureKind(data["kind"])})
-
-
-def _return(data: dict[str, Any]) -> ReturnResult:
-    case = data["case"]
-    return ReturnResult(
-        **{
-            **data,
-            "verdict": Verdict(data["verdict"]),
-            "precision": Precision(data["precision"]),
-            "mistake_family": None
-            if data.get("mistake_family") is None
-            else MistakeFamily(data["mistake_family"]),
-            "failing_entries": tuple(_entry(e) for e in data["failing_entries"]),
-            "near_misses": tuple(
-                NearMiss(**{**n, "index": tuple(n["index"])}) for n in data.get("near_misses", ())
-            ),
-            "case": None
-            if case is None
-            else FailingCase(
-                trial=case["trial"],
-                sizes=case["sizes"],
-                expected=_array(case["expected"]),
-                got=_array(case["got"]),
-                mask=_array(case["mask"]),
-            ),
-        }
-    )
-
-
-def _entry(data: dict[str, Any]) -> EntryError:
-    return EntryError(**{**data, "index": tuple(data["index"])})
-
-
-def _array(data: dict[str, Any] | bool | float | None) -> Any:
-    if data is None:
-        return None
-    if not isinstance(data, dict):  # a numpy scalar where an array usually is (a scalar return's mask)
-        return np.asarray(data)[()]
-    array: np.ndarray = np.array(data["__array__"], dtype=data["dtype"]).reshape(data["shape"])
-    return array
+    return from_json(text).result()

@@ -354,4 +354,4 @@ def not_started(
     """`not_runnable`'s result without its references, nor a look at each of the `trials`: for what
     nobody handed in, at no cost (no failing case is named: nothing ran)."""
     handin, failure = Submission(student, path, ()), Failure(kind, message)
-    return not_run(exercise, handin, seed, trials, failure, isolation.current().description)
+    return not_run(exercise, handin, seed, trials, failure, isolation.current().used())

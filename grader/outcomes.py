@@ -120,6 +120,25 @@ class Failure:
     trial: int | None = None
 
 
+class IsolationLevel(_Word):
+    """How far a hand-in was walled in (sandbox/isolation.py). The values are in the gradebook."""
+
+    FULL = "full"  # every wall and bound the grader puts up held
+    REDUCED = "reduced"  # a sandbox lacking some of them: its line says which, and why
+    NONE = "none"  # graded in the grader's own process (grader.check in a notebook): no sandbox
+
+
+@dataclass(frozen=True)
+class IsolationUsed:
+    """The isolation a hand-in was graded under, as every result states it."""
+
+    level: IsolationLevel
+    line: str  # what held, whole; for a reduced isolation, what it lacks and why
+    # The line for a score line: a full isolation's walls without their details, which would wrap it on
+    # every check; any other whole, since what it lacks is the point.
+    brief: str
+
+
 @dataclass(frozen=True)
 class FailedCell:
     """A cell of a notebook graded whole that failed outside its definitions: skipped, told, not scored."""

@@ -11,7 +11,7 @@ import numpy as np
 
 from grader.handin.choice import FileChoice
 from grader.judging.compare import EntryError, Precision
-from grader.outcomes import FailedCell, Failure, MistakeFamily, Verdict
+from grader.outcomes import FailedCell, Failure, IsolationUsed, MistakeFamily, Verdict
 
 
 @dataclass(frozen=True)
@@ -61,6 +61,9 @@ class ReturnResult:
     feedback: str = ""  # what that mistake means and how to fix it
     # The exercise's declared misconceptions, and how far the values were from each, where none named them.
     near_misses: tuple[NearMiss, ...] = ()
+    # Whether `message` gives an error in rounding envelopes: a report explains the word where it first
+    # appears, and the message is no place to look for it (a student's exception may hold any word).
+    speaks_of_envelopes: bool = False
 
 
 @dataclass(frozen=True)
@@ -85,7 +88,7 @@ class SubmissionResult:
     trials: int
     returns: tuple[ReturnResult, ...]
     error: Failure | None  # a failure of the whole submission (it did not import, ran out of time...)
-    isolation: str
+    isolation: IsolationUsed
     first_trial_error: Failure | None = None
     stdout: str = ""
     stderr: str = ""

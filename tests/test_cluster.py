@@ -203,7 +203,7 @@ def test_a_class_graded_on_the_cluster_has_the_same_gradebook_as_here(
     assert _table(tmp_path / "out") == graded_here
     stored = _stored(default_path(tmp_path / "submissions"))
     # Each result names the isolation of the machine its worker ran on: on loopback, this one's.
-    assert {json.loads(result)["isolation"] for _, _, result in stored} == {_isolation_here()}
+    assert {json.loads(result)["isolation"]["line"] for _, _, result in stored} == {_isolation_here()}
 
 
 def _isolation_here() -> str:

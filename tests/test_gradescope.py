@@ -31,11 +31,12 @@ import grader
 from grader.errors import SpecError, UsageError
 from grader.exercise.spec import EXERCISES_ENV, exercise_argument, load_exercise
 from grader.judging.compare import Precision
-from grader.outcomes import Failure, FailureKind, Verdict
+from grader.outcomes import Failure, FailureKind, IsolationLevel, IsolationUsed, Verdict
 from grader.report.gradescope import gradescope_results
 from grader.results import FailingCase, ReturnResult, SubmissionResult
 
 TRIALS = 20
+_NONE = IsolationUsed(IsolationLevel.NONE, "", "")  # results made here, by no grading
 PREVIEW = 5
 LATER = "graph2_later"  # graph2 again, its full grading shown after the due date, f at once
 LATER_SETTINGS = f"gradescope: {{visibility: after_due_date, visible_trials: {PREVIEW}}}\n"
@@ -330,7 +331,7 @@ def test_student_text_cannot_break_out_of_the_markdown() -> None:
     hostile = "<img src=x onerror=alert(1)> **bold** [link](http://x) ``` \x1b[2J"
     logic = ReturnResult("f", Verdict.LOGIC, 1, 1, f"wrong: {hostile}", 1.0, 0.0, Precision.FLOAT64, 9.0)
     told = gradescope_results(
-        [SubmissionResult("graph2", "x", "/x/graph2.py", "x", 0, 1, (logic,), None, "")]
+        [SubmissionResult("graph2", "x", "/x/graph2.py", "x", 0, 1, (logic,), None, _NONE)]
     )
     output = told["tests"][0]["output"]
     assert re.search(r"(?<!\\)[<*\[]", output.split("\n\n")[0].removeprefix("**logic**")) is None, output
@@ -340,7 +341,7 @@ def test_student_text_cannot_break_out_of_the_markdown() -> None:
     failure = Failure(FailureKind.IMPORT, hostile, traceback=traceback)
     erred = ReturnResult("f", Verdict.ERROR, 1, 1, "not run", 1.0, 0.0, Precision.FLOAT64, 0.0)
     told = gradescope_results(
-        [SubmissionResult("graph2", "x", "/x/graph2.py", "x", 0, 1, (erred,), failure, "")]
+        [SubmissionResult("graph2", "x", "/x/graph2.py", "x", 0, 1, (erred,), failure, _NONE)]
     )
     # fenced by more backticks than the traceback holds: all of it stays inside the code block
     shown = traceback.replace("\x1b", "\\x1b")  # the escape made visible
@@ -353,10 +354,10 @@ def test_a_seed_of_the_pool_is_in_no_replay_the_student_reads() -> None:
     seed = 6_154_829_301_776_512_093
     case = FailingCase(9, {"d": 3}, None, None, None)
     logic = ReturnResult("f", Verdict.LOGIC, 10, 1, "wrong", 1.0, 0.0, Precision.FLOAT64, 9.0, case=case)
-    failed = SubmissionResult("graph2", "x", "/x/hw/graph2.py", "hw", seed, 10, (logic,), None, "")
+    failed = SubmissionResult("graph2", "x", "/x/hw/graph2.py", "hw", seed, 10, (logic,), None, _NONE)
     erred = ReturnResult("f", Verdict.ERROR, 10, 10, "not run", 1.0, 0.0, Precision.FLOAT64, 0.0)
     crash = Failure(FailureKind.EXCEPTION, "ValueError: no", trial=4)
-    crashed = SubmissionResult("graph2", "x", "/x/hw/graph2.py", "hw", seed, 10, (erred,), crash, "")
+    crashed = SubmissionResult("graph2", "x", "/x/hw/graph2.py", "hw", seed, 10, (erred,), crash, _NONE)
     for result in (failed, crashed):
         hidden = json.dumps(gradescope_results([result], seed_shown=False))
         assert str(seed) not in hidden and "--seed" not in hidden, hidden

@@ -9,7 +9,7 @@ from html.parser import HTMLParser
 import numpy as np
 
 from grader.judging.compare import EntryError, Precision
-from grader.outcomes import Failure, FailureKind, Verdict
+from grader.outcomes import Failure, FailureKind, IsolationLevel, IsolationUsed, Verdict
 from grader.report.html_result import result_html, verdict_colour
 from grader.results import FailingCase, ReturnResult, SubmissionResult
 
@@ -88,7 +88,7 @@ def sample_result(**changes: object) -> SubmissionResult:
         trials=20,
         returns=(right, wrong),
         error=None,
-        isolation="bubblewrap",
+        isolation=IsolationUsed(IsolationLevel.FULL, "bubblewrap", "bubblewrap"),
     )
     return dataclasses.replace(result, **changes)  # type: ignore[arg-type]
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from conftest import GRAPH2, write_source
 
+from grader.outcomes import IsolationLevel
 from grader.sandbox import cgroups, isolation
 from grader.sandbox.credentials import readable_by
 from grader.sandbox.isolation import ProcessLimit
@@ -70,7 +71,7 @@ def test_each_result_says_whether_its_hand_in_was_held_to_one_process(
     full = _pick(monkeypatch, bwrap=True, cgroup=True, probe="16 1")
     assert full.one_process and not full.reduced
     assert full.description.endswith(", no new processes (seccomp)")
-    allowed = full.described(subprocesses=True)
+    allowed = full.used(subprocesses=True).line
     assert allowed.endswith(", subprocesses allowed by the course") and not allowed.startswith("reduced")
     # A kernel without seccomp filters: a course that does not allow subprocesses gets less than it asked.
     without = _pick(
@@ -81,7 +82,20 @@ def test_each_result_says_whether_its_hand_in_was_held_to_one_process(
     assert without.description.endswith(
         "new processes allowed; no seccomp filter: seccomp(SET_MODE_FILTER) failed"
     )
-    assert not without.described(subprocesses=True).startswith("reduced")
+    assert without.used(subprocesses=True).level is IsolationLevel.FULL
+
+
+def test_a_full_isolation_is_named_in_brief_and_a_reduced_one_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The score line of every check: a full isolation's walls without their details, which would wrap
+    it; a reduced one's line whole, since what it lacks, and why, is the point."""
+    full = _pick(monkeypatch, bwrap=True, cgroup=True, probe="16 1").used()
+    assert full.level is IsolationLevel.FULL
+    assert full.line.startswith("bubblewrap (own PID and network namespaces, ")
+    assert full.brief.startswith("bubblewrap, processes bounded by a cgroup, memory bounded per hand-in by ")
+    assert full.brief.endswith(", no new processes") and "(" not in full.brief
+    reduced = _pick(monkeypatch, bwrap=True, cgroup=True, probe="16 0").used()
+    assert reduced.level is IsolationLevel.REDUCED
+    assert reduced.brief == reduced.line and reduced.line.startswith("reduced isolation: bubblewrap (")
 
 
 # --- honest code reads the interpreter's files in every layer ---------------------------------------------

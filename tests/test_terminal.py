@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import io
+from dataclasses import replace
 from pathlib import Path
 
 from conftest import CORRECT_GRAPH2, grade_source
 from rich.console import Console
 
 from grader.exercise.spec import Exercise
-from grader.report.common import isolation_summary
+from grader.outcomes import IsolationLevel, IsolationUsed
 from grader.report.terminal import _shared_prefix, render_result
 from grader.results import SubmissionResult
 
@@ -77,14 +78,13 @@ def test_rounding_envelope_is_explained_once_where_the_word_first_appears(
     assert "rounding envelope: how far" in _rendered(result)  # a new report tells it again
 
 
-def test_the_score_line_names_the_isolation_in_a_few_words() -> None:
-    full = (
-        "bubblewrap (own PID and network namespaces, no capabilities, only the submission visible), "
-        "processes bounded by a cgroup"
-    )
-    assert isolation_summary(full) == "bubblewrap, processes bounded by a cgroup"
-    reduced = "reduced isolation: own user (uid 60000), Landlock (ABI 4); no bubblewrap: not installed"
-    assert isolation_summary(reduced) == reduced  # what is missing, and why, is kept whole
+def test_the_score_line_names_the_isolation_in_a_few_words(graph2: Exercise, tmp_path: Path) -> None:
+    right = grade_source(graph2, tmp_path, "ok.py", CORRECT_GRAPH2, trials=3)
+    line = "bubblewrap (own PID and network namespaces), processes bounded by a cgroup"
+    brief = "bubblewrap, processes bounded"
+    shown = replace(right, isolation=IsolationUsed(IsolationLevel.FULL, line, brief))
+    score_line = next(s for s in _rendered(shown).splitlines() if "isolation:" in s)
+    assert score_line.strip() == "score 10/10   isolation: bubblewrap, processes bounded", score_line
 
 
 def test_the_class_table_tells_nothing_handed_in_from_zero(graph2: Exercise, tmp_path: Path) -> None:

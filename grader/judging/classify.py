@@ -81,22 +81,15 @@ def classify_return(
         entries = smallest.failing
     shrinks = [c.shrink for c in decisive if c.shrink is not None]
     shrink = (min if verdict is Verdict.INSTABILITY else max)(shrinks) if shrinks else None
+    message, envelopes = _message(
+        verdict, total, decisive, worst_ratio, precision, _inferred(reasons), exercise, name, reasons
+    )
     return ReturnResult(
         name=name,
         verdict=verdict,
         trials=total,
         failed_trials=len(failed),
-        message=_message(
-            verdict,
-            total,
-            decisive,
-            worst_ratio,
-            precision,
-            _inferred(reasons),
-            exercise,
-            name,
-            reasons,
-        ),
+        message=message,
         points=points,
         score=points * credit,
         precision=precision,
@@ -104,6 +97,7 @@ def classify_return(
         failing_entries=entries,
         case=case,
         shrink=shrink,
+        speaks_of_envelopes=envelopes,
     )
 
 
@@ -152,17 +146,19 @@ def _message(
     exercise: Exercise,
     name: str,
     reasons: Counter[PrecisionReason],
-) -> str:
+) -> tuple[str, bool]:
+    """The return's message, and whether it speaks of rounding envelopes (a report then says what one is)."""
     of = f"{len(decisive)} of {counted(total, 'trial')}"
     envelopes = f"{worst_ratio:.3g} {precision.value} rounding envelopes{inferred}"
     if verdict is Verdict.PASS:
         every = "the only trial" if total == 1 else f"all {total} trials"
-        return f"correct on {every} (max error {envelopes}){_coarser_note(exercise, precision, reasons)}"
+        coarser = _coarser_note(exercise, precision, reasons)
+        return f"correct on {every} (max error {envelopes}){coarser}", True
     if verdict is Verdict.ERROR:
         first = min(decisive, key=lambda c: c.trial)
         if not any(c.ran for c in decisive):  # nothing was called: no count of trials to give
-            return first.problem
-        return f"{first.problem} — on {of}"
+            return first.problem, False
+        return f"{first.problem} — on {of}", False
     if verdict is Verdict.PRECISION:
         spec = next(r for r in exercise.spec.returns if r.name == name)
         tolerance = ", ".join(
@@ -171,7 +167,7 @@ def _message(
         return (
             f"outside the exercise's tolerance ({tolerance}) on {of}, but within {precision.value} "
             f"rounding (max {envelopes}): rounding, not a mistake; compute in float64 to pass"
-        )
+        ), True
     how = how_wrong(decisive, total) or f"beyond rounding on {of}"
     worst = max(decisive, key=lambda c: c.max_ratio if np.isfinite(c.max_ratio) else -1.0)
     # Rounding envelopes only where they are a number: a NaN is named by how_wrong instead.
@@ -183,19 +179,19 @@ def _message(
         return (
             f"{how}{ratio}, but {decisive[0].note}. Your formula is right but loses precision on large "
             "inputs in float64: subtract each row's maximum before exp (torch.logsumexp and log_softmax do)"
-        )
+        ), bool(ratio) or decisive[0].rerun.speaks_of_envelopes
     if verdict is Verdict.INSTABILITY:
-        why = max(decisive, key=lambda c: c.max_ratio).note
+        noted = max(decisive, key=lambda c: c.max_ratio)
         return (
-            f"{how}{ratio}, but {why}: a numerically unstable formula "
+            f"{how}{ratio}, but {noted.note}: a numerically unstable formula "
             "(overflow in exp, cancellation), not a mistake in the maths; rewrite it stably "
             "(subtract the max before exp, use log-sum-exp, avoid subtracting nearly equal numbers)"
-        )
+        ), bool(ratio) or noted.rerun.speaks_of_envelopes
     changed = next((c for c in decisive if c.rerun is RerunOutcome.CHANGED), None)
     if changed is not None:  # what the student must fix first: no other finding about it holds
-        return f"{how}{ratio}; {changed.note}"
+        return f"{how}{ratio}; {changed.note}", bool(ratio) or changed.rerun.speaks_of_envelopes
     if worst.rerun is RerunOutcome.STILL_WRONG:
-        return f"{how}, at any precision{ratio}: a mistake in the formula"
+        return f"{how}, at any precision{ratio}: a mistake in the formula", bool(ratio)
     if worst.rerun is RerunOutcome.REFUSED:
         # Not "a mistake": nothing ran above the precision used. Its points follow the first run alone (no
         # mistake may pass for an unstable formula), and the student is told how to let the grader tell.
@@ -204,5 +200,7 @@ def _message(
             "whether from a mistake or from an unstable formula; to let the grader rerun it in higher "
             "precision, accept any float ndarray (isinstance(x, np.ndarray), np.issubdtype(x.dtype, "
             "np.floating))"
-        )
-    return f"{how}{ratio}; {worst.note}: a mistake in the formula, not rounding"
+        ), bool(ratio) or worst.rerun.speaks_of_envelopes
+    return f"{how}{ratio}; {worst.note}: a mistake in the formula, not rounding", (
+        bool(ratio) or worst.rerun.speaks_of_envelopes
+    )

@@ -138,6 +138,12 @@ class RerunOutcome(Enum):
             RerunOutcome.RANGE_SHIFTED,
         )
 
+    @property
+    def speaks_of_envelopes(self) -> bool:
+        """Whether its note (reruns.py) gives the rerun's error in rounding envelopes: a report that shows
+        the note then says what an envelope is."""
+        return self in (RerunOutcome.STILL_WRONG, RerunOutcome.WRONG_SHIFTED)
+
 
 class PrecisionBasis(Enum):
     """How the precision a return is judged at was found: a report names it only where it is not the one

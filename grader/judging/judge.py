@@ -23,7 +23,7 @@ from grader.judging.compare import Compared, Comparison
 from grader.judging.naming import diagnosis
 from grader.judging.reruns.plan import RerunPlan
 from grader.judging.reruns.resolve import finite_somewhere, resolve_beyond_rounding
-from grader.outcomes import Failure, FailureKind, MistakeFamily, Verdict
+from grader.outcomes import Failure, FailureKind, IsolationUsed, MistakeFamily, Verdict
 from grader.results import NotebookUse, ReturnResult, SubmissionResult, display_path, student_location
 from grader.sandbox.payload import ReturnedArray, ReturnProblem
 from grader.sandbox.report import Returned, Returns, WorkerReport
@@ -94,7 +94,12 @@ def judge(
 
 
 def not_run(
-    exercise: Exercise, submission: Submission, seed: int, trials: int, failure: Failure, isolation: str
+    exercise: Exercise,
+    submission: Submission,
+    seed: int,
+    trials: int,
+    failure: Failure,
+    isolation: IsolationUsed,
 ) -> SubmissionResult:
     """What `judge` makes of a hand-in stopped by `failure` before its first trial (no file attempts the
     exercise, or the hand-in cannot be used), built without references and without walking the trials:

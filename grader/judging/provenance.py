@@ -276,6 +276,7 @@ def _zero(judged: ReturnResult, verdict: Verdict, message: str, feedback: str) -
         verdict=verdict,
         score=0.0,
         message=message,
+        speaks_of_envelopes=False,
         misconception=None,
         feedback=feedback,
         failing_entries=(),

@@ -3,8 +3,6 @@ message lines a summary keeps, which trial to replay, when a failing-entry grid 
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
 
 from grader.handin.choice import FileChoice
@@ -43,9 +41,6 @@ ENVELOPE_MEANING = (
     "rerunning the reference with randomly rounded arithmetic); under 1 is rounding, far above 1 is a "
     "real error"
 )
-# A reduced isolation's description says what is missing and why: kept whole. A full one's parenthesised
-# details would make the score line wrap on every check.
-_DETAILS = re.compile(r" \([^()]*\)")
 
 # A larger grid of x and . (or of cells) is unreadable: the count of failing entries says it instead.
 GRID_LIMIT = 12
@@ -118,14 +113,9 @@ def not_submitted(result: SubmissionResult) -> bool:
     return result.error is not None and result.error.kind is FailureKind.NOT_SUBMITTED
 
 
-def isolation_summary(description: str) -> str:
-    """The isolation a result ran under, in a line: a full isolation without its details."""
-    return description if description.startswith("reduced") else _DETAILS.sub("", description)
-
-
 def mentions_envelopes(result: SubmissionResult) -> bool:
     """Whether a report of the result speaks of rounding envelopes: its messages, or an entries table."""
-    return any("envelope" in r.message or r.failing_entries for r in result.returns)
+    return any(r.speaks_of_envelopes or r.failing_entries for r in result.returns)
 
 
 def file_choice_note(choice: FileChoice) -> str:

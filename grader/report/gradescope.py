@@ -37,6 +37,7 @@ from grader.exercise.spec import Exercise, Visibility
 from grader.handin.prepare import Submission
 from grader.outcomes import Failure, FailureKind, Verdict
 from grader.report.common import ENVELOPE_MEANING, file_choice_note, grid, mistake_label, number, sizes_text
+from grader.report.serialised import ResultRecord, record
 from grader.results import ReturnResult, SubmissionResult, file_in_handin
 from grader.text import counted, valid_unicode, visible
 
@@ -90,8 +91,9 @@ def gradescope_results(
     (environment.installed_versions): stated last in the output, and in `extra_data`."""
     replay = functools.partial(_replay, seed_shown=seed_shown)
     sections: list[str] = []
-    tests: list[dict[str, Any]] = []
-    for result in results:
+    tests: list[_Test] = []
+    kept = [record(result) for result in results]  # what results.json states of each, as the gradebook does
+    for result, written in zip(results, kept, strict=True):
         shown = (handouts or {}).get(result.exercise) or ShownExercise(file=_file_in_handin(result))
         now = result if shown.seen_now else shown.preview
         above = now.error if now is not None else None
@@ -106,25 +108,26 @@ def gradescope_results(
             sections += [summary, _error_section(now, above, shown.file, replay)]
         sections += _notebook_notes(result)
         if shown.preview is not None and not shown.seen_now:
-            tests += _tests(shown.preview, shown, above, replay, preview=result.trials)
-        tests += _tests(result, shown, above, replay)
+            preview = shown.preview
+            tests += _tests(preview, record(preview), shown, above, replay, preview=result.trials)
+        tests += _tests(result, written, shown, above, replay)
     sections += notes
     if versions:
         sections.append(f"_Graded with {_escaped(versions_line(dict(versions)))}._")
     # What a rounding envelope is, where the word first appears (Gradescope shows the tests in order).
-    first = next((t for t in tests if "envelope" in t["output"] and t["visibility"] == "visible"), None)
+    first = next((t for t in tests if t.spoken and t.json["visibility"] == "visible"), None)
     if first is not None:
-        first["output"] += f"\n\n_{_escaped(ENVELOPE_MEANING)}_"
+        first.json["output"] += f"\n\n_{_escaped(ENVELOPE_MEANING)}_"
     results_json: dict[str, Any] = {
-        "score": sum(r.score for r in results),
-        "max_score": sum(r.max_score for r in results),
-        "execution_time": round(sum(r.seconds for r in results), 3),
+        "score": sum(r.score for r in kept),
+        "max_score": sum(r.max_score for r in kept),
+        "execution_time": round(sum(r.seconds for r in kept), 3),
         "output": "\n\n".join(sections),
         "output_format": "md",
         "test_output_format": "md",
         "visibility": "visible",
         "stdout_visibility": "hidden",
-        "tests": tests,
+        "tests": [t.json for t in tests],
     }
     if versions:
         results_json["extra_data"] = {"versions": dict(versions)}
@@ -189,23 +192,34 @@ def _summary(result: SubmissionResult, shown: ShownExercise, now: SubmissionResu
     return line
 
 
+@dataclass(frozen=True)
+class _Test:
+    """A test of results.json, and whether its output gives errors in rounding envelopes."""
+
+    json: dict[str, Any]
+    spoken: bool
+
+
 def _tests(
     result: SubmissionResult,
+    written: ResultRecord,
     shown: ShownExercise,
     above: Failure | None,
     replay: _Replay,
     preview: int | None = None,
-) -> list[dict[str, Any]]:
-    """The tests of one grading: the full one, or (`preview`: the full one's trial count) its preview."""
+) -> list[_Test]:
+    """The tests of one grading: the full one, or (`preview`: the full one's trial count) its preview. Their
+    Markdown tells `result`; their scores, verdicts and names are its record's (`written`)."""
     error = result.error
     told_above = error is not None and above is not None and _same(error, above)
     tests = []
     # The first call that raised, once: on the first return it left without a value.
     first_call = result.first_trial_error if error is None else None
-    for k, ret in enumerate(result.returns):
-        visibility = shown.of(ret.name)
+    for k, (ret, kept) in enumerate(zip(result.returns, written.returns, strict=True)):
+        visibility = shown.of(kept.name)
         if preview is not None and visibility in ("visible", "hidden"):
             continue  # a visible return is seen whole already; nothing of a hidden one is shown
+        spoken = error is None and ret.speaks_of_envelopes  # an error's tests show no message of theirs
         if error is None:
             raised = first_call if ret.verdict is Verdict.ERROR else None
             first_call = None if raised is not None else first_call
@@ -217,21 +231,21 @@ def _tests(
             output = _error_section(result, error, shown.file, replay)
         else:
             output = f"**{ret.verdict.value}**: not graded: see the error in this exercise's first test"
-        test: dict[str, Any] = {"name": f"{result.exercise}: {ret.name}"}
+        test: dict[str, Any] = {"name": f"{written.exercise}: {kept.name}"}
         if preview is None:
-            test |= {"score": ret.score, "max_score": ret.points}
+            test |= {"score": kept.score, "max_score": kept.points}
         else:
-            test["name"] += f" (preview: the first {result.trials} of {counted(preview, 'trial')})"
-            first = counted(result.trials, "trial")
-            output = f"Preview: {ret.score:g}/{ret.points:g} on the first {first}.\n\n{output}"
+            test["name"] += f" (preview: the first {written.trials} of {counted(preview, 'trial')})"
+            first = counted(written.trials, "trial")
+            output = f"Preview: {kept.score:g}/{kept.points:g} on the first {first}.\n\n{output}"
         test |= {
-            "status": "passed" if ret.verdict is Verdict.PASS else "failed",
+            "status": "passed" if kept.verdict is Verdict.PASS else "failed",
             "output": output,
             "output_format": "md",
             "visibility": "visible" if preview is not None else visibility,
-            "tags": [ret.verdict.value, *([ret.misconception] if ret.misconception else [])],
+            "tags": [kept.verdict.value, *([kept.misconception] if kept.misconception else [])],
         }
-        tests.append(test)
+        tests.append(_Test(test, spoken))
     return tests
 
 

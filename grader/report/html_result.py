@@ -21,7 +21,6 @@ from grader.report.common import (
     file_choice_note,
     focus_trial,
     grid,
-    isolation_summary,
     mentions_envelopes,
     mistake_label,
     number,
@@ -106,7 +105,7 @@ def result_html(
         f"<h2>{escape(result.exercise)} — {escape(result.submission)} "
         f'<span class="score">{result.score:g}/{result.max_score:g}</span></h2>'
         f'<p class="meta">seed {result.seed}, {trials}, {result.seconds:.1f} s; '
-        f"isolation: {escape(isolation_summary(result.isolation))}</p>"
+        f"isolation: {escape(result.isolation.brief)}</p>"
     )
     if result.error is not None:
         error = result.error

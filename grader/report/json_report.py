@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 from pydantic import BaseModel, ConfigDict, field_validator
 
-from grader.handin.choice import FileChoice
-from grader.judging.compare import EntryError
 from grader.report.common import file_choice_note
-from grader.results import FailingCase, NotebookUse, SubmissionResult
+from grader.report.serialised import CaseRecord, EntryRecord, FileChoiceRecord, NotebookRecord, record
+from grader.results import SubmissionResult
 from grader.text import valid_unicode
 
 
@@ -109,9 +107,9 @@ class ResultOut(_Out):
     file_choice: FileChoiceOut | None = None
 
 
-def _entry(entry: EntryError) -> EntryOut:
+def _entry(entry: EntryRecord) -> EntryOut:
     return EntryOut(
-        index=list(entry.index),
+        index=entry.index,
         expected=entry.expected,
         got=entry.got,
         abs_error=entry.abs_error,
@@ -121,23 +119,28 @@ def _entry(entry: EntryError) -> EntryOut:
     )
 
 
-def _case(result: SubmissionResult, case: FailingCase) -> CaseOut:
-    indices = [] if case.mask is None else np.argwhere(case.mask).tolist()
+def _case(result: SubmissionResult, case: CaseRecord) -> CaseOut:
     return CaseOut(
-        trial=case.trial, sizes=dict(case.sizes), failing_indices=indices, repro=result.repro(case.trial)
+        trial=case.trial,
+        sizes=case.sizes,
+        failing_indices=case.failing_indices(),
+        repro=result.repro(case.trial),
     )
 
 
 def result_model(result: SubmissionResult) -> ResultOut:
-    error = result.error
+    """The result's JSON object: serialised.py's record of it, its fields picked and named as this contract
+    has them."""
+    kept = record(result)
+    error = kept.error
     return ResultOut(
-        exercise=result.exercise,
-        submission=result.submission,
-        student=result.student,
-        seed=result.seed,
-        trials=result.trials,
-        score=result.score,
-        max_score=result.max_score,
+        exercise=kept.exercise,
+        submission=kept.submission,
+        student=kept.student,
+        seed=kept.seed,
+        trials=kept.trials,
+        score=kept.score,
+        max_score=kept.max_score,
         error=ErrorOut(
             kind=error.kind.value, message=error.message, traceback=error.traceback, trial=error.trial
         )
@@ -160,30 +163,30 @@ def result_model(result: SubmissionResult) -> ResultOut:
                 max_envelope_ratio=r.max_ratio if math.isfinite(r.max_ratio) else None,
                 smallest_failing_case=_case(result, r.case) if r.case is not None else None,
             )
-            for r in result.returns
+            for r in kept.returns
         ],
-        isolation=result.isolation,
-        seconds=round(result.seconds, 3),
-        stdout=result.stdout,
-        import_seconds=round(result.import_seconds, 3),
-        runs_at_import=list(result.runs_at_import),
-        notebook=_notebook(result.notebook),
-        file_choice=_file_choice(result.file_choice),
+        isolation=kept.isolation.line,
+        seconds=round(kept.seconds, 3),
+        stdout=kept.stdout,
+        import_seconds=round(kept.import_seconds, 3),
+        runs_at_import=kept.runs_at_import,
+        notebook=_notebook(kept.notebook),
+        file_choice=_file_choice(kept.file_choice),
     )
 
 
-def _file_choice(choice: FileChoice | None) -> FileChoiceOut | None:
+def _file_choice(choice: FileChoiceRecord | None) -> FileChoiceOut | None:
     if choice is None:
         return None
     return FileChoiceOut(
         graded=choice.graded,
         chosen_by=choice.chosen_by.value,
         also_defined=[valid_unicode(f) for f in choice.also_defined],
-        note=file_choice_note(choice),
+        note=file_choice_note(choice.choice()),
     )
 
 
-def _notebook(use: NotebookUse | None) -> NotebookOut | None:
+def _notebook(use: NotebookRecord | None) -> NotebookOut | None:
     if use is None:
         return None
     return NotebookOut(
@@ -191,7 +194,7 @@ def _notebook(use: NotebookUse | None) -> NotebookOut | None:
         tag=use.tag or None,
         left_out=use.left_out,
         refused_definitions=[valid_unicode(r) for r in use.refused],
-        skipped_imports=list(use.skipped_imports),
+        skipped_imports=use.skipped_imports,
         failed_cells=[
             FailedCellOut(notebook=c.notebook, cell=c.cell, line=c.line, error=c.error)
             for c in use.failed_cells

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import textwrap
 import weakref
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 from rich.console import Console
@@ -21,7 +21,6 @@ from grader.report.common import (
     file_choice_note,
     focus_trial,
     grid,
-    isolation_summary,
     mistake_label,
     not_submitted,
     number,
@@ -79,7 +78,7 @@ def render_result(
         table.add_row(safe(ret.name), verdict_text(ret.verdict), f"{ret.score:g}/{ret.points:g}", safe(why))
     console.print(table)
     if result.error is None:
-        _explain_envelopes(console, [ret.message for ret in result.returns])
+        _explain_envelopes(console, any(ret.speaks_of_envelopes for ret in result.returns))
     if result.error is None and result.first_trial_error is not None and result.first_trial_error.traceback:
         first = result.first_trial_error
         console.print(f"  [bold]first failing call[/] (trial {first.trial}):")
@@ -101,18 +100,16 @@ def render_result(
             _render_failure(console, result, ret)
     _render_output(console, result, show_output, output_hint)
     score = f"{result.score:g}/{result.max_score:g}"
-    console.print(
-        f"  score [bold]{score}[/]   [dim]isolation: {safe(isolation_summary(result.isolation))}[/]"
-    )
+    console.print(f"  score [bold]{score}[/]   [dim]isolation: {safe(result.isolation.brief)}[/]")
     replayed = any(r.case is not None for r in result.returns if r.verdict is not Verdict.ERROR)
     if not result.passed and not replayed and result.only_trial is None:
         console.print(f"  [dim]{REPLAY_LABEL}[/] {safe(result.repro(focus_trial(result)))}")
     console.print()
 
 
-def _explain_envelopes(console: Console, messages: Iterable[str], table: bool = False) -> None:
-    """ENVELOPE_MEANING, the first time this console's report speaks of envelopes."""
-    if console in _EXPLAINED or not (table or any("envelope" in m for m in messages)):
+def _explain_envelopes(console: Console, spoken: bool) -> None:
+    """ENVELOPE_MEANING, the first time this console's report speaks of envelopes (`spoken`: it just did)."""
+    if console in _EXPLAINED or not spoken:
         return
     _EXPLAINED.add(console)
     text = textwrap.fill(
@@ -191,7 +188,7 @@ def _render_failure(console: Console, result: SubmissionResult, ret: ReturnResul
                 f"{entry.envelope_ratio:.3g}",
             )
         console.print(table)
-        _explain_envelopes(console, [], table=True)
+        _explain_envelopes(console, True)
     # A run of one trial (`grader repro`, `check --trial`) is that trial's replay already: no command to
     # run it again.
     if result.only_trial is None:
@@ -310,11 +307,11 @@ def render_class(
         assert result.file_choice is not None
         note = file_choice_note(result.file_choice)
         console.print(f"  [bold]{safe(result.student)}[/] / {safe(result.exercise)}: [yellow]{safe(note)}[/]")
-    told = [
-        ret.message
+    told = any(
+        ret.speaks_of_envelopes
         for r in problems
         if r.error is None
         for ret in r.returns
         if ret.verdict is not Verdict.PASS
-    ]
+    )
     _explain_envelopes(console, told)

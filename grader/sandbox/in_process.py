@@ -34,7 +34,7 @@ from pydantic import TypeAdapter
 
 from grader.exercise.spec import Exercise
 from grader.exercise.trials import Trial
-from grader.outcomes import Failure, FailureKind
+from grader.outcomes import Failure, FailureKind, IsolationLevel, IsolationUsed
 from grader.sandbox.payload import MESSAGE, ReturnKind, ReturnProblem, TrialFailed
 from grader.sandbox.process import Capture
 from grader.sandbox.protocol import Run
@@ -51,7 +51,8 @@ from grader.sandbox.runner import calls_job
 from grader.sandbox.worker import channel
 from grader.sandbox.worker import trial as calls
 
-IN_PROCESS = "graded in this Python process: no sandbox, your own machine"
+_IN_PROCESS = "graded in this Python process: no sandbox, your own machine"
+IN_PROCESS = IsolationUsed(IsolationLevel.NONE, _IN_PROCESS, _IN_PROCESS)
 _KIND = TypeAdapter(ReturnKind)
 
 

@@ -30,10 +30,24 @@ from functools import cache
 from pathlib import Path
 
 import grader
+from grader.outcomes import IsolationLevel, IsolationUsed
 from grader.sandbox import cgroups, landlock
 from grader.sandbox.worker import seccomp
 
-BASE = "base (subprocess, rlimits, own session, clean environment)"
+
+@dataclass(frozen=True)
+class Held:
+    """A wall or bound of the isolation line, and its details: a full isolation's score line names the
+    wall alone."""
+
+    what: str
+    details: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.what} ({self.details})" if self.details else self.what
+
+
+_BASE = Held("base", "subprocess, rlimits, own session, clean environment")
 SHM_MB = 64  # the sandbox's /dev/shm, below the smallest memory limit an exercise may set (256 MB)
 # The base layer, run as root: each warm slot's workers run as an unprivileged uid of their own, counted
 # down from this one (GRADER_SANDBOX_UID, `nobody` by default); "off" keeps the grader's own uid.
@@ -46,9 +60,11 @@ _UID_SLOTS = 64  # uids a machine's graders lease at once: slots of all grader p
 _LEASES = Path("/run" if Path("/run").is_dir() else "/tmp") / "grader-uids"
 _DEVICES_READ = ("/dev/urandom", "/dev/random", "/proc/cpuinfo", "/proc/meminfo", "/sys/devices/system/cpu")
 _DEVICES_WRITE = ("/dev/null", "/dev/zero")
-BUBBLEWRAP = "bubblewrap (own PID and network namespaces, no capabilities, only the submission visible)"
+_BUBBLEWRAP = Held(
+    "bubblewrap", "own PID and network namespaces, no capabilities, only the submission visible"
+)
 # What makes the course's package list a wall (course_view.py, walls.py), said in the isolation line.
-_WALLED = "imports walled: of the installed packages only the course's are visible"
+_WALLED = Held("imports walled: of the installed packages only the course's are visible")
 _ADVISORY = "imports advisory: undeclared packages refused only inside the hand-in's process"
 INSIDE_JOB = "/job"  # where the job folder appears inside the sandbox
 _SYSTEM_DIRS = ("/usr", "/bin", "/lib", "/lib64", "/sbin")
@@ -99,14 +115,16 @@ class ProcessLimit(enum.Enum):
     NONE = "none"
 
 
-ONE_PROCESS = "no new processes (seccomp)"
-SUBPROCESSES = "subprocesses allowed by the course"
+_ONE_PROCESS = Held("no new processes", "seccomp")
+ONE_PROCESS = str(_ONE_PROCESS)
+_SUBPROCESSES = Held("subprocesses allowed by the course")
 
 
 @dataclass(frozen=True)
 class Isolation:
     level: str  # "bubblewrap" or "base"
-    held: str  # what walls a hand-in in and bounds it, whatever its course: the layer, processes, memory, CPU
+    # What walls a hand-in in and bounds it, whatever its course: the layer, processes, memory, CPU.
+    held: tuple[Held, ...]
     why: str | None = None  # what is missing, and why, where the layer's isolation is reduced
     process_limit: ProcessLimit = ProcessLimit.NONE
     own_uid: int | None = None  # base layer as root: the first uid workers run as (a slot's own)
@@ -127,22 +145,27 @@ class Isolation:
     @property
     def description(self) -> str:
         """What held for a hand-in of a course that does not allow subprocesses (the default)."""
-        return self.described(subprocesses=False)
+        return self.used(subprocesses=False).line
 
-    def described(self, subprocesses: bool) -> str:
-        """The line every result shows: what held for a hand-in whose course allows subprocesses or not."""
+    def used(self, subprocesses: bool = False) -> IsolationUsed:
+        """What every result states: what held for a hand-in whose course allows subprocesses or not."""
         missing = [] if self.why is None else [self.why]
         if subprocesses:
-            processes = SUBPROCESSES
+            processes = _SUBPROCESSES
         elif self.seccomp is None:
-            processes = ONE_PROCESS
+            processes = _ONE_PROCESS
         else:
-            processes = "new processes allowed"
+            processes = Held("new processes allowed")
             missing.append(f"no seccomp filter: {self.seccomp}")
-        held = f"{self.held}, {processes}"
+        held = (*self.held, processes)
+        line = ", ".join(map(str, held))
         if missing:
-            return f"reduced isolation: {held}; {'; '.join(missing)}"
-        return f"reduced isolation: {held}" if self.walls is Walls.NONE else held
+            line = f"reduced isolation: {line}; {'; '.join(missing)}"
+        elif self.walls is Walls.NONE:
+            line = f"reduced isolation: {line}"
+        else:
+            return IsolationUsed(IsolationLevel.FULL, line, ", ".join(h.what for h in held))
+        return IsolationUsed(IsolationLevel.REDUCED, line, line)
 
 
 @dataclass(frozen=True)
@@ -166,38 +189,42 @@ def current() -> Isolation:
     if not outcome or not all(part.isdigit() for part in outcome):
         return _base(cgroup, one_process, f"bubblewrap fails here: {' '.join(outcome)}")
     walls = Walls.MOUNTS if outcome[1:] == ["1"] else Walls.NONE
-    imports = _WALLED if walls is Walls.MOUNTS else _ADVISORY + " (no user namespace inside bubblewrap)"
-    bounds = f"{_memory_bound(cgroup)}, {_cpu_bound(cgroup)}, {imports}"
+    imports = _WALLED if walls is Walls.MOUNTS else Held(_ADVISORY, "no user namespace inside bubblewrap")
+    bounds = (_memory_bound(cgroup), _cpu_bound(cgroup), imports)
     if cgroup:
-        held = f"{BUBBLEWRAP}, processes bounded by a cgroup, {bounds}"
+        held = (_BUBBLEWRAP, Held("processes bounded by a cgroup"), *bounds)
         return Isolation("bubblewrap", held, None, ProcessLimit.CGROUP, walls=walls, seccomp=one_process)
     forked = int(outcome[0])
     if 0 < forked < 2 * _PROBE_LIMIT:
-        held = f"{BUBBLEWRAP}, processes bounded by RLIMIT_NPROC, {bounds}"
+        held = (_BUBBLEWRAP, Held("processes bounded by RLIMIT_NPROC"), *bounds)
         return Isolation("bubblewrap", held, None, ProcessLimit.RLIMIT, walls=walls, seccomp=one_process)
     why = "as root the kernel exempts it" if forked else "the kernel counts processes outside the sandbox"
     why = f"no process limit: {why}, and no cgroup"
-    return Isolation("bubblewrap", f"{BUBBLEWRAP}, {bounds}", why, walls=walls, seccomp=one_process)
+    return Isolation("bubblewrap", (_BUBBLEWRAP, *bounds), why, walls=walls, seccomp=one_process)
 
 
 def _base(cgroup: bool, one_process: str | None, why: str) -> Isolation:
     uid = _own_uid()
     version = landlock.abi()
-    held = [f"unprivileged uid {uid} per slot, no_new_privs" if uid is not None else "the grader's own uid"]
+    held = [
+        _BASE,
+        Held(f"unprivileged uid {uid} per slot, no_new_privs" if uid is not None else "the grader's own uid"),
+    ]
     if version:
-        held.append(landlock.Confinement(version, version >= 4, version >= 6).describe())
-        held.append(_WALLED)
+        confinement = landlock.Confinement(version, version >= 4, version >= 6)
+        held += [Held(f"Landlock v{version}", confinement.details()), _WALLED]
     else:
-        held.append("no Landlock (the kernel has none): files the grader's uid may read are readable")
-        held.append(_ADVISORY)
+        # Never a full isolation's (its imports are not walled): kept whole in every line.
+        held.append(Held("no Landlock (the kernel has none): files the grader's uid may read are readable"))
+        held.append(Held(_ADVISORY))
     # RLIMIT_NPROC outside a user namespace counts all of the user's processes: useless as a bound.
     limit = ProcessLimit.CGROUP if cgroup else ProcessLimit.NONE
-    held.append("processes bounded by a cgroup" if cgroup else "no process limit")
+    held.append(Held("processes bounded by a cgroup" if cgroup else "no process limit"))
     held += [_memory_bound(cgroup), _cpu_bound(cgroup)]
     walls = Walls.LANDLOCK if version else Walls.NONE
     return Isolation(
         "base",
-        f"{BASE}, {', '.join(held)}",
+        tuple(held),
         why,
         limit,
         own_uid=uid,
@@ -207,7 +234,7 @@ def _base(cgroup: bool, one_process: str | None, why: str) -> Isolation:
     )
 
 
-def _memory_bound(cgroup: bool) -> str:
+def _memory_bound(cgroup: bool) -> Held:
     """What bounds a hand-in's memory, said in the isolation line beside its processes' bound.
 
     Without a memory cgroup each process is bounded alone, by RLIMIT_AS: a hand-in's children could each
@@ -215,19 +242,19 @@ def _memory_bound(cgroup: bool) -> str:
     620 MB of it at import, in every process, holding 220 MB), and a share small enough to bound the sum
     of `processes` children would refuse honest hand-ins. The line says which bound held."""
     if cgroup and cgroups.memory_available():
-        return "memory bounded per hand-in by a cgroup (all its processes together)"
-    return "memory bounded per process only (RLIMIT_AS; no memory cgroup)"
+        return Held("memory bounded per hand-in by a cgroup", "all its processes together")
+    return Held("memory bounded per process only", "RLIMIT_AS; no memory cgroup")
 
 
-def _cpu_bound(cgroup: bool) -> str:
+def _cpu_bound(cgroup: bool) -> Held:
     """How a hand-in's CPU is counted against its deadlines, said in the isolation line.
 
     Without a cgroup that counts it, the grader adds up the processes it finds: exact for one process,
     threads included, which is all a hand-in may have unless its course allows subprocesses; children
     the kernel reaped itself are missed then (cpu_watch.py)."""
     if cgroup and cgroups.cpu_available():
-        return "CPU counted by a cgroup (all its processes, ended ones included)"
-    return "CPU counted per process (no CPU cgroup)"
+        return Held("CPU counted by a cgroup", "all its processes, ended ones included")
+    return Held("CPU counted per process", "no CPU cgroup")
 
 
 def _own_uid() -> int | None:

@@ -55,13 +55,14 @@ class Confinement:
     network: bool
     scoped: bool
 
-    def describe(self) -> str:
+    def details(self) -> str:
+        """What of it holds, as the isolation line says it after the ABI."""
         parts = ["reads and writes confined"]
         if self.network:
             parts.append("no TCP")
         if self.scoped:
             parts.append("no signals or abstract sockets outside")
-        return f"Landlock v{self.abi} ({', '.join(parts)})"
+        return ", ".join(parts)
 
 
 def abi() -> int:

@@ -87,7 +87,7 @@ class WorkerProcess:
         self._subprocesses = exercise.allows_subprocesses
         self._refuse_numerical = checked and exercise.refuses_numerical_derivatives
         # What held for this hand-in, the line its results show.
-        self.isolation = isolation.current().described(self._subprocesses)
+        self.isolation = isolation.current().used(self._subprocesses)
         self._writer: threading.Thread | None = None
         self._process_limit = isolation.current().process_limit
         self._pool = pool or warm.shared_pool()

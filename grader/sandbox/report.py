@@ -16,7 +16,7 @@ from typing import Literal
 import numpy as np
 
 from grader.exercise.trials import Trial
-from grader.outcomes import FailedCell, Failure
+from grader.outcomes import FailedCell, Failure, IsolationUsed
 from grader.sandbox import isolation
 from grader.sandbox.payload import ReturnedArray, ReturnProblem
 
@@ -257,7 +257,7 @@ class WorkerReport:
     import_seconds: float = 0.0  # of the hand-in, in the worker
     skipped_imports: tuple[str, ...] = ()  # a `definitions` notebook's imports of modules not there
     failed_cells: tuple[FailedCell, ...] = ()  # a notebook run whole: cells skipped
-    isolation: str = field(default_factory=lambda: isolation.current().description)
+    isolation: IsolationUsed = field(default_factory=lambda: isolation.current().used())
 
     @property
     def fatal(self) -> Failure | None:
