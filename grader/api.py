@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from grader.errors import UsageError
+from grader.exercise.settings import Settings
 from grader.exercise.spec import SPEC_FILE, Exercise, exercise_argument
 from grader.exercise.spec import load_exercise as _loaded
 from grader.exercise.trials import DEFAULT_SEED, Trial, make_trial
@@ -110,7 +111,7 @@ def grade(
     loaded = load_exercise(exercise)
     cells = loaded.spec.notebook.selection
     handed = submission_from_path(Path(submission), loaded.spec.entry, notebook=cells, rule=loaded.file_rule)
-    return graded(loaded, handed, seed, trials, only_trial=trial)
+    return graded(loaded, handed, Settings(seed, trials, trial))
 
 
 @_short_errors
@@ -151,7 +152,7 @@ def grade_file(
     if not handed:
         entries = ", ".join(sorted({e.spec.entry for e in loaded}))
         raise UsageError(f"{submission}: defines none of the functions these exercises grade ({entries})")
-    return graded(handed, seed, trials)
+    return graded(handed, Settings(seed, trials))
 
 
 @_short_errors
@@ -187,7 +188,7 @@ def check(
         # Never `after`: it has no deadlines to overrun.
         return InProcessRunner(loaded, ordered, student, where, _as_cells(where))
 
-    result = graded(loaded, Submission("", where, ()), seed, trials, only_trial=trial, start=start)
+    result = graded(loaded, Submission("", where, ()), Settings(seed, trials, trial), start=start)
     calls = ", ".join(f"{entry}()" for entry in _entries(loaded))
     result = replace(result, submission=f"{calls} in this Python process")
     replayed = make_trial(loaded, seed, trial) if trial is not None else None
