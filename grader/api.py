@@ -318,7 +318,8 @@ def _code_folder(functions: Sequence[Callable[..., Any]]) -> Path:
     return Path(os.path.commonpath(folders)) if folders else Path.cwd()
 
 
-_FILE = re.compile(r'File "(?P<file>[^"\n]+)"')
+_FILE_NAME = r'[^"\n]+'
+_FILE = re.compile(rf'File "(?P<file>{_FILE_NAME})"')
 
 
 def _as_cells(folder: Path) -> Callable[[Failure], Failure] | None:
@@ -330,14 +331,21 @@ def _as_cells(folder: Path) -> Callable[[Failure], Failure] | None:
     if names is None:
         return None
 
+    def shown(file: str) -> str | None:
+        named = names(str(folder / file))
+        return named[1] if isinstance(named, tuple) and len(named) == 2 else None
+
     def cell(match: re.Match[str]) -> str:
-        named = names(str(folder / match["file"]))
-        return f'File "{named[1]}"' if isinstance(named, tuple) and len(named) == 2 else match.group(0)
+        named = shown(match["file"])
+        return f'File "{named}"' if named is not None else match.group(0)
 
     def relocated(failure: Failure) -> Failure:
-        return replace(
-            failure, message=_FILE.sub(cell, failure.message), traceback=_FILE.sub(cell, failure.traceback)
-        )
+        location = failure.location
+        if location is not None and re.fullmatch(_FILE_NAME, location.file):  # a name _FILE finds
+            named = shown(location.file)
+            location = location if named is None else replace(location, file=named)
+        message, traceback = _FILE.sub(cell, failure.message), _FILE.sub(cell, failure.traceback)
+        return replace(failure, message=message, traceback=traceback, location=location)
 
     return relocated
 

@@ -34,7 +34,7 @@ from grader.exercise.spec import Exercise
 from grader.handin.choice import ChosenBy, FileChoice
 from grader.handin.prepare import Submission
 from grader.judging.compare import EntryError
-from grader.outcomes import FailedCell, Failure, FailureKind, MistakeFamily, Verdict
+from grader.outcomes import FailedCell, Failure, FailureKind, Location, MistakeFamily, Verdict
 from grader.results import FailingCase, NearMiss, NotebookUse, ReturnResult, SubmissionResult
 
 # Before 0.3 every class beside one exercises folder shared this one file, so that `grader report` showed
@@ -397,7 +397,11 @@ def _notebook(data: dict[str, Any] | None) -> NotebookUse | None:
 
 
 def _error(data: dict[str, Any] | None) -> Failure | None:
-    return None if data is None else Failure(**{**data, "kind": FailureKind(data["kind"])})
+    if data is None:
+        return None
+    location = data.get("location")  # absent from a result kept before failures carried one
+    location = None if location is None else Location(**location)
+    return Failure(**{**data, "kind": FailureKind(data["kind"]), "location": location})
 
 
 def _return(data: dict[str, Any]) -> ReturnResult:

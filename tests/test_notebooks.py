@@ -20,7 +20,7 @@ from grader.grading import grade
 from grader.handin import notebooks
 from grader.handin.discover import discover_students, may_define, submission_from_path, untagged_hint
 from grader.handin.prepare import prepare
-from grader.outcomes import FailureKind
+from grader.outcomes import FailureKind, Location
 from grader.report.json_report import to_json_line
 from grader.report.terminal import notebook_note
 from grader.results import NotebookUse, SubmissionResult
@@ -146,6 +146,8 @@ def test_an_error_in_a_notebook_names_its_cell_and_line(graph2: Exercise, tmp_pa
     assert error is not None and error.kind == "exception"
     line = line_of(textwrap.dedent(broken).lstrip(), "f.backwards()")
     assert f'File "hw.ipynb", cell 3, line {line}, in graph2' in error.traceback
+    assert error.location == Location("hw.ipynb", line, "graph2", cell=3)
+    assert error.where == f"hw.ipynb cell 3, line {line}, in graph2"
     assert ".ipynb.py" not in error.traceback + error.message + failed.error
 
 

@@ -22,7 +22,7 @@ from grader.judging.classify import NOTHING_COMPARED, classify_return
 from grader.judging.compare import Compared, Comparison
 from grader.judging.reruns import RerunPlan, finite_somewhere, resolve_beyond_rounding
 from grader.outcomes import Failure, FailureKind, MistakeFamily, Verdict
-from grader.results import NotebookUse, ReturnResult, SubmissionResult, display_path, student_location
+from grader.results import NotebookUse, ReturnResult, SubmissionResult, display_path
 from grader.sandbox.payload import ReturnedArray, ReturnProblem
 from grader.sandbox.report import Returned, Returns, WorkerReport
 
@@ -314,5 +314,5 @@ def _checked_for_consistency(
 
 
 def _failure_text(failure: Failure) -> str:
-    where = student_location(failure.traceback)
+    where = failure.where
     return f"{failure.message} ({where})" if where else failure.message
