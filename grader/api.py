@@ -56,18 +56,20 @@ def _short_errors(function: Callable[_P, _R]) -> Callable[_P, _R]:
     return called
 
 
-def _numbers(call: str, seed: object, trials: object, trial: object) -> None:
-    """`seed`, `trials` and `trial` as a caller typed them, checked before anything is drawn from them."""
+def _settings(call: str, seed: int, trials: int | None, trial: int | None) -> Settings:
+    """The call's settings, resolved once (the reference cache's from the environment), from `seed`,
+    `trials` and `trial` as a caller typed them: checked before anything is drawn from them."""
 
     def whole(value: object) -> bool:
         return isinstance(value, int) and not isinstance(value, bool)
 
-    if not whole(seed) or seed < 0:  # type: ignore[operator]
+    if not whole(seed) or seed < 0:
         raise UsageError(f"{call}: seed={seed!r} is not a seed; give a whole number, 0 or more")
-    if trials is not None and (not whole(trials) or trials < 1):  # type: ignore[operator]
+    if trials is not None and (not whole(trials) or trials < 1):
         raise UsageError(f"{call}: trials={trials!r}; give how many trials to run, a whole number from 1")
-    if trial is not None and (not whole(trial) or trial < 0):  # type: ignore[operator]
+    if trial is not None and (not whole(trial) or trial < 0):
         raise UsageError(f"{call}: trial={trial!r}; give the number of the trial to replay, 0 or more")
+    return Settings(seed, trials, trial)
 
 
 @_short_errors
@@ -106,12 +108,12 @@ def grade(
     from grader.grading import grade as graded
     from grader.handin.discover import submission_from_path
 
-    _numbers("grader.grade", seed, trials, trial)
+    settings = _settings("grader.grade", seed, trials, trial)
     untrusted_process()  # the caller's process: a notebook's code may have patched torch before this call
     loaded = load_exercise(exercise)
     cells = loaded.spec.notebook.selection
     handed = submission_from_path(Path(submission), loaded.spec.entry, notebook=cells, rule=loaded.file_rule)
-    return graded(loaded, handed, Settings(seed, trials, trial))
+    return graded(loaded, handed, settings)
 
 
 @_short_errors
@@ -132,6 +134,7 @@ def grade_file(
     from grader.grading import grade_file as graded
     from grader.handin.discover import may_define, submission_from_path
 
+    settings = _settings("grader.grade_file", seed, trials, None)
     untrusted_process()  # the caller's process: a notebook's code may have patched torch before this call
     refs = [exercises] if isinstance(exercises, str | Path | Exercise) else list(exercises)
     loaded: list[Exercise] = []
@@ -152,7 +155,7 @@ def grade_file(
     if not handed:
         entries = ", ".join(sorted({e.spec.entry for e in loaded}))
         raise UsageError(f"{submission}: defines none of the functions these exercises grade ({entries})")
-    return graded(handed, Settings(seed, trials))
+    return graded(handed, settings)
 
 
 @_short_errors
@@ -178,7 +181,7 @@ def check(
     from grader.sandbox.in_process import InProcessRunner
     from grader.sandbox.report import WorkerReport
 
-    _numbers("grader.check", seed, trials, trial)
+    settings = _settings("grader.check", seed, trials, trial)
     untrusted_process()  # the student's code runs here: no reference computed here is written for others
     loaded = load_exercise(exercise)
     ordered = _by_entry(loaded, functions, named)
@@ -188,7 +191,7 @@ def check(
         # Never `after`: it has no deadlines to overrun.
         return InProcessRunner(loaded, ordered, student, where, _as_cells(where))
 
-    result = graded(loaded, Submission("", where, ()), Settings(seed, trials, trial), start=start)
+    result = graded(loaded, Submission("", where, ()), settings, start=start)
     calls = ", ".join(f"{entry}()" for entry in _entries(loaded))
     result = replace(result, submission=f"{calls} in this Python process")
     replayed = make_trial(loaded, seed, trial) if trial is not None else None

@@ -75,7 +75,7 @@ def check_library(args: argparse.Namespace, console: Console, errors: Console) -
             f"{args.file}: defines none of the functions the {counted(len(exercises), 'exercise')} under "
             f"{args.exercise} grade ({entries}); name your functions as the assignment does"
         )
-    passed = True
+    passed: list[bool] = []
     waiting: dict[int, SubmissionResult] = {}  # judged before one listed ahead of them (another worker's)
     shown = 0
     # Computed first, in a fork of the zygote that then serves the hand-in: the grader never imports torch.
@@ -87,9 +87,9 @@ def check_library(args: argparse.Namespace, console: Console, errors: Console) -
         while shown in waiting:
             result = waiting.pop(shown)
             shown += 1
-            passed = passed and result.passed
+            passed.append(result.passed)
             if args.json:
                 print(to_json_line(result), flush=True)
             else:
                 render_result(console, result, args.show_output)
-    return Outcome.of([passed], broken=bool(broken))
+    return Outcome.of(passed, broken=bool(broken))
