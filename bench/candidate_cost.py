@@ -22,6 +22,7 @@ from typing import Any
 from unittest import mock
 
 from grader.exercise.reference import compute_references
+from grader.exercise.settings import Settings
 from grader.exercise.spec import Exercise, load_exercise
 from grader.exercise.trials import make_trials
 from grader.grading import grade
@@ -71,7 +72,7 @@ def graded(exercise: Exercise, wrong: Path, without: bool) -> tuple[float, float
     families = _without_families() if without else contextlib.nullcontext()
     with mock.patch.object(diagnosis, "diagnose", timed), families:
         started = time.perf_counter()
-        result = grade(exercise, submission_from_path(wrong, exercise.spec.entry), 0, None)
+        result = grade(exercise, submission_from_path(wrong, exercise.spec.entry), Settings(0, None))
         took = time.perf_counter() - started
     return took, spent[0], sorted({(r.misconception or "-")[:60] for r in result.returns})
 

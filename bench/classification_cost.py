@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from grader.exercise.reference import reference_returns
+from grader.exercise.settings import Settings
 from grader.exercise.spec import Exercise, load_exercise
 from grader.exercise.trials import make_trials
 from grader.grading import grade
@@ -53,7 +54,7 @@ def bare(exercise: Exercise, submission: Submission) -> float:
 
 def classified(exercise: Exercise, submission: Submission) -> float:
     started = time.perf_counter()
-    result = grade(exercise, submission, 0, TRIALS)
+    result = grade(exercise, submission, Settings(0, TRIALS))
     assert result.passed, result
     return time.perf_counter() - started
 

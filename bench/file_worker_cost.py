@@ -36,6 +36,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from grader.exercise.reference import compute_references  # noqa: E402
+from grader.exercise.settings import Settings  # noqa: E402
 from grader.exercise.spec import discover_exercises, load_exercise  # noqa: E402
 from grader.exercise.trials import make_trials  # noqa: E402
 from grader.grading import grade, grade_file  # noqa: E402
@@ -73,11 +74,16 @@ def fixed_cost(count: int, rounds: int) -> None:
     pool.prestart(1)
 
     def one_worker(n: int) -> None:
-        grade_file([(exercise, submission)] * n, SEED, TRIALS, references_for=lambda e: references, pool=pool)
+        grade_file(
+            [(exercise, submission)] * n,
+            Settings(SEED, TRIALS),
+            references_for=lambda e: references,
+            pool=pool,
+        )
 
     def worker_each(n: int) -> None:
         for _ in range(n):
-            grade(exercise, submission, SEED, TRIALS, references=references, pool=pool)
+            grade(exercise, submission, Settings(SEED, TRIALS), references=references, pool=pool)
 
     one_worker(1)  # the zygote warm, the code's lazy imports paid
     cases = {"one worker, 1": (one_worker, 1), f"one worker, {count}": (one_worker, count)}

@@ -32,6 +32,7 @@ from test_corpus import exercise_folder  # noqa: E402
 from test_course_bugs import SEED, Case, Kind, corpus_exercises, load_cases  # noqa: E402
 
 from grader.exercise.reference import References, compute_references  # noqa: E402
+from grader.exercise.settings import Settings  # noqa: E402
 from grader.exercise.spec import Exercise, load_exercise  # noqa: E402
 from grader.exercise.trials import make_trials  # noqa: E402
 from grader.grading import grade  # noqa: E402
@@ -64,7 +65,7 @@ def class_of(exercises: list[str]) -> list[tuple[Exercise, list[Case]]]:
 
 def _graded(exercise: Exercise, references: References, case: Case) -> SubmissionResult:
     submission = submission_from_path(case.path, exercise.spec.entry)
-    return grade(exercise, submission, SEED, references=references)
+    return grade(exercise, submission, Settings(SEED), references=references)
 
 
 def graded_class(

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import yaml
 
+from grader.exercise.settings import Settings
 from grader.exercise.spec import Exercise, discover_exercises, load_exercise
 from grader.grading import grade
 from grader.handin.discover import submission_from_path
@@ -55,14 +56,14 @@ def corpus(kinds: set[str]) -> Iterator[tuple[Exercise, Path, frozenset[str]]]:
 
 def accused(exercise: Exercise, path: Path, trials: int, inputs_as: str | None = None) -> list[str]:
     handin = submission_from_path(path, exercise.spec.entry)
-    result = grade(exercise, handin, 0, trials, inputs_as=inputs_as)
+    result = grade(exercise, handin, Settings(0, trials), inputs_as=inputs_as)
     # `autograd` or `numerical`, or no points where the checked worker did not complete (provenance.py)
     return [r.name for r in result.returns if r.verdict.not_by_hand or CHECKED in r.message]
 
 
 def escaped(exercise: Exercise, path: Path, trials: int, copied: frozenset[str]) -> list[str]:
     """The returns copied from autograd that kept points."""
-    result = grade(exercise, submission_from_path(path, exercise.spec.entry), 0, trials)
+    result = grade(exercise, submission_from_path(path, exercise.spec.entry), Settings(0, trials))
     by_hand = {r.name for r in exercise.spec.returns if r.by_hand}
     return [r.name for r in result.returns if r.name in (copied or by_hand) and r.score > 0]
 

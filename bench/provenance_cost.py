@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 
 from grader.exercise.reference import References, compute_references
+from grader.exercise.settings import Settings
 from grader.exercise.spec import Exercise, load_exercise
 from grader.exercise.trials import make_trials
 from grader.grading import grade
@@ -41,7 +42,9 @@ def without_by_hand(exercise: Exercise) -> Exercise:
 
 def seconds(exercise: Exercise, path: Path, references: References) -> tuple[float, set[Verdict]]:
     started = time.perf_counter()
-    result = grade(exercise, submission_from_path(path, exercise.spec.entry), 0, references=references)
+    result = grade(
+        exercise, submission_from_path(path, exercise.spec.entry), Settings(0), references=references
+    )
     return time.perf_counter() - started, {r.verdict for r in result.returns}
 
 

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from grader.errors import UsageError
+from grader.exercise.settings import Settings
 from grader.exercise.spec import SPEC_FILE, Exercise, exercise_argument
 from grader.exercise.spec import load_exercise as _loaded
 from grader.exercise.trials import DEFAULT_SEED, Trial, make_trial
@@ -55,18 +56,20 @@ def _short_errors(function: Callable[_P, _R]) -> Callable[_P, _R]:
     return called
 
 
-def _numbers(call: str, seed: object, trials: object, trial: object) -> None:
-    """`seed`, `trials` and `trial` as a caller typed them, checked before anything is drawn from them."""
+def _settings(call: str, seed: int, trials: int | None, trial: int | None) -> Settings:
+    """The call's settings, resolved once (the reference cache's from the environment), from `seed`,
+    `trials` and `trial` as a caller typed them: checked before anything is drawn from them."""
 
     def whole(value: object) -> bool:
         return isinstance(value, int) and not isinstance(value, bool)
 
-    if not whole(seed) or seed < 0:  # type: ignore[operator]
+    if not whole(seed) or seed < 0:
         raise UsageError(f"{call}: seed={seed!r} is not a seed; give a whole number, 0 or more")
-    if trials is not None and (not whole(trials) or trials < 1):  # type: ignore[operator]
+    if trials is not None and (not whole(trials) or trials < 1):
         raise UsageError(f"{call}: trials={trials!r}; give how many trials to run, a whole number from 1")
-    if trial is not None and (not whole(trial) or trial < 0):  # type: ignore[operator]
+    if trial is not None and (not whole(trial) or trial < 0):
         raise UsageError(f"{call}: trial={trial!r}; give the number of the trial to replay, 0 or more")
+    return Settings(seed, trials, trial)
 
 
 @_short_errors
@@ -105,12 +108,12 @@ def grade(
     from grader.grading import grade as graded
     from grader.handin.discover import submission_from_path
 
-    _numbers("grader.grade", seed, trials, trial)
+    settings = _settings("grader.grade", seed, trials, trial)
     untrusted_process()  # the caller's process: a notebook's code may have patched torch before this call
     loaded = load_exercise(exercise)
     cells = loaded.spec.notebook.selection
     handed = submission_from_path(Path(submission), loaded.spec.entry, notebook=cells, rule=loaded.file_rule)
-    return graded(loaded, handed, seed, trials, only_trial=trial)
+    return graded(loaded, handed, settings)
 
 
 @_short_errors
@@ -131,6 +134,7 @@ def grade_file(
     from grader.grading import grade_file as graded
     from grader.handin.discover import may_define, submission_from_path
 
+    settings = _settings("grader.grade_file", seed, trials, None)
     untrusted_process()  # the caller's process: a notebook's code may have patched torch before this call
     refs = [exercises] if isinstance(exercises, str | Path | Exercise) else list(exercises)
     loaded: list[Exercise] = []
@@ -151,7 +155,7 @@ def grade_file(
     if not handed:
         entries = ", ".join(sorted({e.spec.entry for e in loaded}))
         raise UsageError(f"{submission}: defines none of the functions these exercises grade ({entries})")
-    return graded(handed, seed, trials)
+    return graded(handed, settings)
 
 
 @_short_errors
@@ -177,7 +181,7 @@ def check(
     from grader.sandbox.in_process import InProcessRunner
     from grader.sandbox.report import WorkerReport
 
-    _numbers("grader.check", seed, trials, trial)
+    settings = _settings("grader.check", seed, trials, trial)
     untrusted_process()  # the student's code runs here: no reference computed here is written for others
     loaded = load_exercise(exercise)
     ordered = _by_entry(loaded, functions, named)
@@ -187,7 +191,7 @@ def check(
         # Never `after`: it has no deadlines to overrun.
         return InProcessRunner(loaded, ordered, student, where, _as_cells(where))
 
-    result = graded(loaded, Submission("", where, ()), seed, trials, only_trial=trial, start=start)
+    result = graded(loaded, Submission("", where, ()), settings, start=start)
     calls = ", ".join(f"{entry}()" for entry in _entries(loaded))
     result = replace(result, submission=f"{calls} in this Python process")
     replayed = make_trial(loaded, seed, trial) if trial is not None else None
@@ -317,7 +321,8 @@ def _code_folder(functions: Sequence[Callable[..., Any]]) -> Path:
     return Path(os.path.commonpath(folders)) if folders else Path.cwd()
 
 
-_FILE = re.compile(r'File "(?P<file>[^"\n]+)"')
+_FILE_NAME = r'[^"\n]+'
+_FILE = re.compile(rf'File "(?P<file>{_FILE_NAME})"')
 
 
 def _as_cells(folder: Path) -> Callable[[Failure], Failure] | None:
@@ -329,14 +334,21 @@ def _as_cells(folder: Path) -> Callable[[Failure], Failure] | None:
     if names is None:
         return None
 
+    def shown(file: str) -> str | None:
+        named = names(str(folder / file))
+        return named[1] if isinstance(named, tuple) and len(named) == 2 else None
+
     def cell(match: re.Match[str]) -> str:
-        named = names(str(folder / match["file"]))
-        return f'File "{named[1]}"' if isinstance(named, tuple) and len(named) == 2 else match.group(0)
+        named = shown(match["file"])
+        return f'File "{named}"' if named is not None else match.group(0)
 
     def relocated(failure: Failure) -> Failure:
-        return replace(
-            failure, message=_FILE.sub(cell, failure.message), traceback=_FILE.sub(cell, failure.traceback)
-        )
+        location = failure.location
+        if location is not None and re.fullmatch(_FILE_NAME, location.file):  # a name _FILE finds
+            named = shown(location.file)
+            location = location if named is None else replace(location, file=named)
+        message, traceback = _FILE.sub(cell, failure.message), _FILE.sub(cell, failure.traceback)
+        return replace(failure, message=message, traceback=traceback, location=location)
 
     return relocated
 

@@ -270,7 +270,7 @@ class _Grading:
         for task in job.tasks:  # before it starts: see _triage
             self._book.grading(self._run_id, task.key, self._stops.get(task.key, 0))
         recorded: Future[tuple[TaskResult, ...]] = Future()
-        self._backend.submit(job, self._settings.seed, held).add_done_callback(
+        self._backend.submit(job, self._settings, held).add_done_callback(
             partial(self._record, job, recorded)
         )
         self._running[recorded] = job  # once it is sure to resolve: a Ctrl-C waits for what is here
@@ -315,9 +315,8 @@ class _Grading:
             held = self._references.of(task.exercise).get()
         except GraderError:
             return None
-        seed = self._settings.seed
         return not_runnable(
-            task.exercise, task.student, task.path, seed, held, end.message, FailureKind.INTERNAL
+            task.exercise, task.student, task.path, self._settings, held, end.message, FailureKind.INTERNAL
         )
 
     def _add(self, result: SubmissionResult) -> None:
@@ -392,14 +391,13 @@ def _not_started(task: Task, settings: Settings) -> SubmissionResult | None:
     """The result of a task with nothing to run (the hand-in cannot be used, or none of its files attempts
     the exercise: no need to start a worker to learn that), or None: it is to be graded."""
     exercise, entry = task.exercise, task.exercise.spec.entry
-    count = settings.trial_count(exercise)
     if task.submission is None:
-        return not_started(exercise, task.student, task.path, settings.seed, count, task.problem)
+        return not_started(exercise, task.student, task.path, settings, task.problem)
     if not may_define(task.submission, entry):
         hint = untagged_hint(task.submission, entry)  # written, but in a cell the exercise does not grade
         message = f"not handed in: none of the files defines {entry}()" + (f"; {hint}" if hint else "")
         kind = FailureKind.NOT_SUBMITTED
-        return not_started(exercise, task.student, task.path, settings.seed, count, message, kind)
+        return not_started(exercise, task.student, task.path, settings, message, kind)
     return None
 
 
@@ -416,7 +414,4 @@ def _stopped_grader(task: Task, settings: Settings, times: int) -> SubmissionRes
         "memory. To grade it again, change the hand-in (a new hand-in is graded as any other), or run "
         "with another --seed"
     )
-    count = settings.trial_count(task.exercise)
-    return not_started(
-        task.exercise, task.student, task.path, settings.seed, count, message, FailureKind.INTERNAL
-    )
+    return not_started(task.exercise, task.student, task.path, settings, message, FailureKind.INTERNAL)

@@ -70,17 +70,15 @@ ReferencesFor = Callable[[Exercise], "References | SharedReferences | None"]
 def grade(
     exercise: Exercise,
     submission: Submission,
-    seed: int,
-    trial_count: int | None = None,
-    only_trial: int | None = None,
+    settings: Settings,
     references: References | SharedReferences | None = None,
     inputs_as: str | None = None,
     pool: WorkerPool | None = None,
     start: StartRunner | None = None,
 ) -> SubmissionResult:
-    """Grade; pass `references` (from compute_references, or a class's SharedReferences, computed here if
-    no grading has yet) to share them across submissions, else they come from the cache
-    (reference_cache.py), computed on a miss while the worker runs the trials.
+    """Grade under `settings`; pass `references` (from compute_references, or a class's SharedReferences,
+    computed here if no grading has yet) to share them across submissions, else they come from the
+    settings' cache (reference_cache.py), computed on a miss while the worker runs the trials.
 
     `inputs_as="float32"` hands the code float32 inputs: how validation checks a solution's float32 variant.
     The worker comes from `pool`, by default the process's shared pool of warm workers; `start` runs the
@@ -94,17 +92,13 @@ def grade(
     def checked(student: int) -> Runner:
         return RunningWorker(exercise, handin, inputs_as, pool, student, checked=True)
 
-    ordinary = _ordinary(
-        exercise, submission, handin, seed, trial_count, only_trial, references, start or sandboxed
-    )
+    ordinary = _ordinary(exercise, submission, handin, settings, references, start or sandboxed)
     return _judged(ordinary, _checked(ordinary, checked if start is None else None))
 
 
 def grade_file(
     handed: Sequence[tuple[Exercise, Submission]],
-    seed: int,
-    trial_count: int | None = None,
-    only_trial: int | None = None,
+    settings: Settings,
     references_for: ReferencesFor | None = None,
     pool: WorkerPool | None = None,
 ) -> list[SubmissionResult]:
@@ -119,15 +113,13 @@ def grade_file(
     and seen by the next's. Exercises whose files differ (a notebook's cells chosen per exercise) or that
     differ in the limits of a process or their support files get a worker each.
     """
-    results = dict(iter_grade_file(handed, seed, trial_count, only_trial, references_for, pool))
+    results = dict(iter_grade_file(handed, settings, references_for, pool))
     return [results[number] for number in range(len(handed))]
 
 
 def iter_grade_file(
     handed: Sequence[tuple[Exercise, Submission]],
-    seed: int,
-    trial_count: int | None = None,
-    only_trial: int | None = None,
+    settings: Settings,
     references_for: ReferencesFor | None = None,
     pool: WorkerPool | None = None,
 ) -> Iterator[tuple[int, SubmissionResult]]:
@@ -146,7 +138,7 @@ def iter_grade_file(
                 exercise, submission = handed[number]
                 references = references_for(exercise) if references_for is not None else None
                 start = _starter(worker, exercise)
-                run = (seed, trial_count, only_trial, references, start)
+                run = (settings, references, start)
                 ordinary.append(_ordinary(exercise, submission, prepared[number], *run))
         finally:
             worker.close()  # before the checked worker: it takes the same slot, after the zygote's clean-up
@@ -182,7 +174,8 @@ def references_first(
     except Exception:  # a sandbox that cannot start: computed here; the grading reports the sandbox
         return found
     asked = [(shared.exercise, settings.seed, shared.trials) for shared in missing]
-    for shared, computed in zip(missing, computed_all_in_zygote(chosen, zygote, asked), strict=True):
+    computed_all = computed_all_in_zygote(chosen, zygote, settings.cache, asked)
+    for shared, computed in zip(missing, computed_all, strict=True):
         if computed is not None:
             shared.try_first(partial(_given, computed))
     return found
@@ -229,9 +222,8 @@ class _Ordinary:
     exercise: Exercise
     submission: Submission
     handin: Prepared
-    seed: int
+    settings: Settings
     student: int
-    only_trial: int | None
     references: References
     report: WorkerReport
     plan: RerunPlan
@@ -242,22 +234,20 @@ def _ordinary(
     exercise: Exercise,
     submission: Submission,
     handin: Prepared,
-    seed: int,
-    trial_count: int | None,
-    only_trial: int | None,
+    settings: Settings,
     references: References | SharedReferences | None,
     start: StartRunner,
 ) -> _Ordinary:
     """The ordinary worker's run: every trial (the checked ones as plain trials: the worker is told
     nothing of them), then the reruns, the checked trials among them once more as they first ran."""
-    student = student_seed(exercise, seed)
+    student = student_seed(exercise, settings.seed)
     # First: its start-up overlaps ours.
     worker = start(student, None)
     try:
         if references is None:
-            references = find_references(exercise, Settings(seed, trial_count, only_trial))
+            references = find_references(exercise, settings)
         # Drawn from the seed (secret in every grading that counts); never sent to this worker.
-        checks = provenance.pick_checks(exercise, references.trials, seed, only_trial)
+        checks = provenance.pick_checks(exercise, references.trials, settings.seed, settings.only_trial)
         worker.send(references.trials)
         if isinstance(references, SharedReferences):
             references = references.get()  # after the send: computing them imports torch
@@ -277,7 +267,7 @@ def _ordinary(
     finally:
         worker.close()
     run = (references, report, plan, checks)
-    return _Ordinary(exercise, submission, handin, seed, student, only_trial, *run)
+    return _Ordinary(exercise, submission, handin, settings, student, *run)
 
 
 def _checked(done: _Ordinary, start: StartChecked) -> provenance.Checks:
@@ -314,11 +304,11 @@ def _judged(done: _Ordinary, checks: provenance.Checks) -> SubmissionResult:
     return judge(
         done.exercise,
         done.submission,
-        done.seed,
+        done.settings.seed,
         done.references,
         done.report,
         done.plan,
-        done.only_trial,
+        done.settings.only_trial,
         checks,
     )
 
@@ -327,7 +317,7 @@ def not_runnable(
     exercise: Exercise,
     student: str,
     path: Path,
-    seed: int,
+    settings: Settings,
     references: References,
     message: str,
     kind: FailureKind = FailureKind.MISSING_FUNCTION,
@@ -339,19 +329,19 @@ def not_runnable(
     first = Pass(stopped=Failure(kind, message))
     report = WorkerReport(first=first, reruns=Pass())
     plan = plan_reruns(exercise, references, first)
-    return judge(exercise, Submission(student, path, ()), seed, references, report, plan)
+    return judge(exercise, Submission(student, path, ()), settings.seed, references, report, plan)
 
 
 def not_started(
     exercise: Exercise,
     student: str,
     path: Path,
-    seed: int,
-    trials: int,
+    settings: Settings,
     message: str,
     kind: FailureKind = FailureKind.MISSING_FUNCTION,
 ) -> SubmissionResult:
-    """`not_runnable`'s result without its references, nor a look at each of the `trials`: for what
-    nobody handed in, at no cost (no failing case is named: nothing ran)."""
+    """`not_runnable`'s result without its references, nor a look at each of the settings' trials: for
+    what nobody handed in, at no cost (no failing case is named: nothing ran)."""
     handin, failure = Submission(student, path, ()), Failure(kind, message)
-    return not_run(exercise, handin, seed, trials, failure, isolation.current().used())
+    trials = settings.trial_count(exercise)
+    return not_run(exercise, handin, settings.seed, trials, failure, isolation.current().used())

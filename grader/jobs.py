@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+from grader.exercise.settings import Settings
 from grader.exercise.shared import SharedReferences
 from grader.exercise.spec import Exercise
 from grader.gradebook import Key
@@ -92,9 +93,9 @@ class Backend(Protocol):
         compute them (by default, in this process, by the first grading that needs them)."""
 
     def submit(
-        self, job: Job, seed: int, references: Mapping[str, SharedReferences]
+        self, job: Job, settings: Settings, references: Mapping[str, SharedReferences]
     ) -> Future[tuple[TaskResult, ...]]:
-        """`references`: by exercise id, those of every task of the job."""
+        """`settings`: the run's; `references`: by exercise id, those of every task of the job."""
         ...
 
     def drain(self) -> None:
@@ -104,7 +105,10 @@ class Backend(Protocol):
 
 
 def grade_job(
-    job: Job, seed: int, references: Mapping[str, References | SharedReferences], pool: WorkerPool
+    job: Job,
+    settings: Settings,
+    references: Mapping[str, References | SharedReferences],
+    pool: WorkerPool,
 ) -> tuple[TaskResult, ...]:
     """The job's tasks graded in one worker from `pool` (grading.iter_grade_file: the student's files
     imported once), here or on a cluster's worker. A task's failure (the grader's, or its exercise's
@@ -114,14 +118,14 @@ def grade_job(
     handed = [(t.exercise, t.submission) for t in job.tasks if t.submission is not None]
     outcomes: dict[int, TaskResult] = {}
     with contextlib.suppress(Exception):  # whatever stopped it is met again below, by its task alone
-        for number, result in iter_grade_file(handed, seed, references_for=_held(references), pool=pool):
+        for number, result in iter_grade_file(handed, settings, _held(references), pool):
             outcomes[number] = result
     for number, (exercise, submission) in enumerate(handed):
         if number in outcomes:
             continue
         try:
             held = references[exercise.id]
-            outcomes[number] = grade(exercise, submission, seed, references=held, pool=pool)
+            outcomes[number] = grade(exercise, submission, settings, references=held, pool=pool)
         except Exception as exc:
             failed = f"the grader failed on this submission (not the student's fault): {exc!r}"
             outcomes[number] = Unfinished(failed)

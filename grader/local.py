@@ -12,6 +12,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from functools import partial
 
 from grader.errors import GraderError
+from grader.exercise.settings import Settings
 from grader.exercise.shared import SharedReferences
 from grader.jobs import Job, TaskResult, grade_job
 from grader.sandbox.warm import WorkerPool, started_shared_pool
@@ -49,9 +50,9 @@ class LocalBackend:
         threading.Thread(target=compute, name=f"references of {references.exercise.id}", daemon=True).start()
 
     def submit(
-        self, job: Job, seed: int, references: Mapping[str, SharedReferences]
+        self, job: Job, settings: Settings, references: Mapping[str, SharedReferences]
     ) -> Future[tuple[TaskResult, ...]]:
-        return self._threads.submit(grade_job, job, seed, references, self._workers)
+        return self._threads.submit(grade_job, job, settings, references, self._workers)
 
     def drain(self) -> None:
         self._threads.shutdown(wait=True, cancel_futures=True)

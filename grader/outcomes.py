@@ -111,6 +111,24 @@ class FailureKind(_Word):
 
 
 @dataclass(frozen=True)
+class Location:
+    """The innermost place in the student's files that a failure's traceback shows: their innermost frame,
+    or a SyntaxError's own place (in no function). Sent by the worker as fields, never read back out of
+    the traceback's text, which the student's own message may imitate."""
+
+    file: str  # relative to the hand-in; a notebook's own name once its cell is known
+    line: int  # in `file`, or in `cell`
+    function: str = ""  # "" for a SyntaxError's place
+    cell: int = 0  # a notebook's code cell, as a reader counts them; 0 outside a notebook
+
+    def __str__(self) -> str:
+        """As the traceback's line names it: 'hw.py line 12, in graph2', 'nb.ipynb cell 3, line 2, in f'."""
+        cell = f"cell {self.cell}, " if self.cell else ""
+        function = f", in {self.function}" if self.function else ""
+        return f"{self.file} {cell}line {self.line}{function}"
+
+
+@dataclass(frozen=True)
 class Failure:
     """Why a trial (`trial` set) or the whole submission (`trial` None) produced nothing to compare."""
 
@@ -118,6 +136,12 @@ class Failure:
     message: str
     traceback: str = ""
     trial: int | None = None
+    location: Location | None = None  # where `traceback` ends in the student's files; None: nowhere
+
+    @property
+    def where(self) -> str:
+        """`location` as shown beside the message; "" where there is none."""
+        return "" if self.location is None else str(self.location)
 
 
 class IsolationLevel(_Word):

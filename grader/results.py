@@ -144,15 +144,6 @@ def file_in_handin(result: SubmissionResult) -> str:
     return path.name
 
 
-def student_location(traceback: str) -> str:
-    """'sol.py line 12, in graph2' from the innermost frame of a trimmed traceback; '' when there is none."""
-    frames = [line.strip() for line in traceback.splitlines() if line.strip().startswith('File "')]
-    if not frames:
-        return ""
-    file, _, rest = frames[-1].removeprefix('File "').partition('", ')
-    return f"{file} {rest}"
-
-
 def display_path(path: Path) -> str:
     """A path as the user would type it: relative to the working directory where possible."""
     return _relative(path, Path.cwd())

@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from grader.exercise.reference import References, compute_references, forward_values, reference_returns
+from grader.exercise.settings import Settings
 from grader.exercise.spec import Exercise, ReturnSpec, WrongSolution
 from grader.exercise.trials import Trial, make_trials
 from grader.grading import grade
@@ -266,7 +267,7 @@ def _grade_file(exercise: Exercise, relative: str, seed: int, references: Refere
     submission = submission_from_path(
         exercise.path_of(relative), exercise.spec.entry, notebook=exercise.spec.notebook.selection
     )
-    return grade(exercise, submission, seed, references=references)
+    return grade(exercise, submission, Settings(seed), references=references)
 
 
 def grade_float32_variant(exercise: Exercise, relative: str, seed: int, trial_count: int) -> SubmissionResult:
@@ -283,7 +284,7 @@ def grade_float32_variant(exercise: Exercise, relative: str, seed: int, trial_co
         exercise.path_of(relative), exercise.spec.entry, notebook=exercise.spec.notebook.selection
     )
     references = compute_references(exercise, trials)
-    return grade(exercise, submission, seed, references=references, inputs_as="float32")
+    return grade(exercise, submission, Settings(seed), references=references, inputs_as="float32")
 
 
 def _float32_rounded(array: np.ndarray) -> np.ndarray:

@@ -21,7 +21,7 @@ import yaml
 from hypothesis import settings
 
 import grader.exercise.reference_cache as reference_cache_module
-from grader.exercise.reference_cache import CACHE_ENV
+from grader.exercise.settings import CACHE_ENV, Settings
 from grader.exercise.spec import SPEC_FILE, Exercise, discover_exercises, load_exercise
 from grader.grading import grade
 from grader.handin.discover import submission_from_path
@@ -182,7 +182,7 @@ def grade_source(
 ) -> SubmissionResult:
     """Write `source` as `folder/name` and grade it in the real sandbox."""
     path = write_source(folder / name, source)
-    return grade(exercise, submission_from_path(path, exercise.spec.entry), seed, trials)
+    return grade(exercise, submission_from_path(path, exercise.spec.entry), Settings(seed, trials))
 
 
 @pytest.fixture(scope="session")

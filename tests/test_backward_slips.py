@@ -15,6 +15,7 @@ from conftest import exercise_folder, write_exercise
 from grader.exercise.expected import References
 from grader.exercise.graph import GraphError, parse
 from grader.exercise.reference import compute_references, reference_returns
+from grader.exercise.settings import Settings
 from grader.exercise.spec import Exercise, load_exercise
 from grader.exercise.trials import make_trials
 from grader.grading import grade
@@ -363,7 +364,7 @@ def test_real_style_code_is_named(
 ) -> None:
     exercise = load_exercise(exercise_folder(exercise_id))
     path = exercise.root / "wrong" / wrong
-    result = grade(exercise, submission_from_path(path, exercise.spec.entry), 0, 120)
+    result = grade(exercise, submission_from_path(path, exercise.spec.entry), Settings(0, 120))
     by_name = {r.name: r for r in result.returns}
     for name in returns:
         got = by_name[name]

@@ -25,6 +25,7 @@ import yaml
 from conftest import CORRECT_GRAPH2, copy_exercise, write_source
 
 from grader.exercise.reference import compute_references
+from grader.exercise.settings import Settings
 from grader.exercise.spec import Exercise, load_exercise
 from grader.exercise.trials import make_trials
 from grader.grading import grade
@@ -126,7 +127,7 @@ def batch(
     results: dict[str, SubmissionResult | BaseException] = {}
     with ThreadPoolExecutor(max_workers=2) as pool:
         futures: dict[str, Future[SubmissionResult]] = {
-            name: pool.submit(grade, exercise, submission, SEED, references=references)
+            name: pool.submit(grade, exercise, submission, Settings(SEED), references=references)
             for name, submission in jobs.items()
         }
         for name, future in futures.items():

@@ -17,7 +17,7 @@ from conftest import CORRECT_GRAPH2, GRAPH2, ROOT, grader_command, write_source
 from nbclient import NotebookClient
 from test_notebook_api import _kernel
 
-from grader.exercise.reference_cache import CACHE_ENV
+from grader.exercise.settings import CACHE_ENV
 
 TRIALS = 12
 # What the notebook's code did before it checked: every sigmoid is now its tangent at 0, 1/2 + z/4.

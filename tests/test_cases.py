@@ -22,6 +22,7 @@ from conftest import EXERCISES, exercise_folder, library
 
 from grader import validation
 from grader.exercise.reference import compute_references
+from grader.exercise.settings import Settings
 from grader.exercise.spec import Exercise, load_exercise
 from grader.exercise.trials import make_trials
 from grader.grading import grade
@@ -108,7 +109,7 @@ class Gradings:
                     return validation.grade_float32_variant(exercise, solution, SEED, TRIALS)
                 submission = submission_from_path(exercise.path_of(relative), exercise.spec.entry)
                 shared = references if relative == exercise.spec.solution else first
-                return grade(exercise, submission, SEED, references=shared)
+                return grade(exercise, submission, Settings(SEED), references=shared)
 
             with ThreadPoolExecutor(max_workers=2) as pool:
                 results = dict(zip(files, pool.map(one, files), strict=True))
@@ -178,7 +179,7 @@ def test_case(gradings: Gradings, exercise_id: str, file: str) -> None:
 
 def grade_bundled(exercise: Exercise, student_file: str, trials: int) -> SubmissionResult:
     path = EXERCISES.parent / "submissions" / student_file
-    return grade(exercise, submission_from_path(path, exercise.spec.entry), SEED, trials)
+    return grade(exercise, submission_from_path(path, exercise.spec.entry), Settings(SEED, trials))
 
 
 def verdict_values(result: SubmissionResult) -> dict[str, str]:

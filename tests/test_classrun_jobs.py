@@ -42,21 +42,21 @@ class _Instant:
         pass
 
     def submit(
-        self, job: Job, seed: int, references: Mapping[str, SharedReferences]
+        self, job: Job, settings: Settings, references: Mapping[str, SharedReferences]
     ) -> Future[tuple[TaskResult, ...]]:
         assert set(references) == {task.exercise.id for task in job.tasks}
         self.jobs.append((job.student, [task.exercise.id for task in job.tasks]))
         for shared in references.values():
             shared.get()  # as a real grading does: what waits on them (who handed in nothing) goes ahead
         future: Future[tuple[TaskResult, ...]] = Future()
-        future.set_result(tuple(self._end(task, seed) for task in job.tasks))
+        future.set_result(tuple(self._end(task, settings) for task in job.tasks))
         return future
 
-    def _end(self, task: Task, seed: int) -> TaskResult:
+    def _end(self, task: Task, settings: Settings) -> TaskResult:
         if (task.student, task.exercise.id) in self.fail:
             return Unfinished("the grader failed on this submission (not the student's fault): boom")
         message = f"graded {task.student} on {task.exercise.id}"
-        return not_started(task.exercise, task.student, task.path, seed, TRIALS, message)
+        return not_started(task.exercise, task.student, task.path, settings, message)
 
     def drain(self) -> None:
         pass

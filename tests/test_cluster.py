@@ -282,7 +282,7 @@ class _Lost:
         pass
 
     def submit(
-        self, job: Job, seed: int, references: object
+        self, job: Job, settings: Settings, references: object
     ) -> concurrent.futures.Future[tuple[TaskResult, ...]]:
         future: concurrent.futures.Future[tuple[TaskResult, ...]] = concurrent.futures.Future()
         future.set_exception(JobLost(f"{job.path}: 4 Dask workers died while grading this hand-in"))

@@ -12,6 +12,7 @@ import pytest
 from conftest import exercise_folder, grade_source, grader_run, line_of, write_exercise, write_source
 
 from grader.errors import SpecError
+from grader.exercise.settings import Settings
 from grader.exercise.spec import Exercise, load_exercise
 from grader.grading import grade
 from grader.handin.discover import submission_from_path
@@ -328,7 +329,7 @@ def test_the_solutions_are_never_named(dropout: Exercise, svm: Exercise) -> None
     for exercise in (dropout, svm):
         assert exercise.spec.solution is not None
         path = exercise.path_of(exercise.spec.solution)
-        result = grade(exercise, submission_from_path(path, exercise.spec.entry), 0, 40)
+        result = grade(exercise, submission_from_path(path, exercise.spec.entry), Settings(0, 40))
         assert {r.name: (r.verdict, r.misconception) for r in result.returns} == {
             r.name: (Verdict.PASS, None) for r in exercise.spec.returns
         }

@@ -32,6 +32,7 @@ import pytest
 import yaml
 
 from grader.exercise.reference import References, compute_references
+from grader.exercise.settings import Settings
 from grader.exercise.spec import Exercise, discover_exercises, load_exercise
 from grader.exercise.trials import make_trials
 from grader.grading import grade
@@ -190,7 +191,7 @@ def grade_variants(
     def one(variant: Variant) -> SubmissionResult | Exception:
         submission = submission_from_path(variant.path, exercise.spec.entry)
         try:
-            return grade(exercise, submission, SEED, references=by_count[counts[variant.file]])
+            return grade(exercise, submission, Settings(SEED), references=by_count[counts[variant.file]])
         except Exception as exc:  # the grader's own failure: reported for this variant, the others go on
             return exc
 

@@ -30,6 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from test_corpus import exercise_folder
 
 from grader.exercise.reference import compute_references
+from grader.exercise.settings import Settings
 from grader.exercise.spec import Exercise, load_exercise
 from grader.exercise.trials import make_trials
 from grader.grading import grade
@@ -179,7 +180,7 @@ def grade_cases(
     def one(case: Case) -> SubmissionResult | Exception:
         submission = submission_from_path(case.path, exercise.spec.entry)
         try:
-            return grade(exercise, submission, SEED, references=references)
+            return grade(exercise, submission, Settings(SEED), references=references)
         except Exception as exc:  # the grader's own failure: reported for this case, the others go on
             return exc
 

@@ -19,6 +19,7 @@ from conftest import CORRECT_GRAPH2, EXERCISES, GRAPH2, ROOT, copy_exercise, lin
 
 from grader.errors import SpecError
 from grader.exercise.course import COURSE_FILE, course_of
+from grader.exercise.settings import Settings
 from grader.exercise.spec import load_exercise
 from grader.grading import grade
 from grader.handin.discover import submission_from_path
@@ -153,7 +154,7 @@ def test_the_notes_reach_gradescope(tmp_path: Path) -> None:
     exercise = load_exercise(_course(tmp_path / "course", "packages: [matplotlib]\n"))
     notebook = _plotting_homework(tmp_path / "hw.ipynb")
     submission = submission_from_path(notebook, "graph2", notebook=exercise.spec.notebook.selection)
-    result = grade(exercise, submission, seed=1, trial_count=8)
+    result = grade(exercise, submission, Settings(1, 8))
     if importlib.util.find_spec("matplotlib") is None:  # the import cell fails: a definition, the zero
         assert result.error is not None and "No module named 'matplotlib'" in result.error.message
         return

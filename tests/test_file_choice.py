@@ -12,6 +12,7 @@ import pytest
 from conftest import CORRECT_GRAPH2, TRANSPOSED_GRAPH2, copy_exercise, grader_command, write_source
 
 from grader.errors import SpecError, UsageError
+from grader.exercise.settings import Settings
 from grader.exercise.spec import load_exercise
 from grader.grading import grade
 from grader.handin.choice import ChosenBy
@@ -205,6 +206,6 @@ def test_gradescope_names_the_files_not_graded(tmp_path: Path) -> None:
     exercise = load_exercise(copy_exercise(tmp_path / "graph2"))
     folder = _folder(tmp_path / "student", {"a_draft.py": RIGHT, "graph2.py": WRONG})
     submission = submission_from_path(folder, "graph2", rule=exercise.file_rule)
-    result: SubmissionResult = grade(exercise, submission, 0, 20)
+    result: SubmissionResult = grade(exercise, submission, Settings(0, 20))
     output = gradescope_results([result])["output"]
     assert "graded graph2.py (named after the exercise); also defined in a\\_draft.py: not graded" in output

@@ -16,6 +16,7 @@ import pytest
 from conftest import EXERCISES, allow_subprocesses, copy_exercise, write_source
 
 import grader
+from grader.exercise.settings import Settings
 from grader.exercise.spec import Exercise, load_exercise
 from grader.grading import grade, grade_file
 from grader.handin.discover import submission_from_path
@@ -86,12 +87,12 @@ def _graded_together(
     """The file graded on every exercise by grade_file, and how many worker processes that took."""
     before = sum(z.jobs_served for z in pool.idle)
     handed = [(e, submission_from_path(path, e.spec.entry)) for e in exercises]
-    results = grade_file(handed, SEED, TRIALS, pool=pool)
+    results = grade_file(handed, Settings(SEED, TRIALS), pool=pool)
     return results, sum(z.jobs_served for z in pool.idle) - before
 
 
 def _alone(exercise: Exercise, path: Path) -> SubmissionResult:
-    return grade(exercise, submission_from_path(path, exercise.spec.entry), SEED, TRIALS)
+    return grade(exercise, submission_from_path(path, exercise.spec.entry), Settings(SEED, TRIALS))
 
 
 def _seen(result: SubmissionResult, timing: bool = True) -> object:

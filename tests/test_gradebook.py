@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import sqlite3
 import threading
 from pathlib import Path
@@ -15,7 +16,7 @@ from grader import gradebook
 from grader.errors import UsageError
 from grader.exercise.spec import Exercise
 from grader.gradebook import Gradebook, Key
-from grader.outcomes import Failure, FailureKind
+from grader.outcomes import Failure, FailureKind, Location
 from grader.report.exports import class_summary
 from grader.report.gradescope import gradescope_results
 from grader.results import SubmissionResult
@@ -140,3 +141,14 @@ def test_a_file_that_is_not_a_gradebook_is_a_clear_error(tmp_path: Path) -> None
     path.write_text("not a database", encoding="utf-8")
     with pytest.raises(UsageError, match=r"cannot use this file as the gradebook .*--gradebook FILE"):
         Gradebook(path)
+
+
+def test_a_failures_location_round_trips(correct: SubmissionResult) -> None:
+    located = Location("hw.ipynb", 2, "graph2", cell=3)
+    failed = dataclasses.replace(correct, error=Failure(FailureKind.EXCEPTION, "boom", location=located))
+    back = gradebook.decode(gradebook.encode(failed))
+    assert back.error is not None and back.error.location == located
+    kept = json.loads(gradebook.encode(failed))  # kept before failures carried a location: none told
+    del kept["error"]["location"]
+    back = gradebook.decode(json.dumps(kept))
+    assert back.error is not None and back.error.location is None and back.error.message == "boom"

@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 from conftest import EXERCISES, write_source
 
+from grader.exercise.settings import Settings
 from grader.exercise.spec import load_exercise
 from grader.grading import grade
 from grader.handin.discover import submission_from_path
@@ -143,7 +144,7 @@ def test_eecs498_hands_out_torch_tensors_and_a_python_float(work: Path) -> None:
             return loss, X.t().mm(mask) / N + 2 * reg * W
         """,
     )
-    result = grade(exercise, submission_from_path(probe, exercise.spec.entry), 0, 10)
+    result = grade(exercise, submission_from_path(probe, exercise.spec.entry), Settings(0, 10))
     assert result.error is None, result.error
     got: dict[str, Any] = {r.name: r.verdict for r in result.returns}
     assert got == {"loss": Verdict.PASS, "dW": Verdict.PASS}

@@ -20,6 +20,7 @@ import pytest
 from conftest import grader_command, library, write_exercise
 
 from grader.exercise.reference import References, compute_references
+from grader.exercise.settings import Settings
 from grader.exercise.spec import Exercise, load_exercise
 from grader.exercise.trials import Trial, make_trials
 from grader.judging.compare import compare_many
@@ -243,7 +244,7 @@ def test_a_results_near_misses_are_kept_in_the_gradebook(tmp_path: Path) -> None
     folder = intercept_folder(tmp_path / "intercept")
     exercise = load_exercise(folder)
     submission = submission_from_path(folder / "wrong" / "prediction_scaled.py", exercise.spec.entry)
-    result = grade(exercise, submission, 0, 20)
+    result = grade(exercise, submission, Settings(0, 20))
     (ret,) = result.returns
     assert ret.misconception is None
     assert {m.name for m in ret.near_misses} == {NAME, "the intercept kept in the gradient"}

@@ -312,6 +312,9 @@ def test_bad_numbers_are_one_line_errors_before_anything_runs(given: dict[str, A
     graph2 = _defined(CHECKS["correct"][1])["graph2"]
     with pytest.raises(UsageError, match=re.escape(f"grader.check: {said}")):
         grader.check(GRAPH2, graph2, **given)
+    if "trial" not in given:  # grade_file replays no single trial
+        with pytest.raises(UsageError, match=re.escape(f"grader.grade_file: {said}")):
+            grader.grade_file(GRAPH2, GRAPH2 / "solution.py", **given)
 
 
 def test_grade_is_the_sandboxed_cli_as_a_value() -> None:

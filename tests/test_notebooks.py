@@ -20,7 +20,7 @@ from grader.grading import grade
 from grader.handin import notebooks
 from grader.handin.discover import discover_students, may_define, submission_from_path, untagged_hint
 from grader.handin.prepare import prepare
-from grader.outcomes import FailureKind
+from grader.outcomes import FailureKind, Location
 from grader.report.json_report import to_json_line
 from grader.report.terminal import notebook_note
 from grader.results import NotebookUse, SubmissionResult
@@ -119,7 +119,7 @@ def test_a_class_folder_counts_notebooks_as_students(tmp_path: Path) -> None:
 
 
 def _grade(graph2: Exercise, path: Path) -> SubmissionResult:
-    return grade(graph2, submission_from_path(path, "graph2"), seed=3, trial_count=12)
+    return grade(graph2, submission_from_path(path, "graph2"), Settings(3, 12))
 
 
 @pytest.mark.parametrize("source", [CORRECT_GRAPH2, TRANSPOSED_GRAPH2], ids=["correct", "transposed"])
@@ -146,6 +146,8 @@ def test_an_error_in_a_notebook_names_its_cell_and_line(graph2: Exercise, tmp_pa
     assert error is not None and error.kind == "exception"
     line = line_of(textwrap.dedent(broken).lstrip(), "f.backwards()")
     assert f'File "hw.ipynb", cell 3, line {line}, in graph2' in error.traceback
+    assert error.location == Location("hw.ipynb", line, "graph2", cell=3)
+    assert error.where == f"hw.ipynb cell 3, line {line}, in graph2"
     assert ".ipynb.py" not in error.traceback + error.message + failed.error
 
 
@@ -364,7 +366,7 @@ def test_the_mode_and_what_it_left_out_reach_the_report_and_the_gradebook(
     graph2: Exercise, tmp_path: Path
 ) -> None:
     path = write_notebook(tmp_path / "hw.ipynb", colab_homework(CORRECT_GRAPH2))
-    result = grade(graph2, submission_from_path(path, "graph2", notebook=DEFINITIONS), seed=3, trial_count=5)
+    result = grade(graph2, submission_from_path(path, "graph2", notebook=DEFINITIONS), Settings(3, 5))
     assert result.error is None, result.error
     assert result.notebook == NotebookUse(
         cells="definitions",
@@ -386,7 +388,9 @@ def test_the_mode_and_what_it_left_out_reach_the_report_and_the_gradebook(
     }
     assert notebook_note(result.notebook).startswith("notebook cells: definitions")
     as_py = grade(
-        graph2, submission_from_path(write_source(tmp_path / "hw.py", CORRECT_GRAPH2), "graph2"), 3, 5
+        graph2,
+        submission_from_path(write_source(tmp_path / "hw.py", CORRECT_GRAPH2), "graph2"),
+        Settings(3, 5),
     )
     assert as_py.notebook is None and json.loads(to_json_line(as_py))["notebook"] is None
 
@@ -438,7 +442,7 @@ def test_a_function_in_an_untagged_cell_is_pointed_out(graph2: Exercise, tmp_pat
     submission = submission_from_path(path, "graph2", notebook=TAGGED)
     hint = untagged_hint(submission, "graph2")
     assert hint.startswith("hw.ipynb defines graph2() in a cell without the tag 'grade'")
-    result = grade(graph2, submission, seed=0, trial_count=3)
+    result = grade(graph2, submission, Settings(0, 3))
     assert result.error is not None and result.error.kind is FailureKind.MISSING_FUNCTION
     assert result.error.message.endswith(hint)
     # tagged, or graded by another mode, there is nothing to point out
@@ -461,7 +465,7 @@ def test_graded_whole_each_cell_runs_on_after_a_failing_one(tmp_path: Path) -> N
     ]
     path = write_notebook(tmp_path / "hw.ipynb", cells)
     submission = submission_from_path(path, "graph2", notebook=exercise.spec.notebook.selection)
-    result = grade(exercise, submission, seed=2, trial_count=8)
+    result = grade(exercise, submission, Settings(2, 8))
     assert result.error is None, result.error
     assert result.score == result.max_score
     assert result.notebook is not None
@@ -480,7 +484,7 @@ def test_graded_whole_a_failing_definition_still_fails_the_notebook(tmp_path: Pa
     ]
     path = write_notebook(tmp_path / "hw.ipynb", cells)
     submission = submission_from_path(path, "graph2", notebook=exercise.spec.notebook.selection)
-    result = grade(exercise, submission, seed=2, trial_count=8)
+    result = grade(exercise, submission, Settings(2, 8))
     assert result.error is not None and result.error.kind == "import"
     assert result.error.message == "ModuleNotFoundError: No module named 'no_such_helper'"
     assert 'File "hw.ipynb", cell 2, line 2, in <module>' in result.error.traceback

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from grader.exercise.reference import compute_references
+from grader.exercise.settings import Settings
 from grader.exercise.spec import Exercise, load_exercise
 from grader.exercise.trials import make_trials
 from grader.grading import grade
@@ -142,7 +143,7 @@ def graded(lse_exercise: Exercise, tmp_path_factory: pytest.TempPathFactory) -> 
         path = folder / f"{name}.py"
         path.write_text(textwrap.dedent(source), encoding="utf-8")
         submission = submission_from_path(path, "lse")
-        results[name] = grade(lse_exercise, submission, 0, references=references)
+        results[name] = grade(lse_exercise, submission, Settings(0), references=references)
     return results
 
 

@@ -26,8 +26,8 @@ from conftest import (
     write_source,
 )
 
-from grader.exercise.reference_cache import CACHE_ENV, POLICY_ENV, STORED_ONLY
 from grader.exercise.seed_pool import SEEDS_FILE, PoolError, read_pool
+from grader.exercise.settings import CACHE_ENV, POLICY_ENV, STORED_ONLY
 from grader.sandbox import isolation
 
 TRIALS = 12

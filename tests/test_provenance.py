@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from conftest import GRAPH2, copy_exercise, exercise_folder, grade_source, write_source
 
+from grader.exercise.settings import Settings
 from grader.exercise.spec import Exercise, load_exercise
 from grader.exercise.trials import make_trials
 from grader.grading import grade
@@ -196,6 +197,6 @@ def test_an_unstable_formula_off_on_a_checked_trial_is_no_copy(tmp_path: Path) -
     folder = copy_exercise(tmp_path / "softmax_large", source=source, append="\ninstability_credit: 0.5\n")
     exercise = load_exercise(folder)
     naive = exercise.path_of("wrong/naive.py")
-    result = grade(exercise, submission_from_path(naive, exercise.spec.entry), 0, 12)
+    result = grade(exercise, submission_from_path(naive, exercise.spec.entry), Settings(0, 12))
     assert {r.verdict for r in result.returns} == {Verdict.INSTABILITY}, [r.message for r in result.returns]
     assert all(r.score > 0 for r in result.returns)

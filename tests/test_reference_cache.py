@@ -15,7 +15,8 @@ import pytest
 from conftest import CORRECT_GRAPH2, ROOT, TRANSPOSED_GRAPH2, copy_exercise, exercise_folder, write_source
 
 from grader.exercise.expected import References
-from grader.exercise.reference_cache import CACHE_ENV, cache_folder, computed_references, stored_references
+from grader.exercise.reference_cache import computed_references, stored_references
+from grader.exercise.settings import CACHE_ENV, ReferenceCache
 from grader.exercise.spec import Exercise, load_exercise
 from grader.exercise.trials import make_trials
 
@@ -103,9 +104,9 @@ def _same(a: References, b: References) -> bool:
 
 
 def test_stored_references_are_those_computed(exercise: Exercise) -> None:
-    assert stored_references(exercise, 0, 6) is None
-    computed = computed_references(exercise, 0, make_trials(exercise, 0, 6))
-    stored = stored_references(exercise, 0, 6)
+    assert stored_references(_cache(), exercise, 0, 6) is None
+    computed = computed_references(_cache(), exercise, 0, make_trials(exercise, 0, 6))
+    stored = stored_references(_cache(), exercise, 0, 6)
     assert stored is not None and _same(stored, computed)
 
 
@@ -127,15 +128,15 @@ def test_every_kind_of_trial_input_is_stored(
 ) -> None:
     monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))
     exercise = load_exercise(exercise_folder(exercise_id))
-    computed = computed_references(exercise, 0, make_trials(exercise, 0, 3))
-    stored = stored_references(exercise, 0, 3)
+    computed = computed_references(_cache(), exercise, 0, make_trials(exercise, 0, 3))
+    stored = stored_references(_cache(), exercise, 0, 3)
     assert stored is not None, "what was just stored is not read back"
     assert [list(t.inputs) for t in stored.trials] == [list(t.inputs) for t in computed.trials]
     assert _same(stored, computed)
 
 
 def _only_file() -> Path:
-    folder = cache_folder()
+    folder = _cache().folder
     assert folder is not None
     # nothing else is left there but the user's key: no half-written temporary file either
     [path] = (p for p in folder.glob("*") if not p.name.startswith(".key-"))
@@ -146,48 +147,51 @@ def test_a_corrupt_or_foreign_file_is_ignored_and_written_again(
     exercise: Exercise, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv(CACHE_ENV, str(tmp_path / "other"))
-    computed_references(exercise, 1, make_trials(exercise, 1, 4))
+    computed_references(_cache(), exercise, 1, make_trials(exercise, 1, 4))
     foreign = _only_file().read_bytes()  # another seed's references
     monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))
-    computed = computed_references(exercise, 0, make_trials(exercise, 0, 4))
+    computed = computed_references(_cache(), exercise, 0, make_trials(exercise, 0, 4))
     path = _only_file()
     whole = path.read_bytes()
     for damaged in (b"not a zip", whole[: len(whole) // 2], foreign):
         path.write_bytes(damaged)
-        assert stored_references(exercise, 0, 4) is None
-    computed_references(exercise, 0, make_trials(exercise, 0, 4))
+        assert stored_references(_cache(), exercise, 0, 4) is None
+    computed_references(_cache(), exercise, 0, make_trials(exercise, 0, 4))
     assert _only_file() == path
-    stored = stored_references(exercise, 0, 4)
+    stored = stored_references(_cache(), exercise, 0, 4)
     assert stored is not None and _same(stored, computed)
 
 
 def test_another_seed_trial_count_trial_or_exercise_misses(exercise: Exercise) -> None:
-    computed_references(exercise, 0, make_trials(exercise, 0, 4))
-    assert stored_references(exercise, 0, 4) is not None
-    assert stored_references(exercise, 1, 4) is None
-    assert stored_references(exercise, 0, 5) is None
-    assert stored_references(exercise, 0, 4, only=2) is None
+    computed_references(_cache(), exercise, 0, make_trials(exercise, 0, 4))
+    assert stored_references(_cache(), exercise, 0, 4) is not None
+    assert stored_references(_cache(), exercise, 1, 4) is None
+    assert stored_references(_cache(), exercise, 0, 5) is None
+    assert stored_references(_cache(), exercise, 0, 4, only=2) is None
     spec = exercise.root / "exercise.yaml"
     text = spec.read_text(encoding="utf-8")
     spec.write_text(text.replace("  g = sigmoid(u)\n", "  g = tanh(u)\n", 1), encoding="utf-8")
-    assert stored_references(load_exercise(exercise.root), 0, 4) is None
+    assert stored_references(_cache(), load_exercise(exercise.root), 0, 4) is None
     spec.write_text(text.replace("trials:", "trials:  ", 1) + "# a comment\n", encoding="utf-8")
-    assert stored_references(load_exercise(exercise.root), 0, 4) is not None  # the layout changes no value
+    assert (
+        stored_references(_cache(), load_exercise(exercise.root), 0, 4) is not None
+    )  # the layout changes no value
     support = exercise.root.parent / "_support" / "util.py"
     support.write_text(support.read_text(encoding="utf-8") + "\n# edited\n", encoding="utf-8")
-    assert stored_references(load_exercise(exercise.root), 0, 4) is None
+    assert stored_references(_cache(), load_exercise(exercise.root), 0, 4) is None
 
 
 _WRITER = """
 import sys
 from pathlib import Path
 from grader.exercise.reference_cache import computed_references
+from grader.exercise.settings import ReferenceCache
 from grader.exercise.spec import load_exercise
 from grader.exercise.trials import make_trials
 
 exercise = load_exercise(Path(sys.argv[1]))
 for _ in range(5):
-    computed_references(exercise, 0, make_trials(exercise, 0, 30))
+    computed_references(ReferenceCache.from_environment(), exercise, 0, make_trials(exercise, 0, 30))
 """
 
 
@@ -198,8 +202,8 @@ def test_concurrent_writers_leave_a_whole_file(exercise: Exercise) -> None:
     ]
     assert [w.wait(timeout=120) for w in writers] == [0, 0]
     _only_file()
-    stored = stored_references(exercise, 0, 30)
-    computed = computed_references(exercise, 0, make_trials(exercise, 0, 30))
+    stored = stored_references(_cache(), exercise, 0, 30)
+    computed = computed_references(_cache(), exercise, 0, make_trials(exercise, 0, 30))
     assert stored is not None and _same(stored, computed)
 
 
@@ -207,7 +211,7 @@ def _forged(exercise: Exercise, seed: int, count: int, mac_key: bytes) -> bytes:
     """The cache file of these trials with every expected value zeroed, signed with `mac_key`."""
     from grader.exercise import reference_cache
 
-    computed = computed_references(exercise, seed, make_trials(exercise, seed, count))
+    computed = computed_references(_cache(), exercise, seed, make_trials(exercise, seed, count))
     zeroed = References(
         computed.trials,
         {i: {n: np.zeros_like(a) for n, a in e.items()} for i, e in computed.expected.items()},
@@ -224,14 +228,14 @@ def test_a_file_the_grader_did_not_write_is_ignored(exercise: Exercise) -> None:
     real = _only_file_after(exercise)
     for mac_key in (b"\0" * 32, os.urandom(32)):
         real.write_bytes(_forged(exercise, 0, 4, mac_key))
-        assert stored_references(exercise, 0, 4) is None
+        assert stored_references(_cache(), exercise, 0, 4) is None
     real.write_bytes(real.read_bytes()[:-1] + b"x")  # the grader's own file, one byte changed
-    assert stored_references(exercise, 0, 4) is None
+    assert stored_references(_cache(), exercise, 0, 4) is None
 
 
 def _only_file_after(exercise: Exercise) -> Path:
-    computed_references(exercise, 0, make_trials(exercise, 0, 4))
-    assert stored_references(exercise, 0, 4) is not None
+    computed_references(_cache(), exercise, 0, make_trials(exercise, 0, 4))
+    assert stored_references(_cache(), exercise, 0, 4) is not None
     return _only_file()
 
 
@@ -240,7 +244,7 @@ def test_a_key_that_is_not_the_users_alone_is_not_used(exercise: Exercise, chang
     """A key file others can read, or one another user put in place first (knowing it), or a link to one:
     the cache is neither read nor written with it."""
     _only_file_after(exercise)
-    folder = cache_folder()
+    folder = _cache().folder
     assert folder is not None
     [key] = folder.glob(".key-*")
     if change == "readable by others":
@@ -251,17 +255,22 @@ def test_a_key_that_is_not_the_users_alone_is_not_used(exercise: Exercise, chang
         elsewhere = folder.parent / "elsewhere-key"
         key.rename(elsewhere)
         key.symlink_to(elsewhere)
-    assert stored_references(exercise, 0, 4) is None
-    computed_references(exercise, 1, make_trials(exercise, 1, 4))
-    assert stored_references(exercise, 1, 4) is None  # nor written: it could not be read back
+    assert stored_references(_cache(), exercise, 0, 4) is None
+    computed_references(_cache(), exercise, 1, make_trials(exercise, 1, 4))
+    assert stored_references(_cache(), exercise, 1, 4) is None  # nor written: it could not be read back
 
 
 def test_a_process_where_student_code_may_have_run_keeps_its_references_to_itself(exercise: Exercise) -> None:
     from grader.exercise.reference_cache import untrusted_process
 
     untrusted_process()
-    computed = computed_references(exercise, 0, make_trials(exercise, 0, 4))
-    folder = cache_folder()
+    computed = computed_references(_cache(), exercise, 0, make_trials(exercise, 0, 4))
+    folder = _cache().folder
     assert folder is None or not list(folder.glob("*.npz")), "written where others read"
-    again = stored_references(exercise, 0, 4)
+    again = stored_references(_cache(), exercise, 0, 4)
     assert again is not None and _same(again, computed)  # its own, in memory
+
+
+def _cache() -> ReferenceCache:
+    """The cache as a command resolves it from the environment, which each test sets."""
+    return ReferenceCache.from_environment()

@@ -12,7 +12,8 @@ from conftest import EXERCISES, GRAPH2, copy_exercise, exercise_folder
 
 import grader
 from grader.exercise import reference_cache, reference_key
-from grader.exercise.reference_cache import CACHE_ENV, stored_references
+from grader.exercise.reference_cache import stored_references
+from grader.exercise.settings import CACHE_ENV, ReferenceCache
 from grader.exercise.spec import Exercise, discover_exercises, load_exercise
 
 FORMAT = 2
@@ -139,11 +140,11 @@ def test_a_file_stored_under_an_older_key_is_passed_over(
 
     monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))
     exercise = load_exercise(GRAPH2)
-    computed_references(exercise, 0, make_trials(exercise, 0, 3))
+    computed_references(ReferenceCache.from_environment(), exercise, 0, make_trials(exercise, 0, 3))
     [stored] = (tmp_path / "cache").glob("*.npz")
     old = stored.with_name("0" * 64 + ".npz")
     stored.rename(old)
-    assert stored_references(exercise, 0, 3) is None
-    assert reference_cache.lookup(exercise, 0, 3) is None
-    computed_references(exercise, 0, make_trials(exercise, 0, 3))
-    assert stored_references(exercise, 0, 3) is not None and old.exists()
+    assert stored_references(ReferenceCache.from_environment(), exercise, 0, 3) is None
+    assert reference_cache.lookup(ReferenceCache.from_environment(), exercise, 0, 3) is None
+    computed_references(ReferenceCache.from_environment(), exercise, 0, make_trials(exercise, 0, 3))
+    assert stored_references(ReferenceCache.from_environment(), exercise, 0, 3) is not None and old.exists()

@@ -18,7 +18,7 @@ from conftest import CORRECT_GRAPH2, copy_exercise, grade_source, write_exercise
 
 from grader.exercise.spec import Exercise, load_exercise
 from grader.judging.compare import Precision
-from grader.outcomes import Verdict
+from grader.outcomes import Location, Verdict
 from grader.results import SubmissionResult
 from grader.sandbox import isolation
 from grader.sandbox.payload import ReturnedArray, ReturnProblem
@@ -175,6 +175,7 @@ def test_exception_is_an_error_with_the_students_traceback(
     assert "LinAlgError" in error.message and "Singular matrix" in error.message
     assert 'File "raises.py", line 9, in graph2' in error.traceback
     assert 'File "raises.py", line 5, in helper' in error.traceback
+    assert error.location == Location("raises.py", 5, "helper")  # the innermost, as fields
     assert "np.linalg.inv(np.zeros((2, 2)))" in error.traceback
     assert_trimmed(error.traceback, workdir)
     assert set(verdicts(exception).values()) == {Verdict.ERROR}

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from grader import validation
 from grader.exercise.reference import compute_references
+from grader.exercise.settings import Settings
 from grader.exercise.spec import Exercise, ReturnSpec, load_exercise
 from grader.exercise.trials import make_trials
 from grader.grading import grade
@@ -145,7 +146,7 @@ def saturating(
 
 def test_the_correct_float64_and_float32_solutions_pass(saturating: tuple[Exercise, Saturating]) -> None:
     exercise, _ = saturating
-    exact = grade(exercise, submission_from_path(exercise.root / "solution.py", "f"), 0, TRIALS)
+    exact = grade(exercise, submission_from_path(exercise.root / "solution.py", "f"), Settings(0, TRIALS))
     assert exact.error is None
     assert [r.verdict for r in exact.returns] == [Verdict.PASS, Verdict.PASS], exact.returns
     narrow = validation.grade_float32_variant(exercise, "solution.py", 0, TRIALS)
@@ -154,7 +155,7 @@ def test_the_correct_float64_and_float32_solutions_pass(saturating: tuple[Exerci
 
 def test_the_wrong_solution_is_still_logic_and_named(saturating: tuple[Exercise, Saturating]) -> None:
     exercise, case = saturating
-    result = grade(exercise, submission_from_path(exercise.root / "wrong.py", "f"), 0, TRIALS)
+    result = grade(exercise, submission_from_path(exercise.root / "wrong.py", "f"), Settings(0, TRIALS))
     by_name = {r.name: r for r in result.returns}
     assert by_name["f"].verdict is Verdict.PASS
     assert by_name["grad"].verdict is Verdict.LOGIC

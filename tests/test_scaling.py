@@ -10,6 +10,7 @@ from conftest import ROOT, exercise_folder
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from grader.exercise.settings import Settings
 from grader.exercise.spec import ReturnSpec, load_exercise
 from grader.grading import grade
 from grader.handin.discover import submission_from_path
@@ -173,6 +174,6 @@ def test_a_verdict_does_not_change_with_the_trial_count(exercise_id: str, varian
     (with at most 200 rerun, the others following them, a float32 softmax flipped between the two)."""
     exercise = load_exercise(exercise_folder(exercise_id))
     submission = submission_from_path(CORPUS / exercise_id / variant, exercise.spec.entry)
-    few, many = (grade(exercise, submission, 0, trials) for trials in (250, 2000))
+    few, many = (grade(exercise, submission, Settings(0, trials)) for trials in (250, 2000))
     assert {r.name: r.verdict for r in few.returns} == {r.name: r.verdict for r in many.returns}
     assert {r.name: r.verdict for r in many.returns}[name] is Verdict.INSTABILITY

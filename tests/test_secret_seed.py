@@ -28,8 +28,8 @@ from conftest import (
 )
 
 from grader.exercise.reference import compute_references
-from grader.exercise.reference_cache import CACHE_ENV, POLICY_ENV, STORED_ONLY
 from grader.exercise.seed_pool import SEEDS_FILE, SeedPool, read_pool, write_pool
+from grader.exercise.settings import CACHE_ENV, POLICY_ENV, STORED_ONLY
 from grader.exercise.spec import EXERCISES_ENV, load_exercise
 from grader.exercise.trials import make_trials
 

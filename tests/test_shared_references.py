@@ -18,7 +18,7 @@ from grader.errors import GraderError
 from grader.exercise import reference_cache, shared
 from grader.exercise.expected import References
 from grader.exercise.reference import compute_references
-from grader.exercise.settings import Settings
+from grader.exercise.settings import CACHE_ENV, ReferenceCache, Settings
 from grader.exercise.shared import SharedReferences
 from grader.exercise.spec import Exercise, load_exercise
 from grader.exercise.trials import Trial, make_trials
@@ -35,13 +35,13 @@ def test_concurrent_gradings_compute_the_references_once(
 ) -> None:
     calls: list[int] = []
 
-    def slowly(exercise: Exercise, seed: int, trials: Sequence[Trial]) -> References:
+    def slowly(_: ReferenceCache, exercise: Exercise, seed: int, trials: Sequence[Trial]) -> References:
         calls.append(seed)
         time.sleep(0.3)  # the others ask meanwhile
         return compute_references(exercise, trials)
 
     monkeypatch.setattr(shared, "computed_references", slowly)
-    references = SharedReferences(graph2, 4, make_trials(graph2, 4, TRIALS))
+    references = SharedReferences(graph2, Settings(4), make_trials(graph2, 4, TRIALS))
     assert not references.ready
     with ThreadPoolExecutor(max_workers=4) as threads:
         got = list(threads.map(lambda _: references.get(), range(4)))
@@ -54,12 +54,12 @@ def test_a_failure_is_raised_to_every_grading_and_computed_once(
 ) -> None:
     calls = []
 
-    def failing(exercise: Exercise, seed: int, trials: Sequence[Trial]) -> References:
+    def failing(_: ReferenceCache, exercise: Exercise, seed: int, trials: Sequence[Trial]) -> References:
         calls.append(seed)
         raise GraderError(f"{exercise.id}: its graph fails on its own inputs")
 
     monkeypatch.setattr(shared, "computed_references", failing)
-    references = SharedReferences(graph2, 0, make_trials(graph2, 0, TRIALS))
+    references = SharedReferences(graph2, Settings(0), make_trials(graph2, 0, TRIALS))
     for _ in range(3):
         with pytest.raises(GraderError, match="fails on its own inputs"):
             references.get()
@@ -80,12 +80,14 @@ def test_a_class_run_computes_the_references_in_a_zygote_and_keeps_them(
     compute: the cache holds them for the next run."""
     here: list[str] = []
 
-    def in_this_process(exercise: Exercise, seed: int, trials: Sequence[Trial]) -> References:
+    def in_this_process(
+        cache: ReferenceCache, exercise: Exercise, seed: int, trials: Sequence[Trial]
+    ) -> References:
         here.append(exercise.id)
-        return reference_cache.computed_references(exercise, seed, trials)
+        return reference_cache.computed_references(cache, exercise, seed, trials)
 
     monkeypatch.setattr(shared, "computed_references", in_this_process)
-    monkeypatch.setenv(reference_cache.CACHE_ENV, str(tmp_path / "cache"))  # as on a class's first run
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))  # as on a class's first run
     settings = Settings(0, TRIALS)
     tasks = plan([graph2], _class(tmp_path / "submissions", 3), settings)
     with ClassRun(tmp_path / "book.sqlite", "test", settings) as run:
@@ -93,7 +95,7 @@ def test_a_class_run_computes_the_references_in_a_zygote_and_keeps_them(
     assert here == []
     assert [r.student for r in outcome.results] == ["s0", "s1", "s2"]
     assert all(r.verdict is Verdict.PASS for result in outcome.results for r in result.returns)
-    kept = reference_cache.stored_references(graph2, 0, TRIALS)
+    kept = reference_cache.stored_references(ReferenceCache.from_environment(), graph2, 0, TRIALS)
     assert kept is not None
     computed = compute_references(graph2, make_trials(graph2, 0, TRIALS))
     for index, expected in computed.expected.items():

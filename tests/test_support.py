@@ -9,6 +9,7 @@ import pytest
 from conftest import CORRECT_GRAPH2, copy_exercise, grade_source, line_of, write_source
 
 from grader.errors import SpecError
+from grader.exercise.settings import Settings
 from grader.exercise.spec import Exercise, load_exercise
 from grader.grading import grade
 from grader.handin.discover import submission_from_path
@@ -46,7 +47,7 @@ def with_util(tmp_path_factory: pytest.TempPathFactory) -> Exercise:
 
 def test_a_submission_importing_the_support_module_passes(with_util: Exercise, tmp_path: Path) -> None:
     path = write_source(tmp_path / "student.py", USES_UTIL)
-    result = grade(with_util, submission_from_path(path, "graph2"), seed=0, trial_count=10)
+    result = grade(with_util, submission_from_path(path, "graph2"), Settings(0, 10))
     assert result.error is None, result.error
     assert result.passed
 
@@ -54,7 +55,7 @@ def test_a_submission_importing_the_support_module_passes(with_util: Exercise, t
 def test_the_course_module_wins_over_a_students_copy(with_util: Exercise, tmp_path: Path) -> None:
     write_source(tmp_path / "hw" / "graph2.py", USES_UTIL)
     write_source(tmp_path / "hw" / "util.py", "def sigmoid(z):\n    return z * 0\n")  # a broken local copy
-    result = grade(with_util, submission_from_path(tmp_path / "hw", "graph2"), seed=0, trial_count=10)
+    result = grade(with_util, submission_from_path(tmp_path / "hw", "graph2"), Settings(0, 10))
     assert result.passed, result.returns
 
 
@@ -65,7 +66,7 @@ def test_support_files_cannot_be_changed_by_a_submission(with_util: Exercise, tm
         "    except OSError:\n        pass\n\n\n    def graph2(W_np, x_np, b_np):\n",
     )
     path = write_source(tmp_path / "vandal.py", vandal)
-    result = grade(with_util, submission_from_path(path, "graph2"), seed=0, trial_count=3)
+    result = grade(with_util, submission_from_path(path, "graph2"), Settings(0, 3))
     assert result.passed  # graded normally
     assert "sigmoid" in (with_util.root / "util.py").read_text()  # the exercise's file is untouched
 
@@ -79,7 +80,7 @@ def test_under_bubblewrap_the_support_folder_is_read_only(with_util: Exercise, t
         "            return f, W.grad, (s * (1 - s)) @ x_np.T",
     )
     path = write_source(tmp_path / "probe.py", probe)
-    result = grade(with_util, submission_from_path(path, "graph2"), seed=0, trial_count=3)
+    result = grade(with_util, submission_from_path(path, "graph2"), Settings(0, 3))
     assert result.passed, "the submission could open the support module for writing"
 
 
@@ -125,4 +126,4 @@ def test_an_assignments_exercises_share_a_support_folder_beside_them(tmp_path: P
     folder = copy_exercise(tmp_path / "a2" / "graph2", append="\nsupport: [../_support/util.py]\n")
     exercise = load_exercise(folder)
     path = write_source(tmp_path / "hand_in" / "hw.py", USES_UTIL)
-    assert grade(exercise, submission_from_path(path, "graph2"), seed=0, trial_count=3).passed
+    assert grade(exercise, submission_from_path(path, "graph2"), Settings(0, 3)).passed

@@ -28,6 +28,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from grader.exercise.reference import References, compute_references
+from grader.exercise.settings import Settings
 from grader.exercise.spec import Exercise, ReturnSpec, load_exercise
 from grader.exercise.trials import make_trials
 from grader.grading import grade
@@ -74,7 +75,7 @@ def graded(exercise: Exercise, references: References) -> dict[str, SubmissionRe
     results = {}
     for name in [*EXPECTED, "../solution.py"]:
         submission = submission_from_path(VARIANTS / name, exercise.spec.entry)
-        results[name] = grade(exercise, submission, 0, references=references)
+        results[name] = grade(exercise, submission, Settings(0), references=references)
     return results
 
 
@@ -185,7 +186,7 @@ def reg_graded(stress: Exercise) -> dict[str, SubmissionResult]:
     results = {}
     for name in REG_EXPECTED:
         submission = submission_from_path(REG_VARIANTS / name, stress.spec.entry)
-        results[name] = grade(stress, submission, 0, references=references)
+        results[name] = grade(stress, submission, Settings(0), references=references)
     return results
 
 

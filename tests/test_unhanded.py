@@ -14,6 +14,7 @@ import pytest
 from conftest import CORRECT_GRAPH2, copy_exercise, exercise_folder, grader_command, write_source
 
 from grader.exercise.reference import compute_references
+from grader.exercise.settings import Settings
 from grader.exercise.spec import Exercise
 from grader.exercise.trials import make_trials
 from grader.grading import not_runnable, not_started
@@ -128,8 +129,8 @@ def test_the_direct_result_is_not_runnables_without_a_failing_case(
     exercise: Exercise, tmp_path: Path, message: str, kind: FailureKind
 ) -> None:
     references = compute_references(exercise, make_trials(exercise, 3, TRIALS))
-    judged = not_runnable(exercise, "s9", tmp_path, 3, references, message, kind)
-    direct = not_started(exercise, "s9", tmp_path, 3, TRIALS, message, kind)
+    judged = not_runnable(exercise, "s9", tmp_path, Settings(3, TRIALS), references, message, kind)
+    direct = not_started(exercise, "s9", tmp_path, Settings(3, TRIALS), message, kind)
     assert all(r.case is not None for r in judged.returns)  # the smallest trial, though none ran
     assert direct == replace(judged, returns=tuple(replace(r, case=None) for r in judged.returns))
     assert all(r.verdict is Verdict.ERROR and r.score == 0 for r in direct.returns)

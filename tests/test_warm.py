@@ -16,6 +16,7 @@ import pytest
 from conftest import CORRECT_GRAPH2, ROOT, allow_subprocesses, copy_exercise, write_source
 
 from grader.errors import WorkerStartError
+from grader.exercise.settings import Settings
 from grader.exercise.spec import Exercise, load_exercise
 from grader.grading import grade
 from grader.handin.discover import submission_from_path
@@ -189,7 +190,7 @@ def graded(
     exercise: Exercise, folder: Path, source: str, pool: WorkerPool, trials: int = 5
 ) -> SubmissionResult:
     path = write_source(folder / "hand_in.py", source)
-    return grade(exercise, submission_from_path(path, exercise.spec.entry), 0, trials, pool=pool)
+    return grade(exercise, submission_from_path(path, exercise.spec.entry), Settings(0, trials), pool=pool)
 
 
 def then_correct(source: str) -> str:

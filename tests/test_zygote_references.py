@@ -19,7 +19,8 @@ from conftest import CORRECT_GRAPH2, copy_exercise, exercise_folder, write_sourc
 
 from grader.exercise.expected import References
 from grader.exercise.reference import compute_references
-from grader.exercise.reference_cache import CACHE_ENV, lookup
+from grader.exercise.reference_cache import lookup
+from grader.exercise.settings import CACHE_ENV, ReferenceCache, Settings
 from grader.exercise.spec import Exercise, load_exercise
 from grader.exercise.trials import Trial, make_trials
 from grader.grading import grade
@@ -62,10 +63,16 @@ def test_the_zygotes_references_are_the_graders_own(
     monkeypatch.setenv(CACHE_ENV, str(tmp_path))
     exercise = load_exercise(exercise_folder(exercise_id))
     trials = make_trials(exercise, 3, TRIALS)
-    _assert_the_graders_own(computed_in_zygote(pool, pool.acquire(), exercise, 3, trials), exercise, trials)
+    _assert_the_graders_own(
+        computed_in_zygote(pool, pool.acquire(), ReferenceCache.from_environment(), exercise, 3, trials),
+        exercise,
+        trials,
+    )
     assert len(pool.idle) == 1  # given back, to serve the hand-ins
     # Stored as the fork's bytes came, and read back as any cache file: the same references again.
-    _assert_the_graders_own(lookup(exercise, 3, TRIALS), exercise, trials, stored=True)
+    _assert_the_graders_own(
+        lookup(ReferenceCache.from_environment(), exercise, 3, TRIALS), exercise, trials, stored=True
+    )
 
 
 def test_several_exercises_in_one_fork_each_the_graders_own(pool: WorkerPool, tmp_path: Path) -> None:
@@ -77,7 +84,7 @@ def test_several_exercises_in_one_fork_each_the_graders_own(pool: WorkerPool, tm
         2, load_exercise(copy_exercise(tmp_path / "broken", BROKEN, source=exercise_folder("reciprocal")))
     )
     asked = [(exercise, 5, make_trials(exercise, 5, TRIALS)) for exercise in exercises]
-    got = computed_all_in_zygote(pool, pool.acquire(), asked)
+    got = computed_all_in_zygote(pool, pool.acquire(), ReferenceCache.from_environment(), asked)
     assert got[2] is None
     for (exercise, _, trials), references in zip(asked, got, strict=True):
         if exercise.id != "broken":
@@ -106,12 +113,19 @@ def test_what_the_sandbox_cannot_compute_is_left_to_the_grader(pool: WorkerPool,
     beside = load_exercise(folder)
     trials = make_trials(beside, 0, TRIALS)
     assert compute_references(beside, trials).trials == tuple(trials)  # the grader's own process reads it
-    assert computed_in_zygote(pool, pool.acquire(), beside, 0, trials) is None
+    assert (
+        computed_in_zygote(pool, pool.acquire(), ReferenceCache.from_environment(), beside, 0, trials) is None
+    )
     broken = load_exercise(copy_exercise(tmp_path / "broken", BROKEN, source=exercise_folder("reciprocal")))
-    assert computed_in_zygote(pool, pool.acquire(), broken, 0, make_trials(broken, 0, TRIALS)) is None
+    assert (
+        computed_in_zygote(
+            pool, pool.acquire(), ReferenceCache.from_environment(), broken, 0, make_trials(broken, 0, TRIALS)
+        )
+        is None
+    )
     exercise = load_exercise(exercise_folder("graph2"))
     path = write_source(tmp_path / "hw.py", CORRECT_GRAPH2)
-    result = grade(exercise, submission_from_path(path, "graph2"), 0, TRIALS, pool=pool)
+    result = grade(exercise, submission_from_path(path, "graph2"), Settings(0, TRIALS), pool=pool)
     assert all(r.verdict is Verdict.PASS for r in result.returns)
 
 

@@ -30,6 +30,7 @@ from grader.jobs import Job, JobLost, TaskResult, Unfinished
 
 if TYPE_CHECKING:
     from grader.exercise.reference import References
+    from grader.exercise.settings import Settings
     from grader.exercise.shared import SharedReferences
 
 Pending = concurrent.futures.Future[tuple[TaskResult, ...]]
@@ -105,7 +106,7 @@ class DaskBackend:
     def share(self, references: SharedReferences) -> None:
         """Nothing to do: the first job's submit computes them, here."""
 
-    def submit(self, job: Job, seed: int, references: Mapping[str, SharedReferences]) -> Pending:
+    def submit(self, job: Job, settings: Settings, references: Mapping[str, SharedReferences]) -> Pending:
         result: Pending = concurrent.futures.Future()
         held = {
             exercise: task
@@ -116,7 +117,9 @@ class DaskBackend:
         if not sent.tasks:
             result.set_result(tuple(_BROKEN for _ in job.tasks))
             return result
-        task = self._client.submit(grade_on_worker, sent, seed, held, self._identity, pure=False)
+        # The settings travel pickled, the reference cache's place with them: a worker reads no setting
+        # of the client's from its own environment.
+        task = self._client.submit(grade_on_worker, sent, settings, held, self._identity, pure=False)
         self._tasks[result] = task
         task.add_done_callback(lambda done: _settle(result, done, job, sent))
         return result

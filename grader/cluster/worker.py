@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from distributed import Worker
 
     from grader.exercise.reference import References
+    from grader.exercise.settings import Settings
 
 PLUGIN = "grader-warm-workers"
 
@@ -82,7 +83,7 @@ def describe(identity: dict[str, str]) -> str:
 
 
 def grade_on_worker(
-    job: Job, seed: int, references: Mapping[str, References], client: dict[str, str]
+    job: Job, settings: Settings, references: Mapping[str, References], client: dict[str, str]
 ) -> tuple[TaskResult, ...]:
     """The job graded here, in this worker process's warm zygotes, by the same grader as the client's
     (`client`: its grader_identity). `references`: by exercise id, each fetched from the cluster once."""
@@ -109,4 +110,4 @@ def grade_on_worker(
             "worker needs the exercises at the same path as the machine running `grader run` (README, "
             "'On a Dask cluster')"
         )
-    return grade_job(job, seed, references, plugin.pool)
+    return grade_job(job, settings, references, plugin.pool)

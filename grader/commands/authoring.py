@@ -20,7 +20,7 @@ def validate(args: argparse.Namespace, console: Console, errors: Console) -> Out
     from grader.validation import validate as checks_of
 
     exercises, broken = load_all(args.exercises, errors, authoring=True)
-    failed = False
+    passed: list[bool] = []
     for exercise in exercises:
         console.print(f"[bold]{safe(exercise.id)}[/] — {safe(exercise.spec.title)}")
         try:
@@ -32,8 +32,8 @@ def validate(args: argparse.Namespace, console: Console, errors: Console) -> Out
         for check in checks:
             mark = "[green]ok[/]  " if check.ok else "[bold red]FAIL[/]"
             console.print(f"  {mark} {safe(check.name)}: {safe(check.detail)}")
-            failed |= not check.ok
-    return Outcome.of([not failed], broken=bool(broken))
+            passed.append(check.ok)
+    return Outcome.of(passed, broken=bool(broken))
 
 
 def handout(args: argparse.Namespace, console: Console) -> Outcome:

@@ -11,14 +11,13 @@ from rich.console import Console
 
 from grader.commands.outcome import Outcome
 from grader.errors import UsageError
-from grader.exercise.settings import Settings
 from grader.exercise.spec import SPEC_FILE, exercise_argument, load_exercise
 from grader.results import SubmissionResult
 from grader.text import counted
 
 if TYPE_CHECKING:
     pass
-from grader.commands.common import load_all, warn_if_reduced
+from grader.commands.common import load_all, run_settings, warn_if_reduced
 
 
 def check(args: argparse.Namespace, console: Console, errors: Console) -> Outcome:
@@ -37,16 +36,15 @@ def check(args: argparse.Namespace, console: Console, errors: Console) -> Outcom
     warn_if_reduced(errors)
     cells = exercise.spec.notebook.selection
     submission = submission_from_path(args.file, exercise.spec.entry, notebook=cells, rule=exercise.file_rule)
-    trials = None if replay else args.trials
-    settings = Settings(args.seed, trials, args.trial)
+    settings = run_settings(args)
     references = references_first([exercise], settings).get(exercise.id)
-    result = grade(exercise, submission, args.seed, trials, only_trial=args.trial, references=references)
+    result = grade(exercise, submission, settings, references=references)
     if args.json:
         print(to_json_line(result))
     else:
         render_result(console, result, args.show_output)
         if replay:
-            render_case(console, result, make_trial(exercise, args.seed, args.trial))
+            render_case(console, result, make_trial(exercise, settings.seed, args.trial))
     return Outcome.of([result.passed])
 
 
@@ -77,20 +75,21 @@ def check_library(args: argparse.Namespace, console: Console, errors: Console) -
             f"{args.file}: defines none of the functions the {counted(len(exercises), 'exercise')} under "
             f"{args.exercise} grade ({entries}); name your functions as the assignment does"
         )
-    passed = True
+    passed: list[bool] = []
     waiting: dict[int, SubmissionResult] = {}  # judged before one listed ahead of them (another worker's)
     shown = 0
     # Computed first, in a fork of the zygote that then serves the hand-in: the grader never imports torch.
-    found = references_first([e for e, _ in handed], Settings(args.seed, args.trials, None))
-    graded = iter_grade_file(handed, args.seed, args.trials, references_for=lambda e: found.get(e.id))
+    settings = run_settings(args)
+    found = references_first([e for e, _ in handed], settings)
+    graded = iter_grade_file(handed, settings, references_for=lambda e: found.get(e.id))
     for number, judged in graded:
         waiting[number] = judged
         while shown in waiting:
             result = waiting.pop(shown)
             shown += 1
-            passed = passed and result.passed
+            passed.append(result.passed)
             if args.json:
                 print(to_json_line(result), flush=True)
             else:
                 render_result(console, result, args.show_output)
-    return Outcome.of([passed], broken=bool(broken))
+    return Outcome.of(passed, broken=bool(broken))

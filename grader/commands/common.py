@@ -1,12 +1,11 @@
-"""What the commands share: exercises loaded, the run's settings and seed, the reference cache's place, the
-gradebook's path, the class report's ending.
+"""What the commands share: exercises loaded, the run's settings (its seed, and the reference cache's
+place), the gradebook's path, the class report's ending.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -14,7 +13,7 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 
 from grader.errors import GraderError, SpecError, UsageError
-from grader.exercise.settings import Settings
+from grader.exercise.settings import ReferenceCache, Settings
 from grader.exercise.spec import SPEC_FILE, Exercise, discover_exercises, load_exercise
 from grader.exercise.trials import secret_seed
 from grader.report.terminal import safe
@@ -32,10 +31,18 @@ def warn_if_reduced(errors: Console) -> None:
         errors.print(f"[yellow]{safe(isolation.current().description)}[/]")
 
 
-def run_settings(args: argparse.Namespace, trials: int | None = None) -> Settings:
-    """The run's settings, resolved once: with no --seed, a secret seed drawn now for the whole run."""
+def run_settings(args: argparse.Namespace, drawn: int | None = None, pool: Path | None = None) -> Settings:
+    """A grading command's settings, resolved once, from its arguments (--seed, --trials, --trial where it
+    has them) and the environment (the reference cache's). With no --seed, a secret seed: `drawn` (from
+    a seed pool), else drawn now for the whole run. References are kept in `pool`'s folder where it is
+    named; else nowhere for a secret seed, which no later run draws again (each run would leave its
+    references in the cache for good: cs231n/a2, 12 files, 17 MB a run); else in the user's cache."""
     secret = args.seed is None
-    return Settings(secret_seed() if secret else int(args.seed), trials or args.trials, secret=secret)
+    seed = int(args.seed) if not secret else drawn if drawn is not None else secret_seed()
+    cache = ReferenceCache.from_environment()
+    cache = cache.at(pool) if pool is not None else cache.off() if secret else cache
+    trials, only = getattr(args, "trials", None), getattr(args, "trial", None)
+    return Settings(seed, trials, only, secret=secret, cache=cache)
 
 
 def seed_note(settings: Settings) -> str:
@@ -47,33 +54,6 @@ def seed_note(settings: Settings) -> str:
         f"ones keep the seed in their result; replay a trial with grader repro EXERCISE FILE --seed {seed} "
         "--trial T)"
     )
-
-
-def cache_unless(secret: bool) -> contextlib.AbstractContextManager[None]:
-    """The reference cache off while grading with a secret seed: no later run draws that seed again, and
-    each run would leave its references there for good (cs231n/a2: 12 files, 17 MB a run)."""
-    return cache_at("") if secret else contextlib.nullcontext()
-
-
-def references_in(folder: Path | None) -> contextlib.AbstractContextManager[None]:
-    """References kept in `folder` (a pool's), where one is named; else in the reference cache as ever."""
-    return contextlib.nullcontext() if folder is None else cache_at(str(folder.resolve()))
-
-
-@contextlib.contextmanager
-def cache_at(folder: str) -> Iterator[None]:
-    """The reference cache in `folder` ("": off) for the block: read at each use (cache_folder)."""
-    from grader.exercise.reference_cache import CACHE_ENV
-
-    before = os.environ.get(CACHE_ENV)
-    os.environ[CACHE_ENV] = folder
-    try:
-        yield
-    finally:
-        if before is None:
-            os.environ.pop(CACHE_ENV, None)
-        else:
-            os.environ[CACHE_ENV] = before
 
 
 def submissions_folder(args: argparse.Namespace) -> Path:

@@ -25,7 +25,7 @@ from grader.text import counted
 
 if TYPE_CHECKING:
     from grader.report.gradescope import ShownExercise
-from grader.commands.common import cache_unless, load_all, references_in
+from grader.commands.common import load_all, run_settings
 
 
 def gradescope(args: argparse.Namespace, console: Console, errors: Console) -> Outcome:
@@ -47,10 +47,8 @@ def gradescope(args: argparse.Namespace, console: Console, errors: Console) -> O
 
     def graded(tasks: list[Task], settings: Settings) -> tuple[list[SubmissionResult], list[GraderError]]:
         # One submission: nothing to keep between runs.
-        kept = references_in(pool) if pool is not None else cache_unless(settings.secret)
         with (
             tempfile.TemporaryDirectory() as scratch,
-            kept,
             ClassRun(Path(scratch) / "gradebook.sqlite", "gradescope", settings) as run,
         ):
             outcome = run.grade(tasks)
@@ -65,9 +63,9 @@ def gradescope(args: argparse.Namespace, console: Console, errors: Console) -> O
     # With a pool (seed_pool.py), one of the seeds prepared with the image: no reference is computed here,
     # and the seed comes back in later submissions, so the student never sees it: the staff's log (this
     # stderr, which results.json's stdout_visibility keeps from the student) alone names it.
-    secret = args.seed is None
-    seed, pool = _gradescope_seed(args, errors) if secret else (int(args.seed), None)
-    settings = Settings(seed, args.trials, secret=secret)
+    drawn, pool = _gradescope_seed(args, errors) if args.seed is None else (None, None)
+    settings = run_settings(args, drawn, pool)  # the pool's folder holds its references
+    seed, secret = settings.seed, settings.secret
     errors.print(f"[dim]{_gradescope_seed_note(seed, secret, pool is not None)}[/]")
     places = (
         args.submission,

@@ -9,19 +9,20 @@ from rich.console import Console
 
 from grader.commands.outcome import Outcome
 from grader.errors import UsageError
+from grader.exercise.settings import CACHE_ENV, ReferenceCache, Settings
 from grader.exercise.trials import DEFAULT_SEED
 from grader.report.terminal import safe
 from grader.text import counted
 
 if TYPE_CHECKING:
     pass
-from grader.commands.common import load_all, references_in
+from grader.commands.common import load_all
 
 
 def prepare(args: argparse.Namespace, console: Console, errors: Console) -> Outcome:
     """Store every exercise's references for the seed (or the pool's seeds) and trials a grading will use;
     one broken exercise is told and skipped, the others are prepared."""
-    from grader.exercise import reference_cache, seed_pool
+    from grader.exercise import seed_pool
     from grader.exercise.preparation import Status
     from grader.exercise.preparation import prepare as prepared
 
@@ -34,25 +35,27 @@ def prepare(args: argparse.Namespace, console: Console, errors: Console) -> Outc
     seeds = list(pool.seeds) if pool is not None else [DEFAULT_SEED if args.seed is None else args.seed]
     exercises, broken = load_all(args.exercises, errors)
     counts = dict.fromkeys(Status, 0)
-    with references_in(args.pool):
-        folder = reference_cache.cache_folder()
-        if folder is None:
-            off = f"the reference cache is off ({reference_cache.CACHE_ENV} is empty)"
-            raise UsageError(f"{off}: nothing would keep the references; name a folder there, or --pool DIR")
-        for exercise in exercises:
-            for done in prepared(exercise, seeds, args.trials):
-                counts[done.status] += 1
-                # A pool's seeds are secret: named by their place in it, never printed.
-                seed = f"seed {seeds.index(done.seed) + 1} of the pool" if pool else f"seed {done.seed}"
-                what = f"{safe(done.exercise)}: {seed}, {counted(done.trials, 'trial')}:"
-                if done.status is Status.FAILED:
-                    errors.print(f"[bold red]{what} failed[/] — {safe(done.error)}")
-                elif done.status is Status.COMPUTED:
-                    console.print(f"{what} computed in {done.seconds:.1f} s")
-                else:
-                    console.print(f"[dim]{what} already stored[/]")
-        if pool is not None:
-            seed_pool.write_pool(folder, pool)  # last: a pool is only ever read whole
+    cache = ReferenceCache.from_environment()
+    cache = cache.at(args.pool) if args.pool is not None else cache
+    folder = cache.folder
+    if folder is None:
+        off = f"the reference cache is off ({CACHE_ENV} is empty)"
+        raise UsageError(f"{off}: nothing would keep the references; name a folder there, or --pool DIR")
+    runs = [Settings(seed, args.trials, cache=cache) for seed in seeds]
+    for exercise in exercises:
+        for done in prepared(exercise, runs):
+            counts[done.status] += 1
+            # A pool's seeds are secret: named by their place in it, never printed.
+            seed = f"seed {seeds.index(done.seed) + 1} of the pool" if pool else f"seed {done.seed}"
+            what = f"{safe(done.exercise)}: {seed}, {counted(done.trials, 'trial')}:"
+            if done.status is Status.FAILED:
+                errors.print(f"[bold red]{what} failed[/] — {safe(done.error)}")
+            elif done.status is Status.COMPUTED:
+                console.print(f"{what} computed in {done.seconds:.1f} s")
+            else:
+                console.print(f"[dim]{what} already stored[/]")
+    if pool is not None:
+        seed_pool.write_pool(folder, pool)  # last: a pool is only ever read whole
     failed = counts[Status.FAILED] + len(broken)
     console.print(
         f"{counts[Status.COMPUTED]} computed, {counts[Status.STORED]} already stored, {failed} failed; "

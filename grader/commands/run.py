@@ -16,7 +16,6 @@ from grader.text import counted
 if TYPE_CHECKING:
     from grader.classrun import RunOutcome
 from grader.commands.common import (
-    cache_unless,
     finish,
     gradebook_path,
     load_all,
@@ -48,7 +47,7 @@ def run(args: argparse.Namespace, console: Console, errors: Console) -> Outcome:
         backend = connect(args.cluster)  # the class run closes it
     path = gradebook_path(args, folder, errors)
     with ClassRun(path, " ".join(sys.argv), settings) as run:
-        with progress(errors, len(tasks), enabled=not args.json) as advance, cache_unless(settings.secret):
+        with progress(errors, len(tasks), enabled=not args.json) as advance:
             outcome = run.grade(tasks, args.jobs, lambda _: advance(), backend)
         graded_at = run.graded_at()
     if args.json:  # by student, then exercise, as the table: the same lines whatever finished first

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from grader.errors import GraderError
 from grader.exercise import reference_cache
+from grader.exercise.settings import ReferenceCache, Settings
 from grader.exercise.spec import Exercise
 from grader.exercise.trials import make_trials
 
@@ -37,33 +38,33 @@ class Preparation:
     error: str = ""
 
 
-def trial_counts(exercise: Exercise, trials: int | None) -> list[int]:
+def trial_counts(exercise: Exercise, settings: Settings) -> list[int]:
     """The trial counts runs of the exercise ask references for: the run's, and its Gradescope preview's."""
-    count = trials or exercise.spec.trials
+    count = settings.trial_count(exercise)
     preview = exercise.spec.gradescope.visible_trials
     return [count, *([preview] if preview is not None and preview < count else [])]
 
 
-def prepare(exercise: Exercise, seeds: Sequence[int], trials: int | None) -> Iterator[Preparation]:
-    """Each seed's references of each of `trial_counts`, stored where they were not, read back to be sure."""
-    for seed in seeds:
-        for count in trial_counts(exercise, trials):
-            yield _prepared(exercise, seed, count)
+def prepare(exercise: Exercise, runs: Sequence[Settings]) -> Iterator[Preparation]:
+    """The references of each run (a seed of a pool, each) of each of `trial_counts`, stored in its cache
+    where they were not, read back to be sure."""
+    for settings in runs:
+        for count in trial_counts(exercise, settings):
+            yield _prepared(settings.cache, exercise, settings.seed, count)
 
 
-def _prepared(exercise: Exercise, seed: int, count: int) -> Preparation:
-    if reference_cache.lookup(exercise, seed, count) is not None:
+def _prepared(cache: ReferenceCache, exercise: Exercise, seed: int, count: int) -> Preparation:
+    if reference_cache.lookup(cache, exercise, seed, count) is not None:
         return Preparation(exercise.id, seed, count, Status.STORED)
     import grader.exercise.reference  # noqa: F401 - torch's import (1.3 s), once: not the first one's time
 
     start = time.perf_counter()
     try:
-        reference_cache.computed_references(exercise, seed, make_trials(exercise, seed, count))
+        reference_cache.computed_references(cache, exercise, seed, make_trials(exercise, seed, count))
     except GraderError as exc:  # the exercise's graph or reference fails on its own inputs
         return Preparation(exercise.id, seed, count, Status.FAILED, error=str(exc))
     seconds = time.perf_counter() - start
-    if reference_cache.lookup(exercise, seed, count) is None:  # storing is best effort; here it must hold
-        folder = reference_cache.cache_folder()
-        message = f"computed, but {folder} did not keep them (a folder this user cannot write?)"
+    if reference_cache.lookup(cache, exercise, seed, count) is None:  # storing is best effort; it must hold
+        message = f"computed, but {cache.folder} did not keep them (a folder this user cannot write?)"
         return Preparation(exercise.id, seed, count, Status.FAILED, seconds, message)
     return Preparation(exercise.id, seed, count, Status.COMPUTED, seconds)

@@ -19,9 +19,10 @@ Python API: `grader.check` runs the student's functions in the caller's own proc
 notebook did to torch) never writes here: `untrusted_process()` switches it to a cache of its own, in
 memory, for the rest of its life.
 
-The folder: $GRADER_CACHE_DIR (empty: no cache), else $XDG_CACHE_HOME/grader/references, else
-~/.cache/grader/references. $GRADER_REFERENCES=stored makes a miss an error (ReferencesNotStored) instead
-of a computation: how a test, or a Gradescope image, shows that a grading computed no reference.
+The folder, and what a miss does, are the run's settings' (settings.ReferenceCache, resolved once from
+$GRADER_CACHE_DIR and $GRADER_REFERENCES), passed to every function here that reads or writes the folder.
+OnMiss.REFUSE ($GRADER_REFERENCES=stored) makes a miss an error (ReferencesNotStored) instead of a
+computation: how a test, or a Gradescope image, shows that a grading computed no reference.
 """
 
 from __future__ import annotations
@@ -43,13 +44,11 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from grader.errors import GraderError
 from grader.exercise.expected import Expected, References
 from grader.exercise.reference_key import references_key
+from grader.exercise.settings import POLICY_ENV, STORED_ONLY, OnMiss, ReferenceCache
 from grader.exercise.spec import Exercise
 from grader.exercise.trials import Trial
 from grader.text import counted
 
-CACHE_ENV = "GRADER_CACHE_DIR"
-POLICY_ENV = "GRADER_REFERENCES"
-STORED_ONLY = "stored"  # $GRADER_REFERENCES's value that makes a miss an error
 _FORMAT = 2  # 2: the file is _MAGIC, the HMAC of the rest, then the .npz
 _MAGIC = b"grader-references-2\n"
 _MAC_BYTES = 32  # HMAC-SHA256
@@ -59,8 +58,8 @@ _KINDS = ("inputs", "expected", "spread")
 
 
 class ReferencesNotStored(GraderError):
-    """$GRADER_REFERENCES=stored, and the references asked for are not in the folder: they would have been
-    computed. The setup's problem (exit status 2): `grader prepare` stores them."""
+    """$GRADER_REFERENCES=stored (OnMiss.REFUSE), and the references asked for are not in the folder:
+    they would have been computed. The setup's problem (exit status 2): `grader prepare` stores them."""
 
 
 class _TrialHeader(BaseModel):
@@ -80,15 +79,6 @@ class _Header(BaseModel):
     returns: list[str]
 
 
-def cache_folder() -> Path | None:
-    """Where references are kept; None where the cache is off ($GRADER_CACHE_DIR set but empty)."""
-    chosen = os.environ.get(CACHE_ENV)
-    if chosen is not None:
-        return Path(chosen) if chosen else None
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "grader" / "references"
-
-
 # Where this process keeps what it computed once `untrusted_process()` was called: by key, never on disk.
 _OWN: dict[str, References] = {}
 _trusted = True
@@ -105,17 +95,17 @@ def untrusted_process() -> None:
 
 
 def stored_references(
-    exercise: Exercise, seed: int, count: int, only: int | None = None
+    cache: ReferenceCache, exercise: Exercise, seed: int, count: int, only: int | None = None
 ) -> References | None:
     """The references of make_trials(exercise, seed, count, only), trials included, if the cache has them;
-    where $GRADER_REFERENCES=stored, ReferencesNotStored instead of None.
+    where it refuses a miss, ReferencesNotStored instead of None.
 
     Imports no torch: a check whose references are stored never does, in the grader's process.
     """
-    found = lookup(exercise, seed, count, only)
+    found = lookup(cache, exercise, seed, count, only)
     _ASKED[found is not None] += 1
-    if found is None and os.environ.get(POLICY_ENV) == STORED_ONLY:
-        folder = cache_folder()
+    if found is None and cache.on_miss is OnMiss.REFUSE:
+        folder = cache.folder
         where = f"in {folder}" if folder is not None else "anywhere (the cache is off)"
         fix = (
             f"store them first: grader prepare {exercise.root} --seed {seed} --trials {count}"
@@ -136,29 +126,35 @@ def asked() -> tuple[int, int]:
     return _ASKED[True], _ASKED[False]
 
 
-def lookup(exercise: Exercise, seed: int, count: int, only: int | None = None) -> References | None:
-    """stored_references, without $GRADER_REFERENCES's say: None where they are not stored."""
+def lookup(
+    cache: ReferenceCache, exercise: Exercise, seed: int, count: int, only: int | None = None
+) -> References | None:
+    """stored_references, without `cache.on_miss`'s say: None where they are not stored."""
     indices = [only] if only is not None else list(range(count))
     key = _key(exercise, seed, indices)
     if key in _OWN:
         return _OWN[key]
-    folder = cache_folder()
+    folder = cache.folder
     if folder is None:
         return None
     mac_key = _mac_key(folder, create=False)
     return None if mac_key is None else _load_file(folder / f"{key}.npz", exercise, key, mac_key)
 
 
-def computed_references(exercise: Exercise, seed: int, trials: Sequence[Trial]) -> References:
+def computed_references(
+    cache: ReferenceCache, exercise: Exercise, seed: int, trials: Sequence[Trial]
+) -> References:
     """The references of these trials, computed (importing torch) and stored for the next check."""
     from grader.exercise.reference import compute_references
 
     references = compute_references(exercise, trials)
-    store(exercise, seed, references)
+    store(cache, exercise, seed, references)
     return references
 
 
-def store(exercise: Exercise, seed: int, references: References, body: bytes | None = None) -> None:
+def store(
+    cache: ReferenceCache, exercise: Exercise, seed: int, references: References, body: bytes | None = None
+) -> None:
     """Keep references for the next run (computed here or elsewhere): in the folder where this process is
     the grader's alone, else in this process's memory. `body`: the references already in the cache's
     format, as `decoded` read them into `references` (another process's answer): written as they are,
@@ -167,7 +163,7 @@ def store(exercise: Exercise, seed: int, references: References, body: bytes | N
     if not _trusted:
         _OWN[_key(exercise, seed, indices)] = references
         return
-    path = _path(exercise, seed, indices)
+    path = _path(cache, exercise, seed, indices)
     if path is not None:
         with contextlib.suppress(OSError):  # a folder we cannot write costs the next check time, nothing else
             mac_key = _mac_key(path.parent, create=True)
@@ -193,8 +189,8 @@ def decoded(data: bytes, exercise: Exercise, key: str) -> References | None:
     return _load(io.BytesIO(data), exercise, key)
 
 
-def _path(exercise: Exercise, seed: int, indices: list[int]) -> Path | None:
-    folder = cache_folder()
+def _path(cache: ReferenceCache, exercise: Exercise, seed: int, indices: list[int]) -> Path | None:
+    folder = cache.folder
     return None if folder is None else folder / f"{_key(exercise, seed, indices)}.npz"
 
 

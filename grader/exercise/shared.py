@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from grader.errors import GraderError
 from grader.exercise.reference_cache import computed_references
+from grader.exercise.settings import ReferenceCache, Settings
 from grader.exercise.spec import Exercise
 from grader.exercise.trials import Trial
 
@@ -23,8 +24,9 @@ if TYPE_CHECKING:
     from grader.exercise.expected import References
 
 
-# Computes an exercise's references of these trials somewhere, or gives None where it cannot.
-Attempt = Callable[[Exercise, int, Sequence[Trial]], "References | None"]
+# Computes an exercise's references of these trials (of this seed) somewhere, and keeps them in the
+# cache, or gives None where it cannot.
+Attempt = Callable[[ReferenceCache, Exercise, int, Sequence[Trial]], "References | None"]
 
 
 class SharedReferences:
@@ -34,16 +36,17 @@ class SharedReferences:
     def __init__(
         self,
         exercise: Exercise,
-        seed: int,
+        settings: Settings,
         trials: Sequence[Trial],
         references: References | None = None,
         failure: GraderError | None = None,
     ) -> None:
-        """`references`: those of `trials`, already at hand (from the disk cache); `failure`: why there
-        are none (the trials could not be drawn)."""
+        """`trials`: drawn from `settings`, whose cache keeps the references computed; `references`: those
+        of `trials`, already at hand (from the disk cache); `failure`: why there are none (the trials
+        could not be drawn)."""
         self.exercise = exercise
         self.trials = tuple(trials)
-        self._seed = seed
+        self._seed, self._cache = settings.seed, settings.cache
         self._lock = threading.Lock()
         self._references = references
         self._failure = failure
@@ -58,9 +61,10 @@ class SharedReferences:
         with self._lock:
             if self._references is None and self._failure is None:
                 attempt, self._first_try = self._first_try, None
-                found = attempt(self.exercise, self._seed, self.trials) if attempt is not None else None
+                here = (self._cache, self.exercise, self._seed, self.trials)
+                found = attempt(*here) if attempt is not None else None
                 try:
-                    self._references = found or computed_references(self.exercise, self._seed, self.trials)
+                    self._references = found or computed_references(*here)
                 except GraderError as exc:  # the exercise's graph fails on its own inputs
                     self._failure = exc
             if self._failure is not None:

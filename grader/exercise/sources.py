@@ -21,11 +21,11 @@ def find_references(exercise: Exercise, settings: Settings) -> SharedReferences:
     """The exercise's references for these settings: the cache's, or the trials drawn now and their
     expected values computed on the first `get()`. Raises GraderError where the trials cannot be drawn."""
     count = settings.trial_count(exercise)
-    stored = stored_references(exercise, settings.seed, count, settings.only_trial)
+    stored = stored_references(settings.cache, exercise, settings.seed, count, settings.only_trial)
     if stored is not None:
-        return SharedReferences(exercise, settings.seed, stored.trials, stored)
+        return SharedReferences(exercise, settings, stored.trials, stored)
     trials = make_trials(exercise, settings.seed, count, settings.only_trial)
-    return SharedReferences(exercise, settings.seed, trials)
+    return SharedReferences(exercise, settings, trials)
 
 
 # Told of an exercise's references that the cache lacked, before any grading asks for them: where to
@@ -49,7 +49,7 @@ class ClassReferences:
             try:
                 found = find_references(exercise, self._settings)
             except GraderError as exc:  # its inputs cannot be drawn: the other exercises are graded
-                found = SharedReferences(exercise, self._settings.seed, (), failure=exc)
+                found = SharedReferences(exercise, self._settings, (), failure=exc)
             self._found[exercise.id] = found
             if not found.ready and found.failure is None:
                 self._share(found)

@@ -16,12 +16,13 @@ import ast
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
 from grader.errors import UsageError
 from grader.handin.defining import Scope, bound_names, declares, refused_definition, runs_code
+from grader.outcomes import Location
 
 SUFFIX = ".ipynb"
 CONVERTED = ".py"  # appended: graph2.ipynb is run as graph2.ipynb.py
@@ -290,7 +291,8 @@ def _guarded(node: ast.stmt, text: list[str], cell: int, line: int) -> list[str]
     return ["try: " + text[0], *text[1:], f"except ModuleNotFoundError as {_MISSING}: {record}"]
 
 
-_LOCATION = re.compile(r'(?P<file>[^"\s]+\.ipynb)\.py", line (?P<line>\d+)')
+_NAME = r'[^"\s]+\.ipynb'  # a notebook's name as a traceback's text shows it, relocated
+_LOCATION = re.compile(rf'(?P<file>{_NAME})\.py", line (?P<line>\d+)')
 
 
 def relocate(text: str, notebooks: Mapping[str, ConvertedNotebook]) -> str:
@@ -304,3 +306,14 @@ def relocate(text: str, notebooks: Mapping[str, ConvertedNotebook]) -> str:
         return f'{match["file"]}", cell {place[0]}, line {place[1]}'
 
     return _LOCATION.sub(replace, text) if notebooks else text
+
+
+def relocate_location(location: Location, notebooks: Mapping[str, ConvertedNotebook]) -> Location:
+    """A failure's location in a converted notebook as `relocate` tells its traceback's: the notebook's
+    own name, cell and line."""
+    name = location.file.removesuffix(CONVERTED)
+    notebook = notebooks.get(name) if re.fullmatch(_NAME + re.escape(CONVERTED), location.file) else None
+    place = notebook.locate(location.line) if notebook is not None else None
+    if place is None:
+        return location
+    return replace(location, file=name, cell=place[0], line=place[1])

@@ -76,10 +76,12 @@ class Prepared:
         """Places in a converted notebook told as the notebook's cells and lines."""
         if not self.notebooks:
             return failure
+        location = failure.location
         return replace(
             failure,
             message=notebooks.relocate(failure.message, self.notebooks),
             traceback=notebooks.relocate(failure.traceback, self.notebooks),
+            location=None if location is None else notebooks.relocate_location(location, self.notebooks),
         )
 
 

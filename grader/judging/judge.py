@@ -24,7 +24,7 @@ from grader.judging.naming import diagnosis
 from grader.judging.reruns.plan import RerunPlan
 from grader.judging.reruns.resolve import finite_somewhere, resolve_beyond_rounding
 from grader.outcomes import Failure, FailureKind, IsolationUsed, MistakeFamily, Verdict
-from grader.results import NotebookUse, ReturnResult, SubmissionResult, display_path, student_location
+from grader.results import NotebookUse, ReturnResult, SubmissionResult, display_path
 from grader.sandbox.payload import ReturnedArray, ReturnProblem
 from grader.sandbox.report import Returned, Returns, WorkerReport
 
@@ -321,5 +321,5 @@ def _checked_for_consistency(
 
 
 def _failure_text(failure: Failure) -> str:
-    where = student_location(failure.traceback)
+    where = failure.where
     return f"{failure.message} ({where})" if where else failure.message

@@ -29,6 +29,7 @@ from grader.outcomes import (
     FailureKind,
     IsolationLevel,
     IsolationUsed,
+    Location,
     MistakeFamily,
     Verdict,
 )
@@ -192,14 +193,26 @@ class ReturnRecord(_Record):
         )
 
 
+class LocationRecord(_Record):
+    file: str
+    line: int
+    function: str
+    cell: int
+
+    def location(self) -> Location:
+        return Location(self.file, self.line, self.function, self.cell)
+
+
 class FailureRecord(_Record):
     kind: FailureKind
     message: str
     traceback: str
     trial: int | None
+    location: LocationRecord | None = None  # absent from a row kept before failures carried one
 
     def failure(self) -> Failure:
-        return Failure(self.kind, self.message, self.traceback, self.trial)
+        location = None if self.location is None else self.location.location()
+        return Failure(self.kind, self.message, self.traceback, self.trial, location)
 
 
 class IsolationRecord(_Record):

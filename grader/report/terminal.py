@@ -28,7 +28,7 @@ from grader.report.common import (
     sizes_text,
     summary_message,
 )
-from grader.results import NotebookUse, ReturnResult, SubmissionResult, student_location
+from grader.results import NotebookUse, ReturnResult, SubmissionResult
 from grader.text import counted, visible
 
 _EXPLAINED: weakref.WeakSet[Console] = weakref.WeakSet()
@@ -285,7 +285,7 @@ def render_class(
             continue
         console.print(f"  [bold]{safe(result.student)}[/] / {safe(result.exercise)}:")
         if result.error is not None:
-            where = student_location(result.error.traceback)
+            where = result.error.where
             where = f" ({where})" if where else ""
             console.print(f"    error ({result.error.kind}): {safe(result.error.message)}{safe(where)}")
             console.print(f"    [dim]{REPLAY_LABEL} {safe(result.repro(focus_trial(result)))}[/]")

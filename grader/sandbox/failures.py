@@ -8,8 +8,8 @@ from __future__ import annotations
 import signal
 
 from grader.exercise.spec import WALL_CAP_FACTOR, Limits
-from grader.outcomes import Failure, FailureKind
-from grader.sandbox.payload import Fatal
+from grader.outcomes import Failure, FailureKind, Location
+from grader.sandbox.payload import Fatal, located
 from grader.sandbox.protocol import CLOSED_CHANNEL_EXIT
 from grader.sandbox.report import Overrun
 from grader.text import counted
@@ -34,14 +34,16 @@ def run_timed_out(limits: Limits, trial: int | None) -> Failure:
     )
 
 
-def overran(overrun: Overrun, traceback: str = "") -> Failure:
+def overran(overrun: Overrun, traceback: str = "", location: Location | None = None) -> Failure:
     """A call past its deadline, seen once: where, what (CPU used and allowed), the likely cause, the fix."""
     used = _used(overrun, f"{overrun.cpu_seconds:.2f} s of CPU")
     message = f"trial {overrun.trial} ran past {_deadline(overrun)} ({used}; {_cause_and_fix(overrun)}"
-    return Failure(FailureKind.TIMEOUT, message, traceback, overrun.trial)
+    return Failure(FailureKind.TIMEOUT, message, traceback, overrun.trial, location)
 
 
-def overran_twice(first: Overrun, second: Overrun, traceback: str = "") -> Failure:
+def overran_twice(
+    first: Overrun, second: Overrun, traceback: str = "", location: Location | None = None
+) -> Failure:
     """A call past its deadline again when run in a fresh worker: not the machine's load."""
     trial, why = second.trial, _cause_and_fix(second)
     if (first.deadline, first.allowed, first.stopped) == (second.deadline, second.allowed, second.stopped):
@@ -51,7 +53,7 @@ def overran_twice(first: Overrun, second: Overrun, traceback: str = "") -> Failu
         once = f"{_deadline(first)} ({_used(first, f'{first.cpu_seconds:.2f} s of CPU')})"
         again = f"{_deadline(second)} ({_used(second, f'{second.cpu_seconds:.2f} s of CPU')}"
         message = f"trial {trial} ran past {once}, then in a fresh run past {again}; {why}"
-    return Failure(FailureKind.TIMEOUT, message, traceback, trial)
+    return Failure(FailureKind.TIMEOUT, message, traceback, trial, location)
 
 
 def _deadline(overrun: Overrun) -> str:
@@ -147,4 +149,4 @@ def fatal(message: Fatal) -> Failure:
     if kind is FailureKind.MISSING_FUNCTION:
         defined = ", ".join(message.defined) or "no functions"
         return Failure(kind, f"no function '{message.message}' is defined (found: {defined})")
-    return Failure(kind, message.message, message.traceback)
+    return Failure(kind, message.message, message.traceback, location=located(message.location))

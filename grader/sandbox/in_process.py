@@ -35,7 +35,7 @@ from pydantic import TypeAdapter
 from grader.exercise.spec import Exercise
 from grader.exercise.trials import Trial
 from grader.outcomes import Failure, FailureKind, IsolationLevel, IsolationUsed
-from grader.sandbox.payload import MESSAGE, ReturnKind, ReturnProblem, TrialFailed
+from grader.sandbox.payload import MESSAGE, ReturnKind, ReturnProblem, TrialFailed, located
 from grader.sandbox.process import Capture
 from grader.sandbox.protocol import Run
 from grader.sandbox.report import (
@@ -75,7 +75,10 @@ class _Collector:
         message = MESSAGE.validate_python(header)
         if not isinstance(message, TrialFailed):  # a trial sends nothing else
             raise TypeError(f"unexpected message from a trial: {header.get('type')!r}")
-        failure = Failure(FailureKind(message.kind), message.message, message.traceback, message.trial)
+        location = located(message.location)
+        failure = Failure(
+            FailureKind(message.kind), message.message, message.traceback, message.trial, location
+        )
         self.failures[message.run][message.trial] = failure
 
     def queue(self, trial: int, run: Run, seconds: float, returns: list[channel.Converted]) -> None:

@@ -14,7 +14,15 @@ from pydantic import (
     model_validator,
 )
 
-from grader.sandbox.protocol import EXTENDED, NUMERIC_DTYPES, Run
+from grader.outcomes import Location
+from grader.sandbox.protocol import (
+    EXTENDED,
+    MAX_LOCATION_FILE,
+    MAX_LOCATION_FUNCTION,
+    MAX_LOCATION_LINE,
+    NUMERIC_DTYPES,
+    Run,
+)
 from grader.text import valid_unicode
 
 _TEXT = 64_000
@@ -34,6 +42,18 @@ class FailedCellOut(_Message):
     file: Annotated[Text, Field(max_length=_NOTE)]  # the converted notebook, as the worker imported it
     line: int = Field(ge=0, le=10_000_000)  # of the converted file
     error: Annotated[Text, Field(max_length=_NOTE)]
+
+
+class LocationOut(_Message):
+    """Where a failure's traceback ends in the student's files (worker/tracebacks.py: student_location)."""
+
+    file: Annotated[Text, Field(max_length=MAX_LOCATION_FILE)]
+    line: int = Field(ge=0, le=MAX_LOCATION_LINE, strict=True)
+    function: Annotated[Text, Field(max_length=MAX_LOCATION_FUNCTION)] = ""
+
+
+def located(location: LocationOut | None) -> Location | None:
+    return None if location is None else Location(location.file, location.line, location.function)
 
 
 class Ready(_Message):
@@ -63,6 +83,7 @@ class Fatal(_Message):
     file: Text = Field(max_length=_NAME)
     message: Text = Field(max_length=_TEXT)
     traceback: Text = Field(default="", max_length=_TEXT)
+    location: LocationOut | None = None
     defined: list[Annotated[Text, Field(max_length=_NAME)]] = Field(default=[], max_length=50)
 
 
@@ -106,6 +127,7 @@ class TrialFailed(_Message):
     kind: Literal["exception", "timeout", "exit", "memory", "bad-return"]
     message: Text = Field(max_length=_TEXT)
     traceback: Text = Field(default="", max_length=_TEXT)
+    location: LocationOut | None = None
     overrun: Overran | None = None  # with kind "timeout"
 
     @model_validator(mode="after")

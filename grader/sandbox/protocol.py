@@ -53,6 +53,10 @@ _BIG_ENDIAN = sys.byteorder == "big"
 _SHAPE_DTYPE = np.dtype("<i8")  # a column's shapes
 # Dtypes already in wire order, by name: on a little-endian machine, the native ones (bool's order is none).
 _NATIVE_NAME = {} if _BIG_ENDIAN else {np.dtype(name): name for name in NUMERIC_DTYPES}
+# A failure's location (outcomes.Location), as the worker sends it and the grader checks it.
+MAX_LOCATION_FILE = 4096  # PATH_MAX
+MAX_LOCATION_FUNCTION = 1000
+MAX_LOCATION_LINE = 10_000_000
 MAX_HEADER_BYTES = 1 << 20
 MAX_PAYLOAD_BYTES = 256 << 20
 MAX_DIMS = 8

@@ -32,6 +32,7 @@ from grader.sandbox.payload import (
     ReturnProblem,
     TrialFailed,
     Trials,
+    located,
 )
 from grader.sandbox.process import Capture, WorkerProcess, read
 from grader.sandbox.protocol import Column, Frame, ProtocolError, Run
@@ -225,7 +226,8 @@ class FrameReader:
         if not _in_order(reading, message.trial, message.run):
             return
         kind = FailureKind(message.kind)
-        failure = Failure(kind, message.message, message.traceback, message.trial)
+        location = located(message.location)
+        failure = Failure(kind, message.message, message.traceback, message.trial, location)
         overran = message.overrun
         if overran is not None:
             allowed = self.deadlines.allowed(overran.first_call)
@@ -234,7 +236,7 @@ class FrameReader:
             cpu = max(overran.cpu_seconds, self.deadlines.cpu_spent(reading, message.trial))
             deadline = "cpu" if cpu > allowed else overran.deadline
             overrun = Overrun(message.trial, deadline, allowed, cpu, overran.first_call)
-            failure = failures.overran(overrun, message.traceback)
+            failure = failures.overran(overrun, message.traceback, location)
             reading.overrun = None if reading.run is not Run.FIRST else overrun
         reading.failures[message.trial] = failure
         reading.pending.pop(0)

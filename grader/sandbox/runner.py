@@ -292,7 +292,7 @@ def _ran_on(kept: Pass, overrun: Overrun, later: Pass) -> Pass:
     stopped = later.stopped
     again = later.overrun
     if again is not None and again.trial == overrun.trial and stopped is not None:
-        stopped = failures.overran_twice(overrun, again, stopped.traceback)
+        stopped = failures.overran_twice(overrun, again, stopped.traceback, stopped.location)
         if again.trial in found:
             found[again.trial] = stopped
     return Pass(outputs, found, stopped)

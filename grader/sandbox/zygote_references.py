@@ -31,6 +31,7 @@ import numpy as np
 
 if TYPE_CHECKING:
     from grader.exercise.expected import References
+    from grader.exercise.settings import ReferenceCache
     from grader.exercise.spec import Exercise
     from grader.exercise.trials import Trial
     from grader.sandbox.warm import ForkedJob, WorkerPool, Zygote
@@ -149,18 +150,26 @@ def _answer(wanted: Wanted) -> bytes:
 
 
 def computed_in_zygote(
-    pool: WorkerPool, zygote: Zygote, exercise: Exercise, seed: int, trials: Sequence[Trial]
+    pool: WorkerPool,
+    zygote: Zygote,
+    cache: ReferenceCache,
+    exercise: Exercise,
+    seed: int,
+    trials: Sequence[Trial],
 ) -> References | None:
-    """The references of `trials`, computed in a fork of `zygote` (taken from `pool`, given back here);
-    None where they could not be."""
-    return computed_all_in_zygote(pool, zygote, [(exercise, seed, trials)])[0]
+    """The references of `trials`, computed in a fork of `zygote` (taken from `pool`, given back here) and
+    stored in `cache`; None where they could not be."""
+    return computed_all_in_zygote(pool, zygote, cache, [(exercise, seed, trials)])[0]
 
 
 def computed_all_in_zygote(
-    pool: WorkerPool, zygote: Zygote, asked: Sequence[tuple[Exercise, int, Sequence[Trial]]]
+    pool: WorkerPool,
+    zygote: Zygote,
+    cache: ReferenceCache,
+    asked: Sequence[tuple[Exercise, int, Sequence[Trial]]],
 ) -> list[References | None]:
     """The references of each (exercise, seed, trials), computed in one fork of `zygote` (taken from
-    `pool`, given back here) and stored in the cache; None for those that could not be."""
+    `pool`, given back here) and stored in `cache`; None for those that could not be."""
     from grader.errors import GraderError
     from grader.exercise.expected import References
     from grader.exercise.instructor import reference_source
@@ -187,7 +196,9 @@ def computed_all_in_zygote(
             if loaded is None or not _same_trials(loaded.trials, trials):
                 continue
             references = References(tuple(trials), loaded.expected, loaded.spread)
-            store(exercise, seed, references, payload)  # the bytes just read, verified: kept as they are
+            store(
+                cache, exercise, seed, references, payload
+            )  # the bytes just read, verified: kept as they are
             found[number] = references
         return found
     except (OSError, ValueError, GraderError):  # a reference file unread, trials of ragged shapes: done here

@@ -16,7 +16,7 @@ from grader.handin.notebooks import SKIPPED_IMPORTS
 from grader.outcomes import FailureKind
 from grader.sandbox.worker import cells
 from grader.sandbox.worker.channel import Channel
-from grader.sandbox.worker.tracebacks import exception_line, student_traceback
+from grader.sandbox.worker.tracebacks import exception_line, student_location, student_traceback
 
 _SKIPPED_SHOWN = 20  # imports a notebook skipped, named in the report
 _SKIPPED_NOTE = 400  # characters of each: the import, and why an undeclared module is refused
@@ -100,6 +100,7 @@ class Importer:
                     "file": relative,
                     "message": exception_line(exc, self._dir),
                     "traceback": student_traceback(exc, self._dir),
+                    "location": student_location(exc, self._dir),
                 }
             )
             return None

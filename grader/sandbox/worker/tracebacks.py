@@ -6,7 +6,9 @@ import errno
 import os
 import traceback
 from pathlib import Path
+from typing import Any
 
+from grader.sandbox.protocol import MAX_LOCATION_FILE, MAX_LOCATION_FUNCTION, MAX_LOCATION_LINE
 from grader.sandbox.worker import seccomp
 from grader.sandbox.worker.deadline import TrialTimeout
 
@@ -77,6 +79,30 @@ def _student_frames(exc: BaseException, submission_dir: Path) -> list[traceback.
 
 def clip(text: str, limit: int = 4000) -> str:
     return text if len(text) <= limit else text[:limit] + f" ... [{len(text) - limit} more characters]"
+
+
+def student_location(exc: BaseException, submission_dir: Path) -> dict[str, Any] | None:
+    """Where student_traceback's text ends in the student's files, as the message's `location` fields: a
+    SyntaxError's own place (its text's last 'File' line), else their innermost frame; None where there
+    is neither, or where it is not a place (a line that is no number, a name past the message's bounds)."""
+    prefix = str(submission_dir) + os.sep
+    file: object
+    line: object
+    if isinstance(exc, SyntaxError) and exc.lineno is not None:
+        # Its text's last place, after every frame (traceback.format_exception_only), as Python writes it.
+        file, line, function = exc.filename or "<string>", exc.lineno, ""
+    else:
+        frames = _student_frames(exc, submission_dir)
+        if not frames:
+            return None
+        last = frames[-1]
+        file, line, function = last.filename.removeprefix(prefix), last.lineno, last.name
+    if not (isinstance(file, str) and type(line) is int and 0 <= line <= MAX_LOCATION_LINE):
+        return None
+    file, function = file.replace(prefix, ""), function.replace(prefix, "")
+    if len(file) > MAX_LOCATION_FILE or len(function) > MAX_LOCATION_FUNCTION:
+        return None
+    return {"file": file, "line": line, "function": function}
 
 
 def student_traceback(exc: BaseException, submission_dir: Path) -> str:

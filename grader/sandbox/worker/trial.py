@@ -19,7 +19,7 @@ from grader.sandbox.worker.channel import REFUSED_NUMERICAL, Converted, TrialSin
 from grader.sandbox.worker.deadline import DEADLINE, TrialTimeout
 from grader.sandbox.worker.precision import float64_everywhere
 from grader.sandbox.worker.returns import converted, type_name
-from grader.sandbox.worker.tracebacks import exception_line, raised_at, student_traceback
+from grader.sandbox.worker.tracebacks import exception_line, raised_at, student_location, student_traceback
 from grader.text import counted
 
 
@@ -97,6 +97,7 @@ def run_trial(
             # What refused a rerun's input, where: the line (a type or dtype check) says why to a student.
             message += raised_at(exc, submission_dir)
         error.update(message=message, traceback=student_traceback(exc, submission_dir))
+        error["location"] = student_location(exc, submission_dir)
         channel.send(error)
         return
     finally:
