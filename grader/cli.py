@@ -212,7 +212,7 @@ def _non_negative(text: str) -> int:
 def entry() -> None:
     """The `grader` command: `main()`, then out of the process without the interpreter's teardown.
 
-    Once torch is imported, tearing the interpreter down takes 0.3-0.7 s that nothing needs: by then every
+    Once torch is imported, tearing the interpreter down takes time that nothing needs: by then every
     result is committed, every file written and closed, and the warm workers are stopped here.
     """
     code = main()

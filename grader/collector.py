@@ -3,8 +3,8 @@
 
 The grader makes few reference cycles and many objects that live until a submission is judged (parsed
 frames, per-trial results): at Python's default of 700 new objects the collector walked them again and
-again, 137 collections and a quarter of a `grader check`'s CPU time (graph2, 1000 trials: 205-228 ms of
-the grader's CPU instead of 270-331); in a class run, a sixth of the grader's time.
+again, a large part of the grader's CPU time in a `grader check` and in a class run (see
+docs/benchmarks.md).
 """
 
 from __future__ import annotations

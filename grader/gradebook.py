@@ -149,8 +149,8 @@ class Gradebook:
     def grading(self, run_id: int, key: Key, stopped: int) -> None:
         """Before the hand-in's grading starts: it is in flight (until its result is written, or
         `landed`), so that a run that dies now finds it on the next run. `stopped`: how many runs it
-        was found in flight in before. One committed row (synchronous=FULL: 1.7 ms on this project's
-        machine, of the half second or so a hand-in takes)."""
+        was found in flight in before. One committed row (synchronous=FULL), small beside what grading
+        the hand-in takes."""
         with self._lock:
             self._db.execute(
                 "INSERT OR REPLACE INTO in_flight (student, exercise, submission_hash, run_id, stopped, "

@@ -1,7 +1,8 @@
 """The `grader` command's first step: for `check`, `repro` and a local `run`, the sandboxed workers'
 zygotes start before anything else is imported, so that their import of torch (the longest step of a
 check) overlaps the grader's own imports (pydantic, yaml, rich: a few hundred milliseconds) and its
-loading of the exercises (a class run over the bundled library started its zygotes 0.7 s in).
+loading of the exercises (without it, a class run over the bundled library started its zygotes only
+after loading its 46 specs).
 """
 
 from __future__ import annotations
@@ -73,8 +74,8 @@ GRADEBOOK_SUFFIX = ".gradebook.sqlite"  # gradebook.SUFFIX, not imported here: i
 def _changed_since_graded(folder: Path, gradebook: str | None) -> bool:
     """Whether the class folder may hold hand-ins its gradebook has not graded: no gradebook yet, or a
     student's entry, or an entry in a student's folder, changed after the gradebook last did. Zygotes
-    started for a run with nothing to grade only competed with it (an unchanged run of 10 students took
-    0.66–1.01 s with them, 0.45–0.60 s without)."""
+    started for a run with nothing to grade only competed with it: an unchanged run of 10 students took
+    longer with them than without (see docs/benchmarks.md)."""
     try:
         resolved = folder.resolve()
         book = Path(gradebook) if gradebook else resolved.parent / f"{resolved.name}{GRADEBOOK_SUFFIX}"

@@ -56,7 +56,7 @@ def prepare(exercise: Exercise, runs: Sequence[Settings]) -> Iterator[Preparatio
 def _prepared(cache: ReferenceCache, exercise: Exercise, seed: int, count: int) -> Preparation:
     if reference_cache.lookup(cache, exercise, seed, count) is not None:
         return Preparation(exercise.id, seed, count, Status.STORED)
-    import grader.exercise.reference  # noqa: F401 - torch's import (1.3 s), once: not the first one's time
+    import grader.exercise.reference  # noqa: F401 - torch's import, once: not the first one's time
 
     start = time.perf_counter()
     try:

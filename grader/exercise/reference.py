@@ -233,7 +233,7 @@ class _RoundingNoise(TorchDispatchMode):  # type: ignore[no-untyped-call]
     @classmethod
     def _should_skip_dynamo(cls) -> bool:
         # Nothing here is compiled; the default wraps __torch_dispatch__ to keep torch.compile out,
-        # which imports torch._dynamo on first use: 1.2 s, on the path of every `grader check`.
+        # which imports torch._dynamo on first use, a costly import on the path of every `grader check`.
         return False
 
     def __init__(self, noise: float) -> None:
@@ -292,9 +292,9 @@ def _perturbed(
 ) -> torch.Tensor:
     if value.dtype != torch.float64 or magnitude.dtype != torch.float64:
         return value + noise * magnitude.detach() * _pseudo_random(value.detach(), sample)
-    # The same arithmetic in numpy, operation for operation and so bit for bit: a tiny tensor's operation
-    # costs torch 3-5 us of dispatch, numpy's about 1 us, and the hash is a dozen of them (measured: 74 us
-    # a perturbed result in torch, 19 us in numpy, at most of every group's Monte Carlo pass).
+    # The same arithmetic in numpy, operation for operation and so bit for bit: on a tiny tensor torch's
+    # dispatch costs several times numpy's, and the hash is a dozen operations, for every perturbed result
+    # of every group's Monte Carlo pass.
     salt = sample.numpy() if isinstance(sample, torch.Tensor) else sample
     random = _numpy_random(value.detach().numpy(), salt)
     change = noise * magnitude.detach().numpy() * random

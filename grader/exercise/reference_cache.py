@@ -158,7 +158,7 @@ def store(
     """Keep references for the next run (computed here or elsewhere): in the folder where this process is
     the grader's alone, else in this process's memory. `body`: the references already in the cache's
     format, as `decoded` read them into `references` (another process's answer): written as they are,
-    not encoded again (A2's twelve exercises: 0.4 s)."""
+    not encoded a second time."""
     indices = [t.index for t in references.trials]
     if not _trusted:
         _OWN[_key(exercise, seed, indices)] = references

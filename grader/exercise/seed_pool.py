@@ -19,10 +19,10 @@ What still comes back is a pool's trials themselves, which a hand-in sees: one t
 own error message, seed after seed, gives its author their inputs (an error's message is clipped to 4000
 characters, its traceback to 16000), and so a table of their answers keyed by the inputs.
 
-A larger pool costs image size and build time in proportion (cs231n/a2: 17.5 MB and 15 s of CPU a seed);
-a course that wants a fresh seed per submission builds no pool and pays the references in each
-(cs231n/a2's layers.py, bench/gradescope_pool.py on 2 cores: 23.3 s of CPU a submission against 4.6 s
-with a pool).
+A larger pool costs image size and build time in proportion (each seed holds, and its build computes,
+the references of every exercise); a course that wants a fresh seed per submission builds no pool and pays
+the references in each: several times the CPU of a submission with a pool (bench/gradescope_pool.py; see
+docs/benchmarks.md).
 """
 
 from __future__ import annotations

@@ -2,9 +2,9 @@
 once, by whichever asks first (the class run's own thread, or a grading whose worker already runs the
 trials), first where `try_first` says (a zygote's fork, for a local run), else in this process.
 
-A class run's first hand-ins used to wait for the references before their workers got a job: on 2 cores,
-40 graph2 hand-ins, the references took 3.0 s (torch's import in the grader, the Monte Carlo spread) and
-the warm workers sat idle for most of it. Drawing the trials needs numpy only; every grading that needs
+A class run's first hand-ins used to wait for the references before their workers got a job: the
+references (torch's import in the grader, the Monte Carlo spread) took seconds, and the warm workers sat
+idle for most of them. Drawing the trials needs numpy only; every grading that needs
 the values before they exist waits for them.
 """
 

@@ -106,7 +106,7 @@ class Deadlines:
         # Its place in the pass: how many trials were answered. The page that names the running trial is the
         # student's to write (later trial numbers written there would start a fresh count with every
         # write), so a call's count starts again only when a result arrives; a result travels at most
-        # 10 ms of the worker's batching late (worker/channel.py), which the count may hold too.
+        # the worker's batching late (worker/channel.py: _BATCH_SECONDS), which the count may hold too.
         place = len(reading.outputs) + len(reading.failures)
         call = self._cpu_call
         if call is None or call[0] is not reading or place > call[1]:

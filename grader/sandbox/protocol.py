@@ -220,7 +220,7 @@ def _decode_checked(head: bytes, payload: bytearray) -> Frame:
     base = np.frombuffer(payload, dtype=np.uint8).ctypes.data if payload else 0
     for run in header.pop("arrays"):
         # A run of arrays of one dtype lies in one stretch of the payload: one view of it, and each array
-        # a slice of that (one view per array cost 2.5 µs, 3000 arrays a graph2 hand-in, each way).
+        # a slice of that (a view per array, for the thousands of arrays of a graph2 hand-in, each way).
         dtype, shapes, counts = _run_spec(run)
         total = sum(counts)
         nbytes = total * dtype.itemsize

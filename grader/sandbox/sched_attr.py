@@ -3,8 +3,8 @@
 `os.sched_getscheduler` and `os.sched_getparam` tell the policy and the real-time priority only. Under
 bubblewrap a job shares its uid with the zygote, and sched_setattr(2) lets it change more of the zygote's
 scheduling that every later job forked from it inherits: the fair class's time slice (`sched_runtime`,
-Linux 6.12+; measured on 6.18, a child set its parent's 1.4 ms slice to 10 ms, unprivileged, and the
-next child forked was born with it), the deadline class's runtime, deadline and period, utilisation
+Linux 6.12+; tried on 6.18, a child lengthened its parent's slice, unprivileged, and the next child
+forked was born with it), the deadline class's runtime, deadline and period, utilisation
 clamps, the reset-on-fork flag. The zygote records them all with its other state and is replaced when a
 job changed any (zygote.py).
 

@@ -5,11 +5,10 @@ Every global generator a library may draw from is seeded before the import and a
 trial: Python's (`random._inst`, behind the `random` module's functions), numpy's legacy one
 (`np.random.mtrand._rand`, behind `np.random.*`, which scipy and scikit-learn draw from directly) and
 torch's CPU one (`torch.default_generator`, which its own operations draw from: dropout, `nn.Linear`'s
-initialisation). Seeding them all costs 10.0 µs a trial (measured 2026-12-03 on the shared 2-core machine,
-load 4: Python's 6.5 µs, numpy's 2.2 µs, torch's 1.7 µs; 4.2, 1.5 and 1 µs when it was quiet), a few
-percent of a graph2 call. Seeding them lazily, at a trial's first draw through the
-modules' functions, saved those microseconds but missed every draw that reaches a generator directly: such
-a trial drew other numbers in a whole run than replayed alone.
+initialisation). Seeding them all costs a small part of a graph2 call, Python's generator the most of it
+(see docs/benchmarks.md). Seeding them lazily, at a trial's first draw through the modules' functions,
+saved that cost but missed every draw that reaches a generator directly: such a trial drew other numbers
+in a whole run than replayed alone.
 Stdlib and numpy only: imported by the worker.
 """
 
@@ -22,8 +21,7 @@ import sys
 import numpy as np
 
 # The legacy generator every trial seeds: numpy imports its random package on first use, which each forked
-# worker paid again (13 ms of CPU per hand-in, 5% of a graph2 hand-in's worker); imported here, the zygote
-# pays it once.
+# worker paid again (a visible part of a graph2 hand-in's worker); imported here, the zygote pays it once.
 import numpy.random
 
 _LEGACY = np.random.mtrand._rand  # numpy's global generator, which np.random.seed seeds
@@ -45,7 +43,7 @@ def seed_randomness(seed: int, trial: int | None) -> None:
     torch = sys.modules.get("torch")
     if torch is not None:
         # Not contextlib.suppress: a context manager object for every trial costs more than the seed.
-        # torch.manual_seed would cost 280 µs: it seeds every device's generator.
+        # torch.manual_seed would cost far more than all of this: it seeds every device's generator.
         try:  # noqa: SIM105
             torch.default_generator.manual_seed(value)
         except Exception:  # a torch without a default generator: nothing of it to seed

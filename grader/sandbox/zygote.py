@@ -199,8 +199,8 @@ _RULES: dict[tuple[str, tuple[str, ...]], tuple[list[str], list[str]]] = {}
 
 def _landlock_rules(read: list[str], walls: _Walls) -> tuple[list[str], list[str]]:
     """The Landlock rules of a view (walls.landlock_rules: a walk of the installed packages' folders),
-    found once per view by the zygote and inherited by every job's fork: 5 ms of each base-layer worker's
-    CPU otherwise (graph2, 2026-12-05). A job adds its own /proc entry."""
+    found once per view by the zygote and inherited by every job's fork, not walked again by each
+    base-layer worker. A job adds its own /proc entry."""
     key = (walls.digest, tuple(read))
     if key not in _RULES:
         _RULES[key] = view_walls.landlock_rules(read, walls.roots)

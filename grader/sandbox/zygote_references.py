@@ -1,6 +1,6 @@
 """Exercises' references computed in a fork of a warm zygote, which has torch imported already: the
-grader's own process then never imports it (2.2 s of CPU on this project's 2-core machines, a twelfth of
-a 40-student class run's CPU in all; in a cold `grader check` of A2's layers.py, torch imported twice).
+grader's own process then never imports it (torch's import is seconds of CPU, a visible part even of a
+whole class run's; a cold `grader check` of A2's layers.py imported torch twice).
 A request may hold several exercises (a `grader check` of a whole layers.py): the fork computes them in two
 processes (this project's machines have 2 cores), each taking the next exercise as it finishes one.
 
@@ -114,8 +114,7 @@ _NUMBER = 4  # an exercise's place in the request, on the queue and in the fork'
 
 def _costliest_first(wanted: Sequence[Wanted]) -> list[int]:
     """The exercises' places, the most input values first: the last one taken is then a short one, and
-    neither process waits long for the other (A2: affine's and conv_naive's were a quarter of the total
-    each, 1.1 and 1.4 s of 5.5 s)."""
+    neither process waits long for the other (A2: affine's and conv_naive's are the longest by far)."""
 
     def values(number: int) -> int:
         return sum(int(flat.size) for flat, _ in wanted[number][1][1].values())
@@ -269,7 +268,7 @@ def _read_all(fd: int) -> bytes | None:
 def _same_trials(theirs: Sequence[Trial], ours: Sequence[Trial]) -> bool:
     """The fork's trials are the grader's: the same indices, sizes and inputs, value for value (bit for bit:
     the cache's format keeps every bit), each input's arrays compared all trials at once (one by one, A2's
-    42,500 arrays took 0.4 s)."""
+    42,500 arrays were slow)."""
     if len(theirs) != len(ours):
         return False
     names: set[str] = set()
@@ -289,7 +288,7 @@ def _same_trials(theirs: Sequence[Trial], ours: Sequence[Trial]) -> bool:
 
 
 # The trials as the grader sends them: each trial's index and sizes, and each input's arrays of every
-# trial as one flat array and a table of shapes (pickled one by one, A2's 42,500 arrays took 0.4 s).
+# trial as one flat array and a table of shapes (pickled one by one, A2's 42,500 arrays were slow).
 _PackedTrials = tuple[list[tuple[int, dict[str, int], list[str]]], dict[str, tuple[np.ndarray, np.ndarray]]]
 
 

@@ -71,8 +71,8 @@ def diagnose(
     if not trials:
         return None
     # Every candidate on a few trials first, where most fail; only one that matches them is computed on
-    # every trial (evaluating all the candidates' graphs on all of them took seconds: 5.8 s for
-    # cs231n.a3.lstm_step's 38 graphs on 200 trials, 0.6 s on 16).
+    # every trial (evaluating all the candidates' graphs on all of them took seconds for
+    # cs231n.a3.lstm_step's 38 graphs; see docs/benchmarks.md).
     sample = trials[:_SAMPLE]
     candidates = _candidates(exercise, references, tuple(sample))
     for mistake in candidates.get(spec.name, []):

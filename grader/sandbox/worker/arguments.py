@@ -20,9 +20,9 @@ _argument_plans: dict[tuple[int, Run, bool], tuple[dict[str, Any], list[list[Bui
 
 def arguments_of(job: dict[str, Any], run: Run, plain: bool = False) -> list[list[Builder]]:
     """Per call of the job, a function per argument that builds it for a trial: worked out once per job
-    and run, not per trial (deciding each input's copy, narrowing and type anew took a tenth of the
-    worker loop's samples in bench/trial_overhead.py; 1.5 µs a graph2 trial now). Kept with the job they
-    were made for: the grader's own process (in_process.py) runs other jobs too.
+    and run, not per trial (deciding each input's copy, narrowing and type anew was a visible share of
+    the worker loop's samples in bench/trial_overhead.py). Kept with the job they were made for: the
+    grader's own process (in_process.py) runs other jobs too.
 
     `plain`: a rerun's lifted inputs as exact ndarrays of the lifted dtype, not of the class that lifts
     `astype` (trial.py's second try, for code whose type checks refuse a subclass)."""

@@ -48,8 +48,8 @@ def prepare() -> None:
 
 def _warm_up(torch: Any) -> None:
     """Use what student code commonly uses, once: each forked worker would pay its first use again
-    (torch sets up its dispatch and autograd paths lazily, ~2 ms of every submission's time). Only a
-    saving: a torch on which it fails grades as well without it."""
+    (torch sets up its dispatch and autograd paths lazily, on their first use). Only a saving: a torch on
+    which it fails grades as well without it."""
     with contextlib.suppress(Exception):
         for dtype in (np.float64, np.float32):
             inputs = np.linspace(0.1, 1.0, 6, dtype=dtype).reshape(2, 3)
