@@ -64,6 +64,9 @@ class ReturnResult:
     # Whether `message` gives an error in rounding envelopes: a report explains the word where it first
     # appears, and the message is no place to look for it (a student's exception may hold any word).
     speaks_of_envelopes: bool = False
+    # `message` as a report's table shows it above the failing call's traceback: an exception's message
+    # of several lines cut to its first. "" where it is `message`.
+    summary: str = ""
 
 
 @dataclass(frozen=True)

@@ -84,6 +84,7 @@ def classify_return(
     message, envelopes = _message(
         verdict, total, decisive, worst_ratio, precision, _inferred(reasons), exercise, name, reasons
     )
+    summary = _summary(verdict, total, decisive)
     return ReturnResult(
         name=name,
         verdict=verdict,
@@ -98,6 +99,7 @@ def classify_return(
         case=case,
         shrink=shrink,
         speaks_of_envelopes=envelopes,
+        summary=summary,
     )
 
 
@@ -134,6 +136,18 @@ def _coarser_note(exercise: Exercise, precision: Precision, reasons: Counter[Pre
     # float64 values only as exact as float32's (float32 work inside, F.softplus's threshold): say what
     # was measured, not a dtype they did not return.
     return f"; passed within {used}'s rounding, coarser than the {due} the exercise asks for"
+
+
+def _summary(verdict: Verdict, total: int, decisive: Sequence[Comparison]) -> str:
+    """An error's message with its exception's cut to a line (`ReturnResult.summary`); "" where none is."""
+    if verdict is not Verdict.ERROR:
+        return ""
+    first = min(decisive, key=lambda c: c.trial)
+    if not first.brief:
+        return ""
+    if not any(c.ran for c in decisive):
+        return first.brief
+    return f"{first.brief} — on {len(decisive)} of {counted(total, 'trial')}"
 
 
 def _message(

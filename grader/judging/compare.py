@@ -192,6 +192,9 @@ class Comparison:
     entries: int = 0
     failing_mask: np.ndarray | None = None
     problem: str = ""  # for verdict error: what was wrong with the value
+    # `problem` with an exception's message of several lines cut to its first: the traceback shown under
+    # a report's table tells the rest. "" where nothing is cut.
+    brief: str = ""
     ran: bool = True  # False: the submission stopped before this trial was called (an import error, say)
     rerun: RerunOutcome = RerunOutcome.NONE
     shrink: float | None = None  # how many times smaller the failing entries' error was in the rerun
@@ -201,8 +204,8 @@ class Comparison:
     def passed(
         cls, trial: int, precision: Precision, reason: PrecisionReason, max_ratio: float, entries: int
     ) -> Comparison:
-        """A passing trial. Built without the generated __init__, whose thirteen frozen assignments cost
-        more than judging the trial's entries did, for every trial of every return of a class: its
+        """A passing trial. Built without the generated __init__, whose frozen assignment of every field
+        costs more than judging the trial's entries did, for every trial of every return of a class: its
         attributes a copy of the defaults' dict with five set, cheaper than updating the object's own."""
         comparison = object.__new__(cls)
         values = _PASSED_FIELDS.copy()

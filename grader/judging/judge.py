@@ -171,8 +171,8 @@ def _judge_return(
             if output is None:
                 failure = first.failures.get(trial.index)
                 if failure is not None:
-                    problem = _failure_text(failure)
-                    judged[trial.index] = Comparison(trial.index, Verdict.ERROR, problem=problem)
+                    problem, brief = _failure_text(failure), _failure_brief(failure)
+                    judged[trial.index] = Comparison(trial.index, Verdict.ERROR, problem=problem, brief=brief)
                 else:
                     problem = not_run_text(fatal) if fatal is not None else "no result"
                     judged[trial.index] = Comparison(trial.index, Verdict.ERROR, problem=problem, ran=False)
@@ -323,3 +323,11 @@ def _checked_for_consistency(
 def _failure_text(failure: Failure) -> str:
     where = failure.where
     return f"{failure.message} ({where})" if where else failure.message
+
+
+def _failure_brief(failure: Failure) -> str:
+    """`_failure_text` with a message of several lines (torch's: a summary, then hints and an operator's
+    whole signature) cut to its first; "" for a message of one line."""
+    if "\n" not in failure.message:
+        return ""
+    return _failure_text(replace(failure, message=failure.message.splitlines()[0] + " …"))

@@ -277,6 +277,7 @@ def _zero(judged: ReturnResult, verdict: Verdict, message: str, feedback: str) -
         score=0.0,
         message=message,
         speaks_of_envelopes=False,
+        summary="",
         misconception=None,
         feedback=feedback,
         failing_entries=(),

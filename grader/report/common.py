@@ -50,24 +50,15 @@ def number(value: float) -> str:
     return f"{value:.6g}" if np.isfinite(value) else str(value)
 
 
-def first_lines(text: str, result: SubmissionResult) -> str:
-    """`text` with each exception message of the result's failures cut to its first line.
-
-    torch's errors run over lines (a summary, then hints and the operator's whole signature); the
-    traceback shown below the summary ends with all of it, so the summary line needs only its first.
-    """
-    for failure in (result.error, result.first_trial_error):
-        if failure is not None and "\n" in failure.message and failure.message in text:
-            text = text.replace(failure.message, failure.message.splitlines()[0] + " …")
-    return text
-
-
 def error_summary(result: SubmissionResult) -> str:
-    """The whole-submission error's message for its summary line: cut where its traceback tells the rest."""
+    """The whole-submission error's message for its summary line: cut where its traceback tells the rest
+    (torch's errors run over lines: a summary, then hints and the operator's whole signature)."""
     error = result.error
     if error is None:
         return ""
-    return first_lines(error.message, result) if error.traceback else error.message
+    if error.traceback and "\n" in error.message:
+        return error.message.splitlines()[0] + " …"
+    return error.message
 
 
 def summary_message(ret: ReturnResult, result: SubmissionResult) -> str:
@@ -76,7 +67,7 @@ def summary_message(ret: ReturnResult, result: SubmissionResult) -> str:
     if result.error is not None:
         return "not graded: see the error above"
     first = result.first_trial_error
-    return first_lines(ret.message, result) if first is not None and first.traceback else ret.message
+    return ret.summary or ret.message if first is not None and first.traceback else ret.message
 
 
 def mistake_label(ret: ReturnResult) -> str:

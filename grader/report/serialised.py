@@ -158,6 +158,7 @@ class ReturnRecord(_Record):
     feedback: str = ""
     near_misses: list[NearMissRecord] = []
     speaks_of_envelopes: bool
+    summary: str = ""  # a row written before the field: its report shows the message in full
 
     @field_serializer("precision")
     def _precision_named(self, precision: Precision) -> str:
@@ -190,6 +191,7 @@ class ReturnRecord(_Record):
             feedback=self.feedback,
             near_misses=tuple(n.near_miss() for n in self.near_misses),
             speaks_of_envelopes=self.speaks_of_envelopes,
+            summary=self.summary,
         )
 
 
