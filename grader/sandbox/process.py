@@ -19,6 +19,7 @@ import select
 import shutil
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -110,15 +111,52 @@ class WorkerProcess:
         self.decoder = FrameDecoder()
         # Frames read with the end of one pass that belong to the next (the reruns follow one another
         # without a marker): the next pass reads them first.
-        self.unread: list[Frame] = []
-        self.memory_told = False  # the hand-in's memory error was found (once is enough)
+        self._unread: list[Frame] = []
+        self._memory_told = False  # the hand-in's memory error was found (once is enough)
         # It may serve another exercise: none left it in a state the grader cannot vouch for.
-        self.usable = True
-        self.exercises = 0  # exercises it has started to serve
+        self._usable = True
+        self._exercises = 0  # exercises it has started to serve
         # What the hand-in's import printed (stdout, stderr by descriptor), once read: the start of every
         # exercise's output.
-        self.import_output: dict[int, Capture] | None = None
+        self._import_output: dict[int, Capture] | None = None
         self.write(encode(self._handin_header(handin, cpu_seconds)))
+
+    # --- what its readers learn of it (reading.FrameReader, runner.RunningWorker) -----------------------
+
+    @property
+    def usable(self) -> bool:
+        """Whether it may serve another exercise: no pass on it stopped short."""
+        return self._usable
+
+    def unusable(self) -> None:
+        self._usable = False
+
+    def begin_exercise(self) -> bool:
+        """Count an exercise it starts to serve; whether it served one before."""
+        self._exercises += 1
+        return self._exercises > 1
+
+    def tell_memory_once(self) -> bool:
+        """Whether the hand-in's memory error is news: True once, then False."""
+        told, self._memory_told = self._memory_told, True
+        return not told
+
+    def take_unread(self) -> list[Frame]:
+        """The frames a pass read that belong to the next one, handed over once."""
+        frames, self._unread = self._unread, []
+        return frames
+
+    def keep_unread(self, frames: list[Frame]) -> None:
+        self._unread = frames
+
+    @property
+    def import_output(self) -> dict[int, Capture] | None:
+        """What the import printed, once the worker said it was done importing; None until then."""
+        return self._import_output
+
+    def keep_import_output(self, captures: Mapping[int, Capture]) -> None:
+        if self._import_output is None:
+            self._import_output = {fd: capture.copy() for fd, capture in captures.items()}
 
     # --- the job pipe ---------------------------------------------------------------------------------
 
@@ -186,7 +224,7 @@ class WorkerProcess:
         """Whether nothing has been read, nor waits to be, beyond the last exercise's last word: a frame
         that comes between exercises was sent by the hand-in itself (a thread it left, say), and would be
         taken for the next exercise's."""
-        if self.unread or self.decoder.pending or self.results not in self.open:
+        if self._unread or self.decoder.pending or self.results not in self.open:
             return False
         readable, _, _ = select.select([self.results], [], [], 0)
         return not readable
@@ -211,7 +249,7 @@ class WorkerProcess:
     # --- its end --------------------------------------------------------------------------------------
 
     def kill(self) -> None:
-        self.usable = False
+        self._usable = False
         self.job.kill()
 
     def out_of_memory(self) -> bool:
@@ -222,7 +260,7 @@ class WorkerProcess:
 
     def ended(self, trial: int | None) -> Failure:
         """Why the worker ended before the pass did (it closed its channels): its exit status, worded."""
-        self.usable = False
+        self._usable = False
         code = self.job.wait(KILL_GRACE_SECONDS)
         if code is None:
             self.job.kill()
@@ -239,7 +277,7 @@ class WorkerProcess:
         """Kill the worker and everything it started, and remove its files; safe to call again."""
         if self.results < 0:
             return
-        self.usable = False
+        self._usable = False
         self.job.kill()
         for fd in (self.results, self.stdout, self.stderr):
             os.close(fd)

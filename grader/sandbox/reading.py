@@ -87,24 +87,23 @@ class FrameReader:
             self._over_memory(reading, reading.stopped.trial if reading.stopped is not None else None)
         if reading.stopped is not None:
             self.stopped = True
-            self._process.usable = False
+            self._process.unusable()
 
     def _over_memory(self, reading: Reading, trial: int | None) -> bool:
         """Whether the kernel ended a process of the hand-in for passing its memory budget: then the pass
         stops there, at `trial` (the results that arrive with the news are not kept), and the worker is
         killed. Asked as each piece of results arrives (a read of the group's OOM count: microseconds)."""
         process = self._process
-        if process.memory_told or not process.out_of_memory():
+        if not process.out_of_memory() or not process.tell_memory_once():
             return False
-        process.memory_told = True
         reading.stopped = failures.out_of_memory(self._limits.memory_mb, process.memory_held(), trial)
         process.kill()
         return True
 
     def _read_pass(self, reading: Reading) -> None:
         process, deadlines = self._process, self.deadlines
-        if process.unread:
-            frames, process.unread = process.unread, []
+        frames = process.take_unread()
+        if frames:
             self._receive_frames(reading, frames)
             if reading.over:
                 return
@@ -171,7 +170,7 @@ class FrameReader:
             self.deadlines.last_frame = time.monotonic()
             self._receive(reading, frame)
             if reading.over:
-                self._process.unread = frames[number + 1 :]
+                self._process.keep_unread(frames[number + 1 :])
                 return
 
     def _receive(self, reading: Reading, frame: Frame) -> None:
@@ -220,7 +219,7 @@ class FrameReader:
             # What the import printed, before this frame: every exercise the files are graded on shows it,
             # as it would graded alone.
             process.drain_output(self.captures)
-            process.import_output = {fd: capture.copy() for fd, capture in self.captures.items()}
+            process.keep_import_output(self.captures)
 
     def _trial_failed(self, reading: Reading, message: TrialFailed) -> None:
         if not _in_order(reading, message.trial, message.run):

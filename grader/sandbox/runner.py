@@ -123,8 +123,7 @@ class RunningWorker:
             process = WorkerProcess(handin, exercise, cpu, pool, checked)
         # An exercise after the first on its process begins when it is sent (`send`): the worker waits
         # idle until then, while the grader computes the exercise's references, say.
-        self._later = process.exercises > 0
-        process.exercises += 1
+        self._later = process.begin_exercise()
         self._process = process
         self._exercise = exercise
         self._inputs_as = inputs_as
