@@ -36,7 +36,7 @@ class _Message(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class FailedCellOut(_Message):
+class FailedCellSent(_Message):
     """A cell of a notebook run whole that failed outside its definitions (worker/cells.py)."""
 
     file: Annotated[Text, Field(max_length=_NOTE)]  # the converted notebook, as the worker imported it
@@ -44,7 +44,7 @@ class FailedCellOut(_Message):
     error: Annotated[Text, Field(max_length=_NOTE)]
 
 
-class LocationOut(_Message):
+class LocationSent(_Message):
     """Where a failure's traceback ends in the student's files (worker/tracebacks.py: student_location)."""
 
     file: Annotated[Text, Field(max_length=MAX_LOCATION_FILE)]
@@ -52,7 +52,7 @@ class LocationOut(_Message):
     function: Annotated[Text, Field(max_length=MAX_LOCATION_FUNCTION)] = ""
 
 
-def located(location: LocationOut | None) -> Location | None:
+def located(location: LocationSent | None) -> Location | None:
     return None if location is None else Location(location.file, location.line, location.function)
 
 
@@ -63,7 +63,7 @@ class Ready(_Message):
     skipped_imports: list[Annotated[Text, Field(max_length=_NOTE)]] = Field(default=[], max_length=20)
     # Cells of a notebook run whole that failed outside its definitions, skipped ('nb.ipynb.py", line 14:
     # NameError: ...'): notes, not failures
-    failed_cells: list[FailedCellOut] = Field(default=[], max_length=20)
+    failed_cells: list[FailedCellSent] = Field(default=[], max_length=20)
     # The job's nonce, echoed: a "ready" written before the grader sent this job (by a hand-in that
     # patched the channel during an earlier exercise) cannot carry it.
     job: str = Field(default="", max_length=64)
@@ -83,7 +83,7 @@ class Fatal(_Message):
     file: Text = Field(max_length=_NAME)
     message: Text = Field(max_length=_TEXT)
     traceback: Text = Field(default="", max_length=_TEXT)
-    location: LocationOut | None = None
+    location: LocationSent | None = None
     defined: list[Annotated[Text, Field(max_length=_NAME)]] = Field(default=[], max_length=50)
 
 
@@ -127,7 +127,7 @@ class TrialFailed(_Message):
     kind: Literal["exception", "timeout", "exit", "memory", "bad-return"]
     message: Text = Field(max_length=_TEXT)
     traceback: Text = Field(default="", max_length=_TEXT)
-    location: LocationOut | None = None
+    location: LocationSent | None = None
     overrun: Overran | None = None  # with kind "timeout"
 
     @model_validator(mode="after")
