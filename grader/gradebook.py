@@ -13,6 +13,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import socket
 import sqlite3
 import stat
@@ -21,13 +22,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 import grader
 from grader.errors import UsageError
 from grader.exercise.settings import Settings
 from grader.exercise.spec import Exercise
 from grader.handin.prepare import Submission
-from grader.report.serialised import from_json, record
+from grader.outcomes import IsolationLevel
+from grader.report.serialised import from_data, record
 from grader.results import SubmissionResult
 
 # Before 0.3 every class beside one exercises folder shared this one file, so that `grader report` showed
@@ -327,4 +330,27 @@ def encode(result: SubmissionResult) -> str:
 
 
 def decode(text: str) -> SubmissionResult:
-    return from_json(text).result()
+    return from_data(upgraded_row(json.loads(text))).result()
+
+
+# Of an isolation line stored before it had a level: its walls' details, in brackets.
+_DETAILS = re.compile(r" \([^()]*\)")
+
+
+def upgraded_row(row: dict[str, Any]) -> dict[str, Any]:
+    """A stored result as this version writes it. A row written before a field was added said it only in
+    words, which the reports of the time read; they are read here once, as they did, so that no report
+    reads words: whether a return's message speaks of rounding envelopes, and the isolation's level (its
+    line's first word) and brief (a full one without its bracketed details)."""
+    isolation = row.get("isolation")
+    if isinstance(isolation, str):
+        reduced = isolation.startswith("reduced isolation")
+        row["isolation"] = {
+            "level": (IsolationLevel.REDUCED if reduced else IsolationLevel.FULL).value,
+            "line": isolation,
+            "brief": isolation if reduced else _DETAILS.sub("", isolation),
+        }
+    for ret in row.get("returns", ()):
+        if isinstance(ret, dict) and "speaks_of_envelopes" not in ret:
+            ret["speaks_of_envelopes"] = "envelope" in str(ret.get("message", ""))
+    return row

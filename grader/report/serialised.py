@@ -8,18 +8,18 @@ cannot read one way in the gradebook and another on Gradescope.
 Its JSON is the gradebook's format: each field as the dataclass names it, in its order; arrays as
 {"__array__": values, "dtype", "shape"} (a NumPy scalar where an array usually is, as its value); NaN and
 infinities as JSON's extensions (NaN, Infinity), which Python reads back. Older rows lack fields added
-since: each has a default, or is read from what such a row holds as reports then read it (its words).
+since have a default, or are filled in by the gradebook before they reach here (gradebook.upgraded_row):
+nothing here reads a message's words.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator
 
 from grader.handin.choice import ChosenBy, FileChoice
 from grader.judging.compare import EntryError, Precision
@@ -34,9 +34,6 @@ from grader.outcomes import (
     Verdict,
 )
 from grader.results import FailingCase, NearMiss, NotebookUse, ReturnResult, SubmissionResult
-
-# Of an isolation line stored before it had a level: its walls' details, in brackets.
-_DETAILS = re.compile(r" \([^()]*\)")
 
 
 class _Record(BaseModel):
@@ -164,14 +161,6 @@ class ReturnRecord(_Record):
     def _precision_named(self, precision: Precision) -> str:
         return precision.value  # as every other form writes it (the enum's own members are not JSON)
 
-    @model_validator(mode="before")
-    @classmethod
-    def _envelopes_in_words(cls, value: object) -> object:
-        # A row written before the field said it only in its message's words: read as reports then did.
-        if isinstance(value, dict) and "speaks_of_envelopes" not in value:
-            return {**value, "speaks_of_envelopes": "envelope" in value.get("message", "")}
-        return value
-
     def returned(self) -> ReturnResult:
         return ReturnResult(
             name=self.name,
@@ -277,17 +266,6 @@ class ResultRecord(_Record):
     notebook: NotebookRecord | None = None
     file_choice: FileChoiceRecord | None = None
 
-    @field_validator("isolation", mode="before")
-    @classmethod
-    def _isolation(cls, value: object) -> object:
-        if not isinstance(value, str):
-            return value
-        # A row written before the isolation had a level: its line, which said it in its first word, shown
-        # in brief as reports then did (a full one without its bracketed details).
-        if value.startswith("reduced isolation"):
-            return {"level": IsolationLevel.REDUCED, "line": value, "brief": value}
-        return {"level": IsolationLevel.FULL, "line": value, "brief": _DETAILS.sub("", value)}
-
     @property
     def score(self) -> float:
         return sum(r.score for r in self.returns)
@@ -326,5 +304,5 @@ def record(result: SubmissionResult) -> ResultRecord:
     return ResultRecord.model_validate(result)
 
 
-def from_json(text: str) -> ResultRecord:
-    return ResultRecord.model_validate(json.loads(text))
+def from_data(data: object) -> ResultRecord:
+    return ResultRecord.model_validate(data)
