@@ -157,11 +157,13 @@ def _grader(
     return grader_run(*args, cwd=cwd, env=_env(layer, cache))
 
 
-def _run(course: Path, book: str, *args: str, layer: str = "bubblewrap") -> dict[str, dict[str, Any]]:
+def _run(
+    course: Path, book: str, *args: str, layer: str = "bubblewrap", cache: Path | None = None
+) -> dict[str, dict[str, Any]]:
     """`grader run --json` on the class, with its own gradebook `book`: each student's result."""
     done = _grader(
         "run", course / "exercises", "--trials", str(TRIALS), "--json", "--gradebook", course / book,
-        *args, cwd=course, layer=layer,
+        *args, cwd=course, layer=layer, cache=cache,
     )  # fmt: skip
     assert done.returncode in (0, 1), done.stderr
     return {r["student"]: r for r in map(json.loads, done.stdout.splitlines())} | {
@@ -169,8 +171,43 @@ def _run(course: Path, book: str, *args: str, layer: str = "bubblewrap") -> dict
     }
 
 
+# A class run with a secret seed, on bubblewrap, is graded once and read by every test that needs one
+# (each class run is a sandboxed grading of the whole class): the known-answers test's secret run, the
+# first of the two runs that draw different seeds (whose gradebook the rerun reads), the run whose failing
+# trial is replayed, and the run that must leave its reference cache (a folder of its own) empty.
+SECRET_BOOK = "secret-bubblewrap.sqlite"
+
+
+def _secret_cache(course: Path) -> Path:
+    """The reference cache of the shared secret run alone: no other run writes there."""
+    return course / "secret-cache"
+
+
+@pytest.fixture(scope="module")
+def secret(course: Path) -> dict[str, dict[str, Any]]:
+    """The shared class run with a secret seed (bubblewrap), in its gradebook SECRET_BOOK."""
+    return _run(course, SECRET_BOOK, cache=_secret_cache(course))
+
+
+# Likewise one class run with the explicit seed 7 (its own reference cache): the run that the next one with
+# seed 7 must reproduce, and the run whose references are cached.
+SEVEN_BOOK = "seven-a.sqlite"
+
+
+def _seven_cache(course: Path) -> Path:
+    return course / "seven-cache"
+
+
+@pytest.fixture(scope="module")
+def seven(course: Path) -> dict[str, dict[str, Any]]:
+    """The shared class run with --seed 7, in its gradebook SEVEN_BOOK."""
+    return _run(course, SEVEN_BOOK, "--seed", "7", cache=_seven_cache(course))
+
+
 @pytest.mark.parametrize("layer", LAYERS)
-def test_a_table_of_known_answers_scores_nothing_in_a_class_run(course: Path, layer: str) -> None:
+def test_a_table_of_known_answers_scores_nothing_in_a_class_run(
+    course: Path, layer: str, request: pytest.FixtureRequest
+) -> None:
     known = _run(course, f"known-{layer}.sqlite", "--seed", "0", layer=layer)
     for forger in FORGERS:  # with the seed known in advance, every forgery is full marks
         assert known[forger]["score"] == known[forger]["max_score"] == 10, known[forger]
@@ -182,7 +219,12 @@ def test_a_table_of_known_answers_scores_nothing_in_a_class_run(course: Path, la
         assert "No module named 'grader.exercise'" in said or "grader/exercise/__init__.py" in said, said
     else:
         assert walled["score"] == 10, walled
-    secret = _run(course, f"secret-{layer}.sqlite", layer=layer)
+    # bubblewrap's secret run is the shared one (the fixture, only where this case needs it)
+    secret = (
+        request.getfixturevalue("secret")
+        if layer == "bubblewrap"
+        else _run(course, f"secret-{layer}.sqlite", layer=layer)
+    )
     for forger in FORGERS:
         assert secret[forger]["score"] == 0, secret[forger]
         assert {r["verdict"] for r in secret[forger]["returns"]} == {"logic"}
@@ -323,32 +365,35 @@ def test_the_staff_replay_a_pool_submission_with_the_seed_in_its_log(
     assert f"--seed {seed}" in replayed["user_grad"]["smallest_failing_case"]["repro"]
 
 
-def test_two_runs_draw_different_seeds_and_a_rerun_keeps_each_result_and_seed(course: Path) -> None:
-    first = _run(course, "a.sqlite")
+def test_two_runs_draw_different_seeds_and_a_rerun_keeps_each_result_and_seed(
+    course: Path, secret: dict[str, dict[str, Any]]
+) -> None:
+    first = secret  # the shared secret run: its gradebook SECRET_BOOK
     other = _run(course, "b.sqlite")
     assert first["transposed"]["seed"] != other["transposed"]["seed"]
-    with sqlite3.connect(course / "a.sqlite") as db:  # the instructor finds it in the gradebook too
+    with sqlite3.connect(course / SECRET_BOOK) as db:  # the instructor finds it in the gradebook too
+        # (this test is the only one that runs again on the shared run's gradebook, below)
         assert db.execute("SELECT seed FROM runs").fetchall() == [(first["transposed"]["seed"],)]
-    again = _run(course, "a.sqlite")
+    again = _run(course, SECRET_BOOK)
     assert "0 hand-ins graded, 4 unchanged" in again[""]["stderr"]
     for student in (*FORGERS, "transposed"):
         assert again[student]["seed"] == first[student]["seed"]
         assert again[student]["returns"] == first[student]["returns"]
 
 
-def test_an_explicit_seed_reproduces_a_run(course: Path) -> None:
-    one = _run(course, "seven-a.sqlite", "--seed", "7")
-    two = _run(course, "seven-b.sqlite", "--seed", "7")
+def test_an_explicit_seed_reproduces_a_run(course: Path, seven: dict[str, dict[str, Any]]) -> None:
+    one = seven  # the shared run with --seed 7: its gradebook SEVEN_BOOK, its references in its own cache
+    two = _run(course, "seven-b.sqlite", "--seed", "7", cache=_seven_cache(course))
     for student in (*FORGERS, "transposed"):
         assert one[student]["seed"] == two[student]["seed"] == 7
         assert one[student]["returns"] == two[student]["returns"]
     assert "seed 7;" in one[""]["stderr"] and "(secret" not in one[""]["stderr"]
-    again = _run(course, "seven-a.sqlite", "--seed", "7")  # the gradebook keys on 7: nothing to regrade
+    again = _run(course, SEVEN_BOOK, "--seed", "7")  # the gradebook keys on 7: nothing to regrade
     assert "0 hand-ins graded, 4 unchanged" in again[""]["stderr"]
 
 
-def test_the_recorded_seed_replays_a_failing_trial(course: Path) -> None:
-    graded = _run(course, "replay.sqlite")["transposed"]
+def test_the_recorded_seed_replays_a_failing_trial(course: Path, secret: dict[str, dict[str, Any]]) -> None:
+    graded = secret["transposed"]  # the shared secret run
     (failed,) = [r for r in graded["returns"] if r["verdict"] != "pass"]
     case = failed["smallest_failing_case"]
     assert f"--seed {graded['seed']} --trial {case['trial']}" in case["repro"]
@@ -362,26 +407,15 @@ def test_the_recorded_seed_replays_a_failing_trial(course: Path) -> None:
     assert replayed["smallest_failing_case"]["failing_indices"] == case["failing_indices"]
 
 
-def test_a_secret_seed_leaves_nothing_in_the_reference_cache(course: Path) -> None:
+def test_a_secret_seed_leaves_nothing_in_the_reference_cache(
+    course: Path, secret: dict[str, dict[str, Any]], seven: dict[str, dict[str, Any]]
+) -> None:
     """No later run draws that seed again: its references kept would only fill the disk, run by run."""
-    cache = course / "cache"
-    exercises = course / "exercises"
-    secret = _grader(
-        "run", exercises, "--trials", "3", "--gradebook", course / "c1.sqlite", cwd=course, cache=cache
-    )
-    assert secret.returncode in (0, 1), secret.stderr
+    # The shared secret run graded the class (its trial count is no matter here) with a cache of its own,
+    # which no other run writes to
+    cache = _secret_cache(course)
     assert not cache.exists() or not any(cache.iterdir())
-    known = _grader(
-        "run",
-        exercises,
-        "--trials",
-        "3",
-        "--seed",
-        "5",
-        "--gradebook",
-        course / "c2.sqlite",
-        cwd=course,
-        cache=cache,
-    )
-    assert known.returncode in (0, 1), known.stderr
-    assert any(cache.glob("*.npz"))  # an explicit seed is cached, as before: the next run reads it back
+    # an explicit seed is cached, as before: the next run reads it back (the shared run with --seed 7, with
+    # a cache of its own, empty before it)
+    assert seven["transposed"]["seed"] == 7
+    assert any(_seven_cache(course).glob("*.npz"))
