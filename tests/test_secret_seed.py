@@ -300,8 +300,32 @@ def _numbers(text: str) -> set[int]:
     return decimal | {int(n, 16) for n in re.findall(r"(?i)[0-9a-f]{8,}", text)}
 
 
+RESUBMITTERS = ("table0123", "transposed")
+Graded = tuple[dict[str, Any], str, str]  # results.json read, the log, and results.json's every byte
+
+
+@pytest.fixture(scope="module")
+def resubmissions(course: Path) -> dict[tuple[int, str], Graded]:
+    """Gradescope with the pool (grader prepare --pool), every seed of it forced in turn, under
+    $GRADER_REFERENCES=stored (a reference computed would be an error): a table (full marks on the seeds it
+    knows) and a wrong hand-in (failures with replay lines), by (seed, student). Graded once: what the
+    resubmitting student is shown, and the wrong hand-in's grading the staff replay."""
+    seeds = _pool(course)
+    graded: dict[tuple[int, str], Graded] = {}
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(POLICY_ENV, STORED_ONLY)
+        for seed in seeds:
+            with _drawing(course, seed):
+                for student in RESUBMITTERS:
+                    results, log = _gradescope(course, student, "--pool", "pool")
+                    # Every byte the student is shown (results.json), as Gradescope reads it.
+                    shown = _results_path(course, student, "--pool", "pool").read_text(encoding="utf-8")
+                    graded[seed, student] = (results, log, shown)
+    return graded
+
+
 def test_a_student_who_resubmits_learns_no_seed_of_the_pool(
-    course: Path, monkeypatch: pytest.MonkeyPatch
+    course: Path, resubmissions: dict[tuple[int, str], Graded], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Gradescope with a pool of seeds prepared with the image (grader prepare --pool), which come back
     submission after submission. A hostile student resubmits until every seed of the pool has graded them
@@ -313,17 +337,14 @@ def test_a_student_who_resubmits_learns_no_seed_of_the_pool(
     monkeypatch.setenv(POLICY_ENV, STORED_ONLY)  # a reference computed would be an error
     shown: list[str] = []
     for seed in seeds:
-        with _drawing(course, seed):
-            # A table (full marks on the seeds it knows) and a wrong hand-in (failures with replay
-            # lines): what a result can show of its seed.
-            for student in ("table0123", "transposed"):
-                results, log = _gradescope(course, student, "--pool", "pool")
-                # Every byte the student is shown (results.json), as Gradescope reads it.
-                shown.append(_results_path(course, student, "--pool", "pool").read_text(encoding="utf-8"))
-                assert results["stdout_visibility"] == "hidden"  # the log: the staff's alone
-                assert all(t["visibility"] == "visible" for t in results["tests"])
-                assert f"seed {seed} (secret, drawn for this submission from the pool" in log, log
-                assert results["score"] == 0 if student in FORGERS else results["score"] < 10, results
+        for student in RESUBMITTERS:
+            results, log, every_byte = resubmissions[seed, student]
+            shown.append(every_byte)
+            assert results["stdout_visibility"] == "hidden"  # the log: the staff's alone
+            assert all(t["visibility"] == "visible" for t in results["tests"])
+            assert f"seed {seed} (secret, drawn for this submission from the pool" in log, log
+            assert results["score"] == 0 if student in FORGERS else results["score"] < 10, results
+    assert len(shown) == len(resubmissions) == 2 * len(seeds)
     seen = "\n".join(shown)
     assert "--seed" not in seen and "grader check graph2 hw.py" in seen  # the replay the student gets
     learnt = _numbers(seen) & set(seeds)
@@ -339,13 +360,14 @@ def test_a_student_who_resubmits_learns_no_seed_of_the_pool(
 
 
 def test_the_staff_replay_a_pool_submission_with_the_seed_in_its_log(
-    course: Path, monkeypatch: pytest.MonkeyPatch
+    course: Path, resubmissions: dict[tuple[int, str], Graded], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The autograder's output (Gradescope's "Autograder Output", which the student does not see) names the
     pool's seed and the commands that replay each failing return; run where the exercises are, with the
     student's file downloaded, `grader repro` gives the failing case the student was shown."""
     seeds = _pool(course)
-    results, log = _gradescope(course, "transposed", "--pool", "pool")
+    # the wrong hand-in's grading with the pool (its first seed forced: the shared resubmissions)
+    results, log, _ = resubmissions[seeds[0], "transposed"]
     drawn = re.search(r"seed (\d+) \(secret, drawn for this submission from the pool", log)
     assert drawn is not None and int(drawn.group(1)) in seeds, log
     seed = int(drawn.group(1))
