@@ -189,6 +189,14 @@ def secret(course: Path) -> dict[str, dict[str, Any]]:
     return _run(course, SECRET_BOOK, cache=_secret_cache(course))
 
 
+@pytest.fixture(scope="module")
+def secret_base(course: Path) -> dict[str, dict[str, Any]]:
+    """The shared class run with a secret seed on the base layer: the known-answers test's secret run there,
+    and the other run of the two that draw different seeds (runs of the same class, each with its own
+    gradebook, as before; the layer has no say in the seed)."""
+    return _run(course, "secret-base.sqlite", layer="base")
+
+
 # Likewise one class run with the explicit seed 7 (its own reference cache): the run that the next one with
 # seed 7 must reproduce, and the run whose references are cached.
 SEVEN_BOOK = "seven-a.sqlite"
@@ -219,12 +227,8 @@ def test_a_table_of_known_answers_scores_nothing_in_a_class_run(
         assert "No module named 'grader.exercise'" in said or "grader/exercise/__init__.py" in said, said
     else:
         assert walled["score"] == 10, walled
-    # bubblewrap's secret run is the shared one (the fixture, only where this case needs it)
-    secret = (
-        request.getfixturevalue("secret")
-        if layer == "bubblewrap"
-        else _run(course, f"secret-{layer}.sqlite", layer=layer)
-    )
+    # each layer's secret run is a shared one (its fixture, only where this case needs it)
+    secret = request.getfixturevalue("secret" if layer == "bubblewrap" else "secret_base")
     for forger in FORGERS:
         assert secret[forger]["score"] == 0, secret[forger]
         assert {r["verdict"] for r in secret[forger]["returns"]} == {"logic"}
@@ -388,10 +392,10 @@ def test_the_staff_replay_a_pool_submission_with_the_seed_in_its_log(
 
 
 def test_two_runs_draw_different_seeds_and_a_rerun_keeps_each_result_and_seed(
-    course: Path, secret: dict[str, dict[str, Any]]
+    course: Path, secret: dict[str, dict[str, Any]], secret_base: dict[str, dict[str, Any]]
 ) -> None:
     first = secret  # the shared secret run: its gradebook SECRET_BOOK
-    other = _run(course, "b.sqlite")
+    other = secret_base  # the other shared secret run of the class
     assert first["transposed"]["seed"] != other["transposed"]["seed"]
     with sqlite3.connect(course / SECRET_BOOK) as db:  # the instructor finds it in the gradebook too
         # (this test is the only one that runs again on the shared run's gradebook, below)
