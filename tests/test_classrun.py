@@ -47,23 +47,41 @@ def _rows(book: Path) -> list[tuple[str, str, int, str]]:
         return db.execute(query).fetchall()
 
 
-def test_a_rerun_with_nothing_changed_grades_nothing(tmp_path: Path) -> None:
-    exercises, submissions = _class(tmp_path)
-    first = _run(exercises, "--trials", "20", cwd=tmp_path)
+# One class run, graded once (a sandboxed grading of the whole class), with its exports (--out): the run
+# that test_exports_and_report reads, and the first run that test_a_rerun_with_nothing_changed_grades_nothing
+# runs again. Its trial count (10) is no matter to the rerun's claims.
+CLASS_TRIALS = "10"
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    """The class's folder, graded once with its exports in out/, and that run."""
+    root = tmp_path_factory.mktemp("graded")
+    exercises, _ = _class(root)
+    return root, _run(exercises, "--trials", CLASS_TRIALS, "--out", root / "out", cwd=root)
+
+
+def test_a_rerun_with_nothing_changed_grades_nothing(
+    graded: tuple[Path, subprocess.CompletedProcess[str]],
+) -> None:
+    root, first = graded  # the shared first run
+    exercises, submissions = root / "exercises", root / "submissions"
     assert first.returncode == 1, first.stderr  # two transposed students
     assert f"{STUDENTS} hand-ins graded, 0 unchanged" in first.stderr
-    book = default_path(tmp_path / "submissions")
+    book = default_path(submissions)
     before = _rows(book)
-    again = _run(exercises, "--trials", "20", cwd=tmp_path)
+    again = _run(exercises, "--trials", CLASS_TRIALS, cwd=root)
     assert f"0 hand-ins graded, {STUDENTS} unchanged" in again.stderr
-    assert again.stdout == first.stdout  # the same table, from the gradebook
+    assert again.stdout == first.stdout  # the same table, from the gradebook (--out writes to stderr)
     assert _rows(book) == before
-    write_source(submissions / "s1" / "hw.py", TRANSPOSED_GRAPH2)  # one student hands in again
-    third = _run(exercises, "--trials", "20", cwd=tmp_path)
+    # One student hands in again (test_exports_and_report's claims hold on the class before or after: it
+    # reads the first run's exports, and its report's students and exit code are the same)
+    write_source(submissions / "s1" / "hw.py", TRANSPOSED_GRAPH2)
+    third = _run(exercises, "--trials", CLASS_TRIALS, cwd=root)
     assert f"1 hand-in graded, {STUDENTS - 1} unchanged" in third.stderr
     changed = {row[0] for row in _rows(book)} - {row[0] for row in set(_rows(book)) & set(before)}
     assert changed == {"s1"}
-    other_seed = _run(exercises, "--trials", "20", "--seed", "5", cwd=tmp_path)
+    other_seed = _run(exercises, "--trials", CLASS_TRIALS, "--seed", "5", cwd=root)
     assert f"{STUDENTS} hand-ins graded, 0 unchanged" in other_seed.stderr
 
 
@@ -99,10 +117,10 @@ def _safe_rows(book: Path) -> list[tuple[str, str, int, str]]:
         return []
 
 
-def test_exports_and_report(tmp_path: Path) -> None:
-    exercises, _ = _class(tmp_path)
+def test_exports_and_report(graded: tuple[Path, subprocess.CompletedProcess[str]]) -> None:
+    tmp_path, ran = graded  # the shared class run, with --out
+    exercises = tmp_path / "exercises"
     out = tmp_path / "out"
-    ran = _run(exercises, "--trials", "10", "--out", out, cwd=tmp_path)
     assert ran.returncode == 1, ran.stderr
     with (out / "gradebook.csv").open(newline="", encoding="utf-8") as handle:
         table = list(csv.DictReader(handle))

@@ -157,11 +157,13 @@ def _grader(
     return grader_run(*args, cwd=cwd, env=_env(layer, cache))
 
 
-def _run(course: Path, book: str, *args: str, layer: str = "bubblewrap") -> dict[str, dict[str, Any]]:
+def _run(
+    course: Path, book: str, *args: str, layer: str = "bubblewrap", cache: Path | None = None
+) -> dict[str, dict[str, Any]]:
     """`grader run --json` on the class, with its own gradebook `book`: each student's result."""
     done = _grader(
         "run", course / "exercises", "--trials", str(TRIALS), "--json", "--gradebook", course / book,
-        *args, cwd=course, layer=layer,
+        *args, cwd=course, layer=layer, cache=cache,
     )  # fmt: skip
     assert done.returncode in (0, 1), done.stderr
     return {r["student"]: r for r in map(json.loads, done.stdout.splitlines())} | {
@@ -169,8 +171,51 @@ def _run(course: Path, book: str, *args: str, layer: str = "bubblewrap") -> dict
     }
 
 
+# A class run with a secret seed, on bubblewrap, is graded once and read by every test that needs one
+# (each class run is a sandboxed grading of the whole class): the known-answers test's secret run, the
+# first of the two runs that draw different seeds (whose gradebook the rerun reads), the run whose failing
+# trial is replayed, and the run that must leave its reference cache (a folder of its own) empty.
+SECRET_BOOK = "secret-bubblewrap.sqlite"
+
+
+def _secret_cache(course: Path) -> Path:
+    """The reference cache of the shared secret run alone: no other run writes there."""
+    return course / "secret-cache"
+
+
+@pytest.fixture(scope="module")
+def secret(course: Path) -> dict[str, dict[str, Any]]:
+    """The shared class run with a secret seed (bubblewrap), in its gradebook SECRET_BOOK."""
+    return _run(course, SECRET_BOOK, cache=_secret_cache(course))
+
+
+@pytest.fixture(scope="module")
+def secret_base(course: Path) -> dict[str, dict[str, Any]]:
+    """The shared class run with a secret seed on the base layer: the known-answers test's secret run there,
+    and the other run of the two that draw different seeds (runs of the same class, each with its own
+    gradebook, as before; the layer has no say in the seed)."""
+    return _run(course, "secret-base.sqlite", layer="base")
+
+
+# Likewise one class run with the explicit seed 7 (its own reference cache): the run that the next one with
+# seed 7 must reproduce, and the run whose references are cached.
+SEVEN_BOOK = "seven-a.sqlite"
+
+
+def _seven_cache(course: Path) -> Path:
+    return course / "seven-cache"
+
+
+@pytest.fixture(scope="module")
+def seven(course: Path) -> dict[str, dict[str, Any]]:
+    """The shared class run with --seed 7, in its gradebook SEVEN_BOOK."""
+    return _run(course, SEVEN_BOOK, "--seed", "7", cache=_seven_cache(course))
+
+
 @pytest.mark.parametrize("layer", LAYERS)
-def test_a_table_of_known_answers_scores_nothing_in_a_class_run(course: Path, layer: str) -> None:
+def test_a_table_of_known_answers_scores_nothing_in_a_class_run(
+    course: Path, layer: str, request: pytest.FixtureRequest
+) -> None:
     known = _run(course, f"known-{layer}.sqlite", "--seed", "0", layer=layer)
     for forger in FORGERS:  # with the seed known in advance, every forgery is full marks
         assert known[forger]["score"] == known[forger]["max_score"] == 10, known[forger]
@@ -182,7 +227,8 @@ def test_a_table_of_known_answers_scores_nothing_in_a_class_run(course: Path, la
         assert "No module named 'grader.exercise'" in said or "grader/exercise/__init__.py" in said, said
     else:
         assert walled["score"] == 10, walled
-    secret = _run(course, f"secret-{layer}.sqlite", layer=layer)
+    # each layer's secret run is a shared one (its fixture, only where this case needs it)
+    secret = request.getfixturevalue("secret" if layer == "bubblewrap" else "secret_base")
     for forger in FORGERS:
         assert secret[forger]["score"] == 0, secret[forger]
         assert {r["verdict"] for r in secret[forger]["returns"]} == {"logic"}
@@ -258,8 +304,32 @@ def _numbers(text: str) -> set[int]:
     return decimal | {int(n, 16) for n in re.findall(r"(?i)[0-9a-f]{8,}", text)}
 
 
+RESUBMITTERS = ("table0123", "transposed")
+Graded = tuple[dict[str, Any], str, str]  # results.json read, the log, and results.json's every byte
+
+
+@pytest.fixture(scope="module")
+def resubmissions(course: Path) -> dict[tuple[int, str], Graded]:
+    """Gradescope with the pool (grader prepare --pool), every seed of it forced in turn, under
+    $GRADER_REFERENCES=stored (a reference computed would be an error): a table (full marks on the seeds it
+    knows) and a wrong hand-in (failures with replay lines), by (seed, student). Graded once: what the
+    resubmitting student is shown, and the wrong hand-in's grading the staff replay."""
+    seeds = _pool(course)
+    graded: dict[tuple[int, str], Graded] = {}
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(POLICY_ENV, STORED_ONLY)
+        for seed in seeds:
+            with _drawing(course, seed):
+                for student in RESUBMITTERS:
+                    results, log = _gradescope(course, student, "--pool", "pool")
+                    # Every byte the student is shown (results.json), as Gradescope reads it.
+                    shown = _results_path(course, student, "--pool", "pool").read_text(encoding="utf-8")
+                    graded[seed, student] = (results, log, shown)
+    return graded
+
+
 def test_a_student_who_resubmits_learns_no_seed_of_the_pool(
-    course: Path, monkeypatch: pytest.MonkeyPatch
+    course: Path, resubmissions: dict[tuple[int, str], Graded], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Gradescope with a pool of seeds prepared with the image (grader prepare --pool), which come back
     submission after submission. A hostile student resubmits until every seed of the pool has graded them
@@ -271,17 +341,14 @@ def test_a_student_who_resubmits_learns_no_seed_of_the_pool(
     monkeypatch.setenv(POLICY_ENV, STORED_ONLY)  # a reference computed would be an error
     shown: list[str] = []
     for seed in seeds:
-        with _drawing(course, seed):
-            # A table (full marks on the seeds it knows) and a wrong hand-in (failures with replay
-            # lines): what a result can show of its seed.
-            for student in ("table0123", "transposed"):
-                results, log = _gradescope(course, student, "--pool", "pool")
-                # Every byte the student is shown (results.json), as Gradescope reads it.
-                shown.append(_results_path(course, student, "--pool", "pool").read_text(encoding="utf-8"))
-                assert results["stdout_visibility"] == "hidden"  # the log: the staff's alone
-                assert all(t["visibility"] == "visible" for t in results["tests"])
-                assert f"seed {seed} (secret, drawn for this submission from the pool" in log, log
-                assert results["score"] == 0 if student in FORGERS else results["score"] < 10, results
+        for student in RESUBMITTERS:
+            results, log, every_byte = resubmissions[seed, student]
+            shown.append(every_byte)
+            assert results["stdout_visibility"] == "hidden"  # the log: the staff's alone
+            assert all(t["visibility"] == "visible" for t in results["tests"])
+            assert f"seed {seed} (secret, drawn for this submission from the pool" in log, log
+            assert results["score"] == 0 if student in FORGERS else results["score"] < 10, results
+    assert len(shown) == len(resubmissions) == 2 * len(seeds)
     seen = "\n".join(shown)
     assert "--seed" not in seen and "grader check graph2 hw.py" in seen  # the replay the student gets
     learnt = _numbers(seen) & set(seeds)
@@ -297,13 +364,14 @@ def test_a_student_who_resubmits_learns_no_seed_of_the_pool(
 
 
 def test_the_staff_replay_a_pool_submission_with_the_seed_in_its_log(
-    course: Path, monkeypatch: pytest.MonkeyPatch
+    course: Path, resubmissions: dict[tuple[int, str], Graded], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The autograder's output (Gradescope's "Autograder Output", which the student does not see) names the
     pool's seed and the commands that replay each failing return; run where the exercises are, with the
     student's file downloaded, `grader repro` gives the failing case the student was shown."""
     seeds = _pool(course)
-    results, log = _gradescope(course, "transposed", "--pool", "pool")
+    # the wrong hand-in's grading with the pool (its first seed forced: the shared resubmissions)
+    results, log, _ = resubmissions[seeds[0], "transposed"]
     drawn = re.search(r"seed (\d+) \(secret, drawn for this submission from the pool", log)
     assert drawn is not None and int(drawn.group(1)) in seeds, log
     seed = int(drawn.group(1))
@@ -323,32 +391,35 @@ def test_the_staff_replay_a_pool_submission_with_the_seed_in_its_log(
     assert f"--seed {seed}" in replayed["user_grad"]["smallest_failing_case"]["repro"]
 
 
-def test_two_runs_draw_different_seeds_and_a_rerun_keeps_each_result_and_seed(course: Path) -> None:
-    first = _run(course, "a.sqlite")
-    other = _run(course, "b.sqlite")
+def test_two_runs_draw_different_seeds_and_a_rerun_keeps_each_result_and_seed(
+    course: Path, secret: dict[str, dict[str, Any]], secret_base: dict[str, dict[str, Any]]
+) -> None:
+    first = secret  # the shared secret run: its gradebook SECRET_BOOK
+    other = secret_base  # the other shared secret run of the class
     assert first["transposed"]["seed"] != other["transposed"]["seed"]
-    with sqlite3.connect(course / "a.sqlite") as db:  # the instructor finds it in the gradebook too
+    with sqlite3.connect(course / SECRET_BOOK) as db:  # the instructor finds it in the gradebook too
+        # (this test is the only one that runs again on the shared run's gradebook, below)
         assert db.execute("SELECT seed FROM runs").fetchall() == [(first["transposed"]["seed"],)]
-    again = _run(course, "a.sqlite")
+    again = _run(course, SECRET_BOOK)
     assert "0 hand-ins graded, 4 unchanged" in again[""]["stderr"]
     for student in (*FORGERS, "transposed"):
         assert again[student]["seed"] == first[student]["seed"]
         assert again[student]["returns"] == first[student]["returns"]
 
 
-def test_an_explicit_seed_reproduces_a_run(course: Path) -> None:
-    one = _run(course, "seven-a.sqlite", "--seed", "7")
-    two = _run(course, "seven-b.sqlite", "--seed", "7")
+def test_an_explicit_seed_reproduces_a_run(course: Path, seven: dict[str, dict[str, Any]]) -> None:
+    one = seven  # the shared run with --seed 7: its gradebook SEVEN_BOOK, its references in its own cache
+    two = _run(course, "seven-b.sqlite", "--seed", "7", cache=_seven_cache(course))
     for student in (*FORGERS, "transposed"):
         assert one[student]["seed"] == two[student]["seed"] == 7
         assert one[student]["returns"] == two[student]["returns"]
     assert "seed 7;" in one[""]["stderr"] and "(secret" not in one[""]["stderr"]
-    again = _run(course, "seven-a.sqlite", "--seed", "7")  # the gradebook keys on 7: nothing to regrade
+    again = _run(course, SEVEN_BOOK, "--seed", "7")  # the gradebook keys on 7: nothing to regrade
     assert "0 hand-ins graded, 4 unchanged" in again[""]["stderr"]
 
 
-def test_the_recorded_seed_replays_a_failing_trial(course: Path) -> None:
-    graded = _run(course, "replay.sqlite")["transposed"]
+def test_the_recorded_seed_replays_a_failing_trial(course: Path, secret: dict[str, dict[str, Any]]) -> None:
+    graded = secret["transposed"]  # the shared secret run
     (failed,) = [r for r in graded["returns"] if r["verdict"] != "pass"]
     case = failed["smallest_failing_case"]
     assert f"--seed {graded['seed']} --trial {case['trial']}" in case["repro"]
@@ -362,26 +433,15 @@ def test_the_recorded_seed_replays_a_failing_trial(course: Path) -> None:
     assert replayed["smallest_failing_case"]["failing_indices"] == case["failing_indices"]
 
 
-def test_a_secret_seed_leaves_nothing_in_the_reference_cache(course: Path) -> None:
+def test_a_secret_seed_leaves_nothing_in_the_reference_cache(
+    course: Path, secret: dict[str, dict[str, Any]], seven: dict[str, dict[str, Any]]
+) -> None:
     """No later run draws that seed again: its references kept would only fill the disk, run by run."""
-    cache = course / "cache"
-    exercises = course / "exercises"
-    secret = _grader(
-        "run", exercises, "--trials", "3", "--gradebook", course / "c1.sqlite", cwd=course, cache=cache
-    )
-    assert secret.returncode in (0, 1), secret.stderr
+    # The shared secret run graded the class (its trial count is no matter here) with a cache of its own,
+    # which no other run writes to
+    cache = _secret_cache(course)
     assert not cache.exists() or not any(cache.iterdir())
-    known = _grader(
-        "run",
-        exercises,
-        "--trials",
-        "3",
-        "--seed",
-        "5",
-        "--gradebook",
-        course / "c2.sqlite",
-        cwd=course,
-        cache=cache,
-    )
-    assert known.returncode in (0, 1), known.stderr
-    assert any(cache.glob("*.npz"))  # an explicit seed is cached, as before: the next run reads it back
+    # an explicit seed is cached, as before: the next run reads it back (the shared run with --seed 7, with
+    # a cache of its own, empty before it)
+    assert seven["transposed"]["seed"] == 7
+    assert any(_seven_cache(course).glob("*.npz"))
