@@ -18,7 +18,7 @@ import sys
 import tempfile
 import textwrap
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -80,6 +80,13 @@ def _run_class(
 ) -> dict[str, dict[str, Any]]:
     """Each attacker between two correct classmates, graded as one `grader run -j 1` class: the results
     by student, after checking that every classmate got full marks and the grader ended normally."""
+    return _graded_class(layer, root, attackers, memory_mb)[0]
+
+
+def _graded_class(
+    layer: str, root: Path, attackers: dict[str, str], memory_mb: int
+) -> tuple[dict[str, dict[str, Any]], str]:
+    """`_run_class`'s results, and the grader's stderr."""
     _exercise(root, memory_mb)
     submissions = root / "submissions"
     write_source(submissions / "a_first" / "hw.py", CORRECT_GRAPH2)
@@ -96,7 +103,7 @@ def _run_class(
         if not student.startswith("s") or student.endswith("_classmate"):
             assert result["error"] is None, (student, result["error"])
             assert result["score"] == result["max_score"], (student, result["returns"])
-    return {name: results[f"s{n:02d}a_{name}"] for n, name in enumerate(attackers)}
+    return {name: results[f"s{n:02d}a_{name}"] for n, name in enumerate(attackers)}, done.stderr
 
 
 def _handin(body: str, prelude: str = "") -> str:
@@ -368,25 +375,37 @@ FORGERIES = {
 }
 
 
+ForgedClass = Callable[[str], tuple[dict[str, dict[str, Any]], str]]
+
+
+@pytest.fixture(scope="module")
+def forged_class(tmp_path_factory: pytest.TempPathFactory) -> ForgedClass:
+    """Every forgery in one class run a layer (between correct classmates, `-j 1`), graded once when a test
+    first asks for its layer: the results by forgery, and the grader's stderr. A class run of seven
+    forgers costs one start of the grader, where a `grader check` each cost seven."""
+    graded: dict[str, tuple[dict[str, dict[str, Any]], str]] = {}
+
+    def run(layer: str) -> tuple[dict[str, dict[str, Any]], str]:
+        if layer not in graded:
+            attackers = {
+                name: _handin(f"{FORGERIES[name]}\nreturn f, auto_grad, user_grad", prelude=_FORGE)
+                for name in sorted(FORGERIES)
+            }
+            root = tmp_path_factory.mktemp(f"forged-{layer}")
+            graded[layer] = _graded_class(layer, root, attackers, memory_mb=2048)
+        return graded[layer]
+
+    return run
+
+
 @pytest.mark.parametrize("layer", _layers())
 @pytest.mark.parametrize("forgery", sorted(FORGERIES))
-def test_forged_frames_are_a_protocol_error_not_a_crash(layer: str, forgery: str, tmp_path: Path) -> None:
-    _exercise(tmp_path, memory_mb=2048)
-    source = _handin(f"{FORGERIES[forgery]}\nreturn f, auto_grad, user_grad", prelude=_FORGE)
-    path = write_source(tmp_path / "forger" / "hw.py", source)
-    done = _grader(
-        layer,
-        "check",
-        str(tmp_path / "exercises" / "graph2"),
-        str(path),
-        "--trials",
-        "3",
-        "--json",
-        cwd=tmp_path,
-    )
-    assert done.returncode == 1, done.stderr[-3000:]
-    assert "Traceback" not in done.stderr, done.stderr[-3000:]
-    error = json.loads(done.stdout)["error"]
+def test_forged_frames_are_a_protocol_error_not_a_crash(
+    layer: str, forgery: str, forged_class: ForgedClass
+) -> None:
+    found, stderr = forged_class(layer)  # the grader ended normally: exit status 1, checked there
+    assert "Traceback" not in stderr, stderr[-3000:]
+    error = found[forgery]["error"]
     assert error is not None and error["kind"] == "protocol", error
 
 
