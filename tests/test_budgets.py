@@ -411,6 +411,29 @@ def test_forged_frames_are_a_protocol_error_not_a_crash(
     assert error is not None and error["kind"] == "protocol", error
 
 
+@pytest.mark.parametrize("layer", _layers())
+def test_a_forged_frame_is_a_protocol_error_of_grader_check(layer: str, tmp_path: Path) -> None:
+    """`grader check` reads the same frames: the forgery that once crashed the decoder (exit status 3),
+    checked alone, as a student checks a hand-in (every forgery is graded in the class runs above)."""
+    _exercise(tmp_path, memory_mb=2048)
+    source = _handin(f"{FORGERIES['shape_2_84']}\nreturn f, auto_grad, user_grad", prelude=_FORGE)
+    path = write_source(tmp_path / "forger" / "hw.py", source)
+    done = _grader(
+        layer,
+        "check",
+        str(tmp_path / "exercises" / "graph2"),
+        str(path),
+        "--trials",
+        "3",
+        "--json",
+        cwd=tmp_path,
+    )
+    assert done.returncode == 1, done.stderr[-3000:]
+    assert "Traceback" not in done.stderr, done.stderr[-3000:]
+    error = json.loads(done.stdout)["error"]
+    assert error is not None and error["kind"] == "protocol", error
+
+
 # --- slot folders never outlive their grader ------------------------------------------------------------
 
 
