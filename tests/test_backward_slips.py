@@ -16,6 +16,8 @@ from grader.exercise.expected import References
 from grader.exercise.graph import GraphError, parse
 from grader.exercise.reference import compute_references, reference_returns
 from grader.exercise.settings import Settings
+from grader.exercise.shared import SharedReferences
+from grader.exercise.sources import find_references
 from grader.exercise.spec import Exercise, load_exercise
 from grader.exercise.trials import make_trials
 from grader.grading import grade
@@ -296,6 +298,17 @@ def test_an_exercise_without_a_graph_has_no_slips() -> None:
     assert list(backward_slips(rnn)) == []
 
 
+@functools.cache
+def _graded_against(exercise_id: str) -> tuple[Exercise, Settings, SharedReferences]:
+    """An exercise, its settings (seed 0, 120 trials) and their references, found once, as a class run
+    shares them (grade() finds them so itself): the candidates diagnose keeps per set of references are
+    computed once for the exercise's wrong files, not once per file (three of lstm_step's). The settings
+    are made at the first test's call: their cache is the session's (conftest's reference_cache)."""
+    exercise = load_exercise(exercise_folder(exercise_id))
+    settings = Settings(0, 120)
+    return exercise, settings, find_references(exercise, settings)
+
+
 @pytest.mark.parametrize(
     ("exercise_id", "wrong", "returns", "start", "family"),
     [
@@ -362,9 +375,9 @@ def test_an_exercise_without_a_graph_has_no_slips() -> None:
 def test_real_style_code_is_named(
     exercise_id: str, wrong: str, returns: tuple[str, ...], start: str, family: MistakeFamily
 ) -> None:
-    exercise = load_exercise(exercise_folder(exercise_id))
+    exercise, settings, references = _graded_against(exercise_id)
     path = exercise.root / "wrong" / wrong
-    result = grade(exercise, submission_from_path(path, exercise.spec.entry), Settings(0, 120))
+    result = grade(exercise, submission_from_path(path, exercise.spec.entry), settings, references)
     by_name = {r.name: r for r in result.returns}
     for name in returns:
         got = by_name[name]

@@ -18,7 +18,7 @@ import sys
 import tempfile
 import textwrap
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -76,10 +76,17 @@ def _exercise(root: Path, memory_mb: int) -> Path:
 
 
 def _run_class(
-    layer: str, root: Path, attackers: dict[str, str], memory_mb: int
+    layer: str, root: Path, attackers: dict[str, str], memory_mb: int, trials: int = TRIALS
 ) -> dict[str, dict[str, Any]]:
     """Each attacker between two correct classmates, graded as one `grader run -j 1` class: the results
     by student, after checking that every classmate got full marks and the grader ended normally."""
+    return _graded_class(layer, root, attackers, memory_mb, trials)[0]
+
+
+def _graded_class(
+    layer: str, root: Path, attackers: dict[str, str], memory_mb: int, trials: int = TRIALS
+) -> tuple[dict[str, dict[str, Any]], str]:
+    """`_run_class`'s results, and the grader's stderr."""
     _exercise(root, memory_mb)
     submissions = root / "submissions"
     write_source(submissions / "a_first" / "hw.py", CORRECT_GRAPH2)
@@ -87,7 +94,7 @@ def _run_class(
         write_source(submissions / f"s{number:02d}a_{name}" / "hw.py", source)
         write_source(submissions / f"s{number:02d}b_classmate" / "hw.py", CORRECT_GRAPH2)
     done = _grader(
-        layer, "run", str(root / "exercises"), "-j", "1", "--trials", str(TRIALS), "--json", cwd=root
+        layer, "run", str(root / "exercises"), "-j", "1", "--trials", str(trials), "--json", cwd=root
     )
     assert done.returncode == 1, done.stderr[-3000:]  # some hand-in failed; the grader was not killed
     results = {r["student"]: r for r in map(json.loads, done.stdout.splitlines())}
@@ -96,7 +103,7 @@ def _run_class(
         if not student.startswith("s") or student.endswith("_classmate"):
             assert result["error"] is None, (student, result["error"])
             assert result["score"] == result["max_score"], (student, result["returns"])
-    return {name: results[f"s{n:02d}a_{name}"] for n, name in enumerate(attackers)}
+    return {name: results[f"s{n:02d}a_{name}"] for n, name in enumerate(attackers)}, done.stderr
 
 
 def _handin(body: str, prelude: str = "") -> str:
@@ -252,7 +259,9 @@ def test_lying_subclasses_are_measured_through_the_base_class(layer: str, tmp_pa
         name: _handin(body, prelude=f"import numpy as np\nimport torch\nBIG = {_BIG}\n" + _LIARS)
         for name, body in LYING_RETURNS.items()
     }
-    found = _run_class(layer, tmp_path, attackers, memory_mb=2048)
+    # Three trials: each return is measured alone, and three of 190 MiB would be past the 256 MiB the
+    # grader keeps of all of them, were they not measured (an error of the whole hand-in, not None)
+    found = _run_class(layer, tmp_path, attackers, memory_mb=2048, trials=3)
     for name, result in found.items():
         assert result["error"] is None, (name, result["error"])
         user_grad = {r["name"]: r for r in result["returns"]}["user_grad"]
@@ -368,11 +377,46 @@ FORGERIES = {
 }
 
 
+ForgedClass = Callable[[str], tuple[dict[str, dict[str, Any]], str]]
+
+
+@pytest.fixture(scope="module")
+def forged_class(tmp_path_factory: pytest.TempPathFactory) -> ForgedClass:
+    """Every forgery in one class run a layer (between correct classmates, `-j 1`), graded once when a test
+    first asks for its layer: the results by forgery, and the grader's stderr. A class run of seven
+    forgers costs one start of the grader, where a `grader check` each cost seven."""
+    graded: dict[str, tuple[dict[str, dict[str, Any]], str]] = {}
+
+    def run(layer: str) -> tuple[dict[str, dict[str, Any]], str]:
+        if layer not in graded:
+            attackers = {
+                name: _handin(f"{FORGERIES[name]}\nreturn f, auto_grad, user_grad", prelude=_FORGE)
+                for name in sorted(FORGERIES)
+            }
+            root = tmp_path_factory.mktemp(f"forged-{layer}")
+            graded[layer] = _graded_class(layer, root, attackers, memory_mb=2048)
+        return graded[layer]
+
+    return run
+
+
 @pytest.mark.parametrize("layer", _layers())
 @pytest.mark.parametrize("forgery", sorted(FORGERIES))
-def test_forged_frames_are_a_protocol_error_not_a_crash(layer: str, forgery: str, tmp_path: Path) -> None:
+def test_forged_frames_are_a_protocol_error_not_a_crash(
+    layer: str, forgery: str, forged_class: ForgedClass
+) -> None:
+    found, stderr = forged_class(layer)  # the grader ended normally: exit status 1, checked there
+    assert "Traceback" not in stderr, stderr[-3000:]
+    error = found[forgery]["error"]
+    assert error is not None and error["kind"] == "protocol", error
+
+
+@pytest.mark.parametrize("layer", _layers())
+def test_a_forged_frame_is_a_protocol_error_of_grader_check(layer: str, tmp_path: Path) -> None:
+    """`grader check` reads the same frames: the forgery that once crashed the decoder (exit status 3),
+    checked alone, as a student checks a hand-in (every forgery is graded in the class runs above)."""
     _exercise(tmp_path, memory_mb=2048)
-    source = _handin(f"{FORGERIES[forgery]}\nreturn f, auto_grad, user_grad", prelude=_FORGE)
+    source = _handin(f"{FORGERIES['shape_2_84']}\nreturn f, auto_grad, user_grad", prelude=_FORGE)
     path = write_source(tmp_path / "forger" / "hw.py", source)
     done = _grader(
         layer,
