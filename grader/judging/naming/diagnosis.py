@@ -134,9 +134,15 @@ def _on_every_trial(
 ) -> list[Mistake]:
     """The candidate `mistake` computed on every trial rather than the sample: each of its forms (a
     misconception may have several, under one name)."""
+    # One entry per set of references holds every name computed so far: an entry per name pushed the
+    # sample's candidates out, to be computed again for the next return (cs231n.a3.lstm_step's 38 names).
+    wholes = _wholes_of.get(references, exercise.id, dict)
+    named = wholes.get(mistake.name)
+    if named is None:
+        named = wholes[mistake.name] = _compute_candidates(exercise, references, None, mistake.name)
     return [
         whole
-        for whole in _candidates(exercise, references, None, mistake.name).get(spec.name, [])
+        for whole in named.get(spec.name, [])
         if (whole.name, whole.family, whole.feedback) == (mistake.name, mistake.family, mistake.feedback)
     ]
 
@@ -293,19 +299,18 @@ def _spatial_pattern(failing: list[Comparison]) -> Diagnosis | None:
     return None
 
 
-# Candidates are computed once per set of references (a class shares them) and kept for the next ones.
+# Candidates are computed once per set of references (a class shares them) and kept for the next ones:
+# on a sample of trials, and by name on every trial (by the name of each that matched a sample).
 _candidates_of: PerObject[dict[str, list[Mistake]]] = PerObject(_KEPT)
+_wholes_of: PerObject[dict[str, dict[str, list[Mistake]]]] = PerObject(_KEPT)
 
 
 def _candidates(
-    exercise: Exercise, references: References, sample: tuple[int, ...] | None, only: str | None = None
+    exercise: Exercise, references: References, sample: tuple[int, ...]
 ) -> dict[str, list[Mistake]]:
-    """The candidates of each return, on the `sample` trials, or on every trial (None); every candidate,
-    or those named `only`."""
+    """Every candidate of each return, on the `sample` trials."""
     return _candidates_of.get(
-        references,
-        (exercise.id, sample, only),
-        lambda: _compute_candidates(exercise, references, sample, only),
+        references, (exercise.id, sample), lambda: _compute_candidates(exercise, references, sample, None)
     )
 
 
