@@ -294,43 +294,53 @@ def handins(count: int) -> str:
     return f"{count} hand-in" if count == 1 else f"{count} hand-ins"
 
 
-# Each file's share of the suite, in seconds summed over its tests (`--durations=0`, a 2-core machine busy
-# with other work, 2026-12-05; a quiet one takes about half). xdist's loadfile hands files out in
-# collection order (.ci/run turns its own reordering, by test count, off): the longest go first, so
-# that neither process is left alone at the end with a long file while the other is idle.
+# Each file's share of the suite, in seconds summed over its tests (`--durations=0` on a quiet 2-core
+# machine, 2026-12-05: 1723 s in all, 14.6 minutes with two processes). xdist's loadfile hands files
+# out in collection order (.ci/run turns its own reordering, by test count, off): the longest go first,
+# so that neither process is left alone at the end with a long file while the other is idle.
 _FILE_SECONDS = {
-    "test_leftovers.py": 308,
-    "test_distribution.py": 263,
-    "test_one_process.py": 239,
-    "test_secret_seed.py": 238,
-    "test_deadlines.py": 197,
-    "test_provenance_attacks.py": 187,
-    "test_forgery.py": 173,
-    "test_backward_slips.py": 147,
-    "test_classrun.py": 147,
-    "test_cli.py": 139,
-    "test_budgets.py": 136,
-    "test_import_walls.py": 128,
-    "test_cluster.py": 127,
-    "test_cases.py": 105,
-    "test_attacks.py": 104,
-    "test_misconceptions.py": 102,
-    "test_prepare.py": 90,
-    "test_sinking.py": 84,
-    "test_randomness.py": 82,
-    "test_provenance.py": 81,
-    "test_corpus.py": 72,
-    "test_killed_grader.py": 64,
-    "test_course_bugs.py": 61,
-    "test_student_words.py": 61,
-    "test_gradescope.py": 59,
-    "test_warm.py": 52,
+    "test_provenance_attacks.py": 172,
+    "test_deadlines.py": 105,
+    "test_one_process.py": 104,
+    "test_cases.py": 103,
+    "test_leftovers.py": 85,
+    "test_budgets.py": 81,
+    "test_distribution.py": 66,
+    "test_attacks.py": 63,
+    "test_secret_seed.py": 60,
+    "test_cli.py": 57,
+    "test_corpus.py": 56,
+    "test_forgery.py": 50,
+    "test_killed_grader.py": 37,
+    "test_sinking.py": 37,
+    "test_cluster.py": 37,
+    "test_randomness.py": 36,
+    "test_classrun.py": 34,
+    "test_prepare.py": 32,
+    "test_course_bugs.py": 30,
+    "test_import_walls.py": 28,
+    "test_misconceptions.py": 26,
+    "test_provenance.py": 25,
+    "test_battery.py": 23,
+    "test_student_words.py": 23,
+    "test_gradescope.py": 22,
+    "test_warm.py": 21,
+    "test_conventions.py": 20,
+    "test_course_env.py": 18,
+    "test_lms.py": 17,
+    "test_isolation.py": 17,
+    "test_sandbox.py": 16,
+    "test_zygote_references.py": 15,
+    "test_reference_cache.py": 13,
+    "test_numerical_derivatives.py": 13,
+    "test_file_choice.py": 12,
+    "test_backward_slips.py": 12,
+    "test_torch_instability.py": 11,
+    "test_objects.py": 10,
 }
-
-
-# A file above this share is `slow`: `-m "not slow"` leaves out the files listed above, five sixths of the
-# tests' time, for the quick part while developing (README, Development).
-SLOW_SECONDS = 50
+# A file of this share or more is `slow`: `-m "not slow"` leaves those out (83% of the tests' time) for
+# the quick part while developing (README, Development).
+SLOW_SECONDS = 20
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
