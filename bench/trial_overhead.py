@@ -50,7 +50,7 @@ def main() -> None:
     job = runner.calls_job(exercise, None, 0)
     if len(job["calls"]) != 1 or not all(isinstance(arg, str) for arg in job["calls"][0]["args"]):
         raise SystemExit(f"{exercise.id}: an exercise of one call on its inputs only, such as graph2")
-    worker_loop.prepare()
+    worker_loop.prepare(torch=True)
     trials = make_trials(exercise, 0, args.trials)
     job["limits"] = {"memory_mb": 0}
     read, write = os.pipe()

@@ -1,8 +1,8 @@
 """The `grader` command's first step: for `check`, `repro` and a local `run`, the sandboxed workers'
-zygotes start before anything else is imported, so that their import of torch (the longest step of a
-check) overlaps the grader's own imports (pydantic, yaml, rich: a few hundred milliseconds) and its
-loading of the exercises (without it, a class run over the bundled library started its zygotes only
-after loading its 46 specs).
+zygotes start before anything else is imported, so that their imports (torch's, the longest step of a
+check, where the checked file names torch) overlap the grader's own imports (pydantic, yaml, rich: a
+few hundred milliseconds) and its loading of the exercises (without it, a class run over the bundled
+library started its zygotes only after loading its 46 specs).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ def entry() -> None:
 
         # A sandbox that cannot start fails again when the command needs it, where the error is reported.
         with contextlib.suppress(Exception):
-            shared_pool().prestart(count)
+            shared_pool().prestart(count, torch=torch_at_start(sys.argv[1:]))
     from grader.cli import entry as command
 
     command()
@@ -57,6 +57,26 @@ def zygotes_to_start(argv: list[str]) -> int:
     if not _changed_since_graded(folder, args.gradebook):
         return 0  # a run again over what the gradebook holds: the class run starts what it needs
     return _handing_in(folder, up_to=args.jobs)
+
+
+def torch_at_start(argv: list[str]) -> bool:
+    """Whether the zygote imports torch at once: for a `check` or `repro` of a file that names torch
+    (torch_use.py), whose worker will need it. Otherwise it is imported where a job needs it: an exercise's
+    references, or a hand-in of a class run that names torch."""
+    if argv[:1] not in (["check"], ["repro"]):
+        return False
+    parser = _Quiet(add_help=False)
+    parser.add_argument("exercise")
+    parser.add_argument("file")
+    for option in ("--trials", "--seed", "--trial"):
+        parser.add_argument(option)
+    try:
+        args, _ = parser.parse_known_args(argv[1:])
+    except ValueError:
+        return False
+    from grader.sandbox.torch_use import files_need_torch
+
+    return files_need_torch((Path(args.file),))
 
 
 class _Quiet(argparse.ArgumentParser):

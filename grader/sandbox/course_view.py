@@ -10,9 +10,12 @@ worker's own modules.
 
 Allowed: the distributions the course declares, numpy, torch, the stand-ins every exercise may import
 (imports.ALWAYS), and all they require, followed through their metadata (an extra's requirements are
-not). torch requires sympy and imports it while grading (`y.backward(v)` reaches
+not). torch is left out of the view of a hand-in that does not need it (torch_use.py): its worker is
+forked from a zygote that has not imported torch, and must not be able to.
+
+torch requires sympy and imports it while grading (`y.backward(v)` reaches
 torch.fx.experimental.symbolic_shapes, which imports sympy): so sympy and mpmath are visible to every
-course, refused only by the finder.
+course that has torch, refused only by the finder.
 
 Computed in the grader's process, once per set of declared distributions, and sent with each job: the
 zygote serves hand-ins of any course. Under bubblewrap the worker binds the allowed entries over an
@@ -105,6 +108,11 @@ class View:
     hidden: tuple[str, ...] = ()
 
     @property
+    def torch(self) -> bool:
+        """Whether torch is in it: asked for, or required by a distribution the course declares."""
+        return "torch" in self.distributions
+
+    @property
     def digest(self) -> str:
         return hashlib.sha256(json.dumps(self.message(), sort_keys=True).encode()).hexdigest()[:16]
 
@@ -123,16 +131,17 @@ class View:
         }
 
 
-def view_for(declared: tuple[str, ...]) -> View:
+def view_for(declared: tuple[str, ...], torch: bool = True) -> View:
     """The view of a course declaring the distributions `declared` (pip names; order and case do not
-    matter)."""
-    return _view(tuple(sorted({_normal(d) for d in declared})))
+    matter); without torch (and what only torch requires) unless `torch` or a declared one requires it."""
+    return _view(tuple(sorted({_normal(d) for d in declared})), torch)
 
 
 @lru_cache(maxsize=16)
-def _view(declared: tuple[str, ...]) -> View:
+def _view(declared: tuple[str, ...], torch: bool) -> View:
     roots = {path: set[Entry]() for path in install_folders()}
-    distributions = _closure((*ALWAYS, *declared))
+    always = ALWAYS if torch else tuple(name for name in ALWAYS if name != "torch")
+    distributions = _closure((*always, *declared))
     for distribution in distributions.values():
         located = os.path.realpath(str(distribution.locate_file("")))
         if located in roots:

@@ -75,11 +75,13 @@ class WorkerProcess:
         cpu_seconds: float,
         pool: warm.WorkerPool | None = None,
         checked: bool = False,
+        torch: bool = True,
     ) -> None:
         """Start the worker at once (a zygote may still be importing torch while the caller prepares
         trials and references), for `handin` on `exercise` and those that share its limits and support
         files, with `cpu_seconds` of CPU for all of them together. `checked`: the autograd check's worker,
-        autograd wrong in it from before the import on (judging/provenance.py)."""
+        autograd wrong in it from before the import on (judging/provenance.py). `torch`: whether the
+        hand-in needs torch (torch_use.py); without it, the worker has none where the walls allow."""
         self.started = time.monotonic()
         self._checked = checked
         self.limits: Limits = exercise.spec.limits
@@ -101,6 +103,10 @@ class WorkerProcess:
             self.cpu_source = cpu_watch.Source.of(self._zygote.group, self._zygote.process.pid)
             # Taken before the fork: the zygote's own CPU is in the same group.
             self.cpu_at_start = cpu_watch.CpuWatch(self.cpu_source)
+            # What of the installed packages it sees: torch in it, or nowhere in its reach.
+            self.torch = self._zygote.torch_for(torch)
+            self._view = course_view.view_for(self._distributions, torch=self.torch)
+            self.torch = self.torch or self._view.torch
             self.job = self._start()
         except BaseException:
             self._pool.release(self._zygote, None)
@@ -298,7 +304,9 @@ class WorkerProcess:
             # What student code may import beyond the stdlib, torch, numpy and its support (worker/imports.py)
             "modules": list(self._modules),
             # What the sandbox hides of the installed packages, by name: told as the course's (imports.py)
-            "view": course_view.view_for(self._distributions).names(),
+            "view": self._view.names(),
+            # Whether torch is there to import (else the walls keep it out of reach)
+            "torch": self.torch,
             # One process per hand-in unless its course says otherwise (worker/seccomp.py), where the
             # filter holds on this machine
             "one_process": not self._subprocesses and isolation.current().one_process,
@@ -330,9 +338,12 @@ class WorkerProcess:
         PROGRESS.pack_into(self._progress, 0, -1, 0.0)
         passed = [jobs_read, results_write, progress, stdout_write, stderr_write]
         try:
-            view = course_view.view_for(self._distributions)  # what of the installed packages it sees
             return self._zygote.start(
-                passed, self.limits.processes, memory_mb=self.limits.memory_mb, view=view
+                passed,
+                self.limits.processes,
+                memory_mb=self.limits.memory_mb,
+                view=self._view,
+                torch=self.torch,
             )
         finally:
             for fd in passed:

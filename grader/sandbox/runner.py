@@ -29,7 +29,7 @@ from grader.exercise.spec import WALL_CAP_FACTOR, Exercise
 from grader.exercise.trials import Trial
 from grader.handin.prepare import Prepared
 from grader.memo import PerObject
-from grader.sandbox import cpu_watch, failures, warm
+from grader.sandbox import cpu_watch, failures, torch_use, warm
 from grader.sandbox.deadlines import Deadlines
 from grader.sandbox.pass_state import Reading
 from grader.sandbox.process import Capture, WorkerProcess
@@ -78,7 +78,9 @@ class HandinWorker:
             at = next((n for n, e in enumerate(self._exercises) if e is exercise), len(self._exercises))
             left = [exercise, *self._exercises[at + 1 :]]
             cpu = sum(e.spec.limits.import_seconds + e.spec.limits.submission_seconds for e in left)
-            process = self._process = WorkerProcess(self._handin, exercise, cpu, self._pool, self._checked)
+            torch = torch_use.needed(self._handin, left)
+            process = WorkerProcess(self._handin, exercise, cpu, self._pool, self._checked, torch)
+            self._process = process
             self.processes += 1
         return RunningWorker(exercise, self._handin, inputs_as, seed=seed, after=after, process=process)
 
@@ -120,7 +122,8 @@ class RunningWorker:
         self._own = process is None
         if process is None:
             cpu = limits.import_seconds + limits.submission_seconds
-            process = WorkerProcess(handin, exercise, cpu, pool, checked)
+            torch = torch_use.needed(handin, [exercise])
+            process = WorkerProcess(handin, exercise, cpu, pool, checked, torch)
         # An exercise after the first on its process begins when it is sent (`send`): the worker waits
         # idle until then, while the grader computes the exercise's references, say.
         self._later = process.begin_exercise()

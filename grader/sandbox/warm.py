@@ -1,9 +1,14 @@
-"""Warm workers: sandboxed zygotes with torch already imported, each forking one worker per submission.
+"""Warm workers: sandboxed zygotes, each forking one worker per submission.
 
 `import torch` costs well over a second; a submission's trials a fraction of that. A zygote (zygote.py)
 pays the import once, then serves submissions one at a time: each gets a freshly forked process in the
 same sandbox, and nothing of it (no process, no file) is left when the next one starts. A zygote that
 cannot say so, misbehaves or dies is discarded and the next submission gets a fresh one.
+
+A zygote imports torch only when a job needs it (`torch=True`: a hand-in that names torch, an exercise's
+references), or at its start where the command already knows one will (`grader check` of such a file).
+Until then its workers are numpy's alone: torch is out of their view of the installed packages, so a
+hand-in graded there cannot reach autograd by any route (sandbox/torch_use.py says which need it).
 
 A pool keeps idle zygotes for reuse; it grows to as many as are in use at once (one per `-j` slot).
 With `fresh=True` every zygote serves one submission only: a fresh interpreter per submission, as
@@ -112,8 +117,10 @@ def _discard_slot(slot: Path) -> None:
 class Zygote:
     """One started zygote and its slot folder (where the grader stages each job's files)."""
 
-    def __init__(self) -> None:
+    def __init__(self, torch: bool = False) -> None:
+        """`torch`: import it at once, before the first job, which then need not wait for it."""
         _remove_dead_slots()
+        self.torch_loaded = torch  # whether its forks have torch: imported at its start or for a job
         self.slot = Path(tempfile.mkdtemp(prefix=f"{_SLOT_PREFIX}{os.getpid()}-"))
         self.jobs_served = 0
         self._control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -161,6 +168,7 @@ class Zygote:
                 "confine": None if self.sandboxed else isolation.confinement(self.slot),
                 # How each hand-in job's view of the installed packages is made a wall (walls.py)
                 "walls": isolation.current().walls.value,
+                "torch": torch,
             }
             args = ["-I", "-B", "-c", _BOOT, json.dumps(config), isolation.package_parent()]
             start = isolation.launch(self.slot, args, env, SCRATCH_MB)
@@ -195,8 +203,11 @@ class Zygote:
         references: bool = False,
         memory_mb: int | None = None,
         view: course_view.View | None = None,
+        torch: bool = True,
     ) -> ForkedJob:
-        """Hand the zygote a job: it forks the worker as soon as it is warm (the import may still run).
+        """Hand the zygote a job: it forks the worker as soon as it is warm (the import may still run),
+        having imported torch first where the job needs it (`torch`; always for references) and it has
+        not yet. A job without torch must have a `view` without it, where the isolation walls imports.
 
         The worker may have `processes` processes and threads at once, itself included, where a cgroup
         can bound them, and `memory_mb` MiB of memory, all its processes together, where the cgroup has
@@ -205,8 +216,10 @@ class Zygote:
         only `view` (its course's; by default a course declaring none), where the isolation walls them.
         """
         walled = not references and isolation.current().walls is not isolation.Walls.NONE
+        torch = references or self.torch_for(torch) or (view is not None and view.torch)
         if walled and view is None:
-            view = course_view.view_for(())
+            view = course_view.view_for((), torch=torch)
+        self.torch_loaded = self.torch_loaded or torch
         budget = None
         if self.group is not None:
             with contextlib.suppress(OSError):  # a zygote that is gone: the job reads as ended
@@ -217,13 +230,18 @@ class Zygote:
         self.jobs_served += 1
         job = ForkedJob(self, self.jobs_served, budget)
         with contextlib.suppress(OSError):  # a zygote gone: the job reads as ended, the zygote is not reused
-            message: dict[str, Any] = {"type": "job", "id": job.id, "references": references}
+            message: dict[str, Any] = {"type": "job", "id": job.id, "references": references, "torch": torch}
             if walled and view is not None:
                 message["view"] = {"digest": view.digest, **view.message()}
                 if self.sandboxed:  # the layout the worker binds the view's entries into
                     course_view.stage_skeleton(view, self.slot / VIEWS)
             socket.send_fds(self._control, [json.dumps(message).encode()], fds)
         return job
+
+    def torch_for(self, wanted: bool) -> bool:
+        """Whether a job that `wanted` torch or not gets it: also where the zygote has it already (its
+        forks hold it in memory, whatever their view), and where no wall could keep it from them."""
+        return wanted or self.torch_loaded or isolation.current().walls is isolation.Walls.NONE
 
     def receive(self, timeout: float) -> dict[str, Any] | None:
         """The zygote's next message; {"type": "gone"} once it has ended, None at the timeout."""
@@ -353,12 +371,13 @@ class WorkerPool:
         with self._lock:
             return tuple(self._idle)
 
-    def prestart(self, count: int) -> None:
-        """Start zygotes now, up to `count` idle ones, so that their imports overlap the caller's work."""
+    def prestart(self, count: int, torch: bool = False) -> None:
+        """Start zygotes now, up to `count` idle ones, so that their imports overlap the caller's work
+        (torch's too, with `torch`)."""
         with self._lock:
             missing = 0 if self._closed else count - len(self._idle)
         for _ in range(missing):
-            zygote = Zygote()
+            zygote = Zygote(torch)
             with self._lock:
                 self._idle.append(zygote)
 

@@ -1,4 +1,5 @@
-"""The warm worker: torch imported once, then one fresh forked worker per submission, inside the sandbox.
+"""The warm worker: imported once (torch too, at its start or for the first job that needs it), then one
+fresh forked worker per submission, inside the sandbox.
 
 The grader (warm.py) starts it under the same isolation a worker gets, in its own cgroup where there is
 one. It waits on its control socket for a job (the descriptors of the job's pipes), forks, and the child
@@ -75,7 +76,8 @@ def main(config_text: str) -> None:
     if not sandboxed:  # what a job leaves (a daemon) comes back to the zygote, to be reaped and counted
         _prctl(_PR_SET_CHILD_SUBREAPER, 1)
     signal.signal(signal.SIGINT, signal.SIG_DFL)  # as PID 1, only signals it handles reach it
-    worker.prepare()
+    torch = bool(config["torch"])
+    worker.prepare(torch)
     drop = config.get("drop")
     user = None if drop is None else (int(drop[0]), int(drop[1]))
     if user is not None:  # once for every job: what the workers import stays readable after the drop
@@ -109,6 +111,11 @@ def main(config_text: str) -> None:
                 os.close(fd)
             continue
         job_dir, references = Path(config["job_dir"]), message.get("references") is True
+        if message.get("torch") is True and not torch:
+            # Before the fork, once: every later worker has it too (the grader knows: warm.Zygote).
+            worker.prepare_torch()
+            gc.freeze()
+            torch = True
         walls = _Walls(config.get("walls", "none"), None if references else message.get("view"))
         confine = config.get("confine")
         rules = _landlock_rules(confine["read"], walls) if confine is not None and walls.landlock else None

@@ -52,6 +52,14 @@ def refusal(module: str) -> str:
     )
 
 
+# torch out of the worker's view: nothing of the hand-in named it (sandbox/torch_use.py).
+UNNAMED_TORCH = (
+    "your code imports torch, but the word torch appears nowhere in your files, so the grader ran them "
+    "without torch (it loads torch only for code that names it): import it by name, `import torch`, in the "
+    "file that uses it"
+)
+
+
 class NotInCourse(ModuleNotFoundError):
     """A module the machine may have, refused: the course does not declare it. Told as the
     ModuleNotFoundError it is to student code (tracebacks name a class by its module and qualname):
@@ -84,6 +92,8 @@ class _CourseImports(importlib.abc.MetaPathFinder):
         if path is not None:  # a submodule: its package was allowed
             return None
         top = name.partition(".")[0]
+        if top == "torch" and top in self._hidden:  # whoever imports it: a library's optional import too
+            raise NotInCourse(UNNAMED_TORCH, name=top)
         if top in self._allowed or top in sys.stdlib_module_names:
             return None
         if not _importer_file(sys._getframe(1)).startswith(self._student_dirs):
@@ -188,7 +198,8 @@ def install(
     allowed = frozenset(ALWAYS | {str(d) for d in declared} | named)
     student = (str(submission_dir) + os.sep,)
     own = (str(submission_dir) + os.sep, str(support_dir) + os.sep)
-    out_of_view = frozenset(hidden) - allowed
+    # torch among them: a worker without torch (sandbox/torch_use.py)
+    out_of_view = frozenset(hidden) - (allowed - {"torch"}) - named
     _hide(folders, out_of_view)
     sys.meta_path.insert(0, _CourseImports(allowed, student, own, out_of_view))
 

@@ -36,14 +36,22 @@ from grader.sandbox.worker.loading import Importer, python2_names
 from grader.sandbox.worker.trial import Reruns, run_reruns, run_trial
 
 
-def prepare() -> None:
-    """What every worker needs before its job, done once in the zygote that forks them."""
+def prepare(torch: bool) -> None:
+    """What every worker needs before its job, done once in the zygote that forks them; torch's part
+    with `torch`, else by `prepare_torch` before the first job that needs it."""
+    if torch:
+        prepare_torch()
+    course_imports.remember_folders()
+
+
+def prepare_torch() -> None:
+    """torch imported and warmed up, in the zygote: every worker it forks from then on has it."""
     with contextlib.suppress(ImportError):
         import torch
 
         torch.set_num_threads(1)  # before any work: torch's OpenMP runtime does not survive a fork otherwise
         _warm_up(torch)
-    course_imports.remember_folders()  # last: after what the warm-up imported
+    course_imports.remember_folders()  # after what the warm-up imported
 
 
 def _warm_up(torch: Any) -> None:
@@ -74,8 +82,10 @@ def main(job_dir: Path, jobs_fd: int, results_fd: int, progress_fd: int) -> None
     sys.path.insert(0, str(job_dir / "support"))  # first: the course's util.py, not a student's copy
     if handin.get("checked"):
         # The checked worker (judging/provenance.py): autograd wrong on every route, before the submission
-        # is imported and for the life of the process. The ordinary worker has none of it.
-        install_checked_autograd()
+        # is imported and for the life of the process. The ordinary worker has none of it. A worker
+        # without torch cannot import it (its view lacks it): nothing to make wrong.
+        if handin["torch"] or "torch" in sys.modules:
+            install_checked_autograd()
         if handin["refuse_numerical"]:
             numerical_watch.install(submission_dir)
     python2_names()
