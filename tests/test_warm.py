@@ -321,20 +321,23 @@ def test_a_pool_with_a_limit_lends_no_more_workers_than_that() -> None:
         pool.close()
 
 
-def test_what_every_job_does_is_imported_once_in_the_zygote() -> None:
+@pytest.mark.parametrize("torch", [True, False])
+def test_what_every_job_does_is_imported_once_in_the_zygote(torch: bool) -> None:
     """A forked worker seeds the generators and converts returns for every trial: what those import must
     be imported by the zygote's preparation, or every hand-in pays the import again (numpy.random: 13 ms
-    of CPU in each)."""
-    script = textwrap.dedent("""
+    of CPU in each). A zygote prepared without torch imports none of it."""
+    tensor = 'returns.converted("out", sys.modules["torch"].ones(2, requires_grad=True) * 2)' if torch else ""
+    script = textwrap.dedent(f"""
         import sys
-        import numpy as np, torch
+        import numpy as np
         from grader.sandbox import seeding
         from grader.sandbox.worker import loop, returns
-        loop.prepare()
+        loop.prepare({torch})
+        assert ("torch" in sys.modules) is {torch}, "torch imported: {not torch}"
         before = set(sys.modules)
         seeding.seed_randomness(0, None)
         seeding.seed_randomness(0, 3)
-        returns.converted("out", torch.ones(2, requires_grad=True) * 2)
+        {tensor}
         returns.converted("out", np.float32(1.0))
         print(sorted(set(sys.modules) - before))
     """)
