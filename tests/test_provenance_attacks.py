@@ -31,7 +31,12 @@ from grader.sandbox import isolation
 
 ATTACKS = Path(__file__).resolve().parent / "provenance_attacks"
 TRIALS = 20  # 3 of them checked
-LIMITS = "\nlimits: {trial_seconds: 2, submission_seconds: 60, import_seconds: 20, memory_mb: 2048}\n"
+# A first call of 4 s, not the default 30: hang_on_check spins in the checked worker's first call, and a
+# timeout is confirmed by a second run (2 x 30 s of CPU a layer, most of this file's time, 2026-12-05).
+LIMITS = (
+    "\nlimits: {trial_seconds: 2, first_call_seconds: 4, submission_seconds: 60, import_seconds: 20, "
+    "memory_mb: 2048}\n"
+)
 CORRECT = ("stateful_counter", "stateful_torch", "honest_threads_func")
 # What each attack gets: no points for user_grad, and the verdict that says why. An attack that leaves or
 # stalls when it notices the check ends its whole run (every return errs); one that raises there loses
