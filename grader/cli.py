@@ -180,12 +180,25 @@ def _parser() -> argparse.ArgumentParser:
         default=DEFAULT_POOL_SIZE,
         help=f"seeds in the pool (default {DEFAULT_POOL_SIZE})",
     )
+    prepare.add_argument(
+        "--ship",
+        action="store_true",
+        help="also write the references of grader check's default trials beside each exercise "
+        "(references/), to travel with the exercise folder to students (grader handout does this itself)",
+    )
 
     handout = commands.add_parser(
         "handout", help="write the exercises as students get them: no solution, no known-wrong files"
     )
     handout.add_argument("exercises", type=Path, nargs="+", help="exercise folders or folders of them")
     handout.add_argument("out", type=Path, help="a new (or empty) folder for the handout")
+    handout.add_argument(
+        "--no-references",
+        dest="references",
+        action="store_false",
+        help="leave out the references of grader check's default trials (a smaller handout: CS231n A2's "
+        "are 17 MB; each student's first check then computes them, importing torch)",
+    )
 
     new = commands.add_parser("new", help="start a new exercise from a template that validates (authors)")
     new.add_argument("id", help="the exercise's id: its folder's name")

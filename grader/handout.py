@@ -2,7 +2,9 @@
 
 OUT holds, laid out as in the instructor's library (grader/exercise/staging.py), each exercise's spec
 without the instructor's fields, its starter, its support files and the course's course.yaml files, and
-a README.md for students. Never the reference solution, the known-wrong files or the reference code:
+a README.md for students, and the references of the trials `grader check` uses by default
+(shipped_references.py: a student's first check reads them, and never imports torch for them). Never the
+reference solution, the known-wrong files or the reference code:
 after writing, every file of OUT is compared (by name and by content) with those, and a match empties
 OUT and fails. An exercise whose expected values come from `reference.py` cannot be checked without that
 code: its starter is handed out, its spec is not, and the README says it is graded by the course only.
@@ -13,14 +15,16 @@ from __future__ import annotations
 import hashlib
 import shutil
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import yaml
 
 from grader.errors import GraderError, UsageError
+from grader.exercise.settings import ReferenceCache
 from grader.exercise.spec import SPEC_FILE, Exercise, ExerciseSpec, discover_exercises, load_exercise
 from grader.exercise.staging import StagedExercise, stage
+from grader.exercise.trials import DEFAULT_SEED
 
 README = "README.md"
 # Spec fields only the instructor's tools read (`grader validate`): the reference solution's file, and the
@@ -44,6 +48,7 @@ class HandedExercise:
     folder: Path  # relative to OUT
     starter: Path | None  # relative to OUT
     checkable: bool  # False: its expected values come from the instructor's reference code
+    references: Path | None = None  # relative to OUT: the default check's, shipped; None: not handed out
 
 
 @dataclass(frozen=True)
@@ -53,8 +58,10 @@ class Handout:
     files: int
 
 
-def write_handout(sources: Sequence[Path], out: Path) -> Handout:
-    """Write the handout of every exercise under `sources` into `out` (a new or empty folder)."""
+def write_handout(sources: Sequence[Path], out: Path, references: ReferenceCache | None = None) -> Handout:
+    """Write the handout of every exercise under `sources` into `out` (a new or empty folder), with the
+    default check's references of each checkable exercise where `references` (the cache they are looked
+    up in, and kept in where computed here) is given."""
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise UsageError(f"{out}: not an empty folder; name a new folder for the handout, or empty this one")
     exercises = [load_exercise(f) for s in sources for f in discover_exercises(s)]
@@ -62,6 +69,8 @@ def write_handout(sources: Sequence[Path], out: Path) -> Handout:
     try:
         staged = stage(sources, out, _student_files, _render)
         handed = tuple(_handed(done) for done in staged)
+        if references is not None:
+            handed = tuple(_with_references(out, h, references) for h in handed)
         (out / README).write_text(student_readme(handed), encoding="utf-8")
         check_no_secrets(out, exercises)
     except BaseException:
@@ -126,6 +135,24 @@ def _handed(done: StagedExercise) -> HandedExercise:
     )
     entries = (spec.entry, *(call.entry for call in spec.then))
     return HandedExercise(exercise.id, spec.title, entries, folder, starter, spec.reference is None)
+
+
+def _with_references(out: Path, handed: HandedExercise, cache: ReferenceCache) -> HandedExercise:
+    """The exercise with its default check's references written beside its spec in OUT: computed from the
+    handout's own copy of the exercise, which is what students' checks key them by. One whose references
+    cannot be computed (its graph fails on its own inputs: `grader validate` says why) goes without."""
+    if not handed.checkable:
+        return handed
+    from grader.exercise import shipped_references
+    from grader.exercise.preparation import public_references
+
+    exercise = load_exercise(out / handed.folder / SPEC_FILE, authoring=False)
+    try:
+        computed = public_references(exercise, cache)
+    except GraderError:
+        return handed
+    written = shipped_references.ship(exercise, DEFAULT_SEED, computed)
+    return replace(handed, references=written.relative_to(out.resolve()))
 
 
 def check_no_secrets(out: Path, exercises: Iterable[Exercise]) -> None:

@@ -278,6 +278,22 @@ def test_a_student_checking_the_handout_gets_the_instructors_verdicts(
     assert "logic" in {v for v, _ in _verdicts(instructor["graph2"]).values()}
 
 
+def test_a_students_first_check_of_the_handout_reads_its_references_and_computes_none(
+    student: Path, handout: Path, tmp_path: Path
+) -> None:
+    """The default check (the public seed, every trial) with an empty cache, where computing a reference
+    is an error: the handout's own references serve it, in the student's installed grader."""
+    for name, (_, exercise_id, file, wrong) in HAND_INS.items():
+        mine = tmp_path / name / file
+        mine.parent.mkdir()
+        shutil.copyfile(wrong, mine)
+        command: list[str | Path] = [student / "bin" / "grader", "check", exercise_id, mine, "--json"]
+        empty = str(tmp_path / "cache")
+        done = _run(command, handout, timeout=300, GRADER_CACHE_DIR=empty, GRADER_REFERENCES="stored")
+        assert done.returncode == 1, done.stderr[-3000:]
+        assert "logic" in {r["verdict"] for r in json.loads(done.stdout)["returns"]}
+
+
 # Run with the student's environment's Python: a notebook of two cells (their code, then grader.check) in
 # a kernel of that same Python, started in the handout's folder; prints what the check found.
 NOTEBOOK_RUNNER = """

@@ -3,17 +3,14 @@
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING
 
 from rich.console import Console
 
+from grader.commands.common import load_all
 from grader.commands.outcome import Outcome
 from grader.errors import GraderError
+from grader.exercise.settings import ReferenceCache
 from grader.report.terminal import safe
-
-if TYPE_CHECKING:
-    pass
-from grader.commands.common import load_all
 
 
 def validate(args: argparse.Namespace, console: Console, errors: Console) -> Outcome:
@@ -39,10 +36,17 @@ def validate(args: argparse.Namespace, console: Console, errors: Console) -> Out
 def handout(args: argparse.Namespace, console: Console) -> Outcome:
     from grader.handout import README, write_handout
 
-    written = write_handout(args.exercises, args.out)
+    cache = ReferenceCache.from_environment() if args.references else None
+    written = write_handout(args.exercises, args.out, cache)
     for exercise in written.exercises:
         where = exercise.folder if exercise.checkable else f"{exercise.starter} (graded by the course only)"
-        console.print(f"  {safe(exercise.id)}: {safe(str(where))}")
+        unshipped = cache is not None and exercise.checkable and exercise.references is None
+        note = (
+            " (no references: its graph fails on its own inputs; grader validate says why)"
+            if unshipped
+            else ""
+        )
+        console.print(f"  {safe(exercise.id)}: {safe(str(where))}{note}")
     only = sum(not e.checkable for e in written.exercises)
     console.print(
         f"wrote {written.files} files to {safe(str(args.out))}: {len(written.exercises)} exercises"

@@ -3,20 +3,18 @@
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING
+from pathlib import Path
 
 from rich.console import Console
 
+from grader.commands.common import load_all
 from grader.commands.outcome import Outcome
-from grader.errors import UsageError
+from grader.errors import GraderError, UsageError
 from grader.exercise.settings import CACHE_ENV, ReferenceCache, Settings
+from grader.exercise.spec import Exercise
 from grader.exercise.trials import DEFAULT_SEED
 from grader.report.terminal import safe
 from grader.text import counted
-
-if TYPE_CHECKING:
-    pass
-from grader.commands.common import load_all
 
 
 def prepare(args: argparse.Namespace, console: Console, errors: Console) -> Outcome:
@@ -27,6 +25,8 @@ def prepare(args: argparse.Namespace, console: Console, errors: Console) -> Outc
     from grader.exercise.preparation import prepare as prepared
 
     pool = None
+    if args.ship and args.pool is not None:
+        raise UsageError("--ship and --pool: a pool's seeds are secret, they never travel; give one of them")
     if args.pool is not None:
         if args.seed is not None:
             raise UsageError("--seed and --pool: a pool draws its own secret seeds; give one or the other")
@@ -41,6 +41,10 @@ def prepare(args: argparse.Namespace, console: Console, errors: Console) -> Outc
     if folder is None:
         off = f"the reference cache is off ({CACHE_ENV} is empty)"
         raise UsageError(f"{off}: nothing would keep the references; name a folder there, or --pool DIR")
+    if args.ship and pool is not None:
+        raise UsageError(
+            "--ship and --pool: a pool's seeds are secret and never travel; give one or the other"
+        )
     runs = [Settings(seed, args.trials, cache=cache) for seed in seeds]
     for exercise in exercises:
         for done in prepared(exercise, runs):
@@ -54,6 +58,15 @@ def prepare(args: argparse.Namespace, console: Console, errors: Console) -> Outc
                 console.print(f"{what} computed in {done.seconds:.1f} s")
             else:
                 console.print(f"[dim]{what} already stored[/]")
+        if args.ship:
+            shipped = _shipped(exercise, cache)
+            if shipped is None:
+                counts[Status.FAILED] += 1
+                errors.print(f"[bold red]{safe(exercise.id)}: not shipped[/] — its references failed above")
+            else:
+                console.print(
+                    f"{safe(exercise.id)}: grader check's references shipped in {safe(str(shipped))}"
+                )
     if pool is not None:
         seed_pool.write_pool(folder, pool)  # last: a pool is only ever read whole
     failed = counts[Status.FAILED] + len(broken)
@@ -62,3 +75,16 @@ def prepare(args: argparse.Namespace, console: Console, errors: Console) -> Outc
         f"in {safe(str(folder))}" + (f" (a pool of {len(seeds)} secret seeds)" if pool is not None else "")
     )
     return Outcome.of([], broken=failed > 0)
+
+
+def _shipped(exercise: Exercise, cache: ReferenceCache) -> Path | None:
+    """The default check's references written beside the exercise (shipped_references.py); None where
+    they cannot be computed (the exercise's failure was told with its preparation)."""
+    from grader.exercise import shipped_references
+    from grader.exercise.preparation import public_references
+
+    try:
+        references = public_references(exercise, cache)
+    except GraderError:
+        return None
+    return shipped_references.ship(exercise, DEFAULT_SEED, references)

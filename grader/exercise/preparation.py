@@ -14,9 +14,10 @@ from dataclasses import dataclass
 
 from grader.errors import GraderError
 from grader.exercise import reference_cache
+from grader.exercise.expected import References
 from grader.exercise.settings import ReferenceCache, Settings
 from grader.exercise.spec import Exercise
-from grader.exercise.trials import make_trials
+from grader.exercise.trials import DEFAULT_SEED, make_trials
 
 
 class Status(enum.Enum):
@@ -68,3 +69,15 @@ def _prepared(cache: ReferenceCache, exercise: Exercise, seed: int, count: int) 
         message = f"computed, but {cache.folder} did not keep them (a folder this user cannot write?)"
         return Preparation(exercise.id, seed, count, Status.FAILED, seconds, message)
     return Preparation(exercise.id, seed, count, Status.COMPUTED, seconds)
+
+
+def public_references(exercise: Exercise, cache: ReferenceCache) -> References:
+    """The references of the trials `grader check` uses by default (the public seed, the spec's count):
+    stored ones, else computed (importing torch) and kept in `cache` as well. Raises GraderError where the
+    exercise's graph or reference fails on its own inputs."""
+    count = exercise.spec.trials
+    found = reference_cache.lookup(cache, exercise, DEFAULT_SEED, count)
+    if found is not None:
+        return found
+    trials = make_trials(exercise, DEFAULT_SEED, count)
+    return reference_cache.computed_references(cache, exercise, DEFAULT_SEED, trials)

@@ -23,6 +23,9 @@ The folder, and what a miss does, are the run's settings' (settings.ReferenceCac
 $GRADER_CACHE_DIR and $GRADER_REFERENCES), passed to every function here that reads or writes the folder.
 OnMiss.REFUSE ($GRADER_REFERENCES=stored) makes a miss an error (ReferencesNotStored) instead of a
 computation: how a test, or a Gradescope image, shows that a grading computed no reference.
+
+Where the folder lacks them, the references that travel with the exercise (shipped_references.py: the
+public seed's, written by `grader handout`) are looked up too: a student's first check reads those.
 """
 
 from __future__ import annotations
@@ -102,11 +105,14 @@ def stored_references(
 
     Imports no torch: a check whose references are stored never does, in the grader's process.
     """
+    from grader.exercise import shipped_references
+
     found = lookup(cache, exercise, seed, count, only)
     _ASKED[found is not None] += 1
     if found is None and cache.on_miss is OnMiss.REFUSE:
         folder = cache.folder
-        where = f"in {folder}" if folder is not None else "anywhere (the cache is off)"
+        where = f"in {folder}" if folder is not None else "in a cache (the cache is off)"
+        where += f" or in {shipped_references.path(exercise, seed, count).parent} (shipped with the exercise)"
         fix = (
             f"store them first: grader prepare {exercise.root} --seed {seed} --trials {count}"
             if only is None
@@ -129,16 +135,20 @@ def asked() -> tuple[int, int]:
 def lookup(
     cache: ReferenceCache, exercise: Exercise, seed: int, count: int, only: int | None = None
 ) -> References | None:
-    """stored_references, without `cache.on_miss`'s say: None where they are not stored."""
+    """stored_references, without `cache.on_miss`'s say: None where they are not stored, in the cache or
+    with the exercise (shipped_references.py)."""
+    from grader.exercise.shipped_references import shipped
+
     indices = [only] if only is not None else list(range(count))
     key = _key(exercise, seed, indices)
     if key in _OWN:
         return _OWN[key]
     folder = cache.folder
-    if folder is None:
-        return None
-    mac_key = _mac_key(folder, create=False)
-    return None if mac_key is None else _load_file(folder / f"{key}.npz", exercise, key, mac_key)
+    mac_key = None if folder is None else _mac_key(folder, create=False)
+    found = None
+    if folder is not None and mac_key is not None:
+        found = _load_file(folder / f"{key}.npz", exercise, key, mac_key)
+    return found if found is not None else shipped(exercise, seed, count, only)
 
 
 def computed_references(

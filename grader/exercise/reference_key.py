@@ -43,17 +43,20 @@ RETURN_FIELDS = frozenset({"name", "value", "grad", "vjp"})
 _VERSION_LINE = re.compile(r"^REFERENCE_VERSION = (\d+)\s*$", re.MULTILINE)
 
 
-def references_key(exercise: Exercise, seed: int, indices: Sequence[int], file_format: int) -> str:
-    """The hex sha256 naming the references of trials `indices` of `seed`, stored in `file_format`."""
-    identity = {
+def references_key(
+    exercise: Exercise, seed: int, indices: Sequence[int], file_format: int | str, releases: bool = True
+) -> str:
+    """The hex sha256 naming the references of trials `indices` of `seed`, stored in `file_format`;
+    without numpy's and torch's release series where not `releases` (shipped_references.py says why)."""
+    identity: dict[str, Any] = {
         "format": file_format,
         "reference_version": reference_version(),
-        "numpy": _series(np.__version__),
-        "torch": _series(_torch_version()),
         "exercise": exercise_identity(exercise),
         "seed": seed,
         "trials": list(indices),
     }
+    if releases:
+        identity |= {"numpy": _series(np.__version__), "torch": _series(_torch_version())}
     return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
 
 
