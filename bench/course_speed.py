@@ -1,6 +1,7 @@
 """Benchmark: what grading a real assignment costs a student and a course, beside the student's own code.
 
 Usage: .venv/bin/python bench/course_speed.py [--courses a2 a3 graph2] [--students 20] [--jobs 2]
+       [--against COMMIT]
 
 For each course, the bundled solutions of its exercises merged into one file as a student hands it in
 (CS231n A2's layers.py: 12 exercises; A3's rnn_layers.py: 7; graph2's solution.py: 1), and measured side
@@ -8,17 +9,19 @@ by side in one run, as CPU of the whole process tree (a cgroup's accounting: the
 workers the grader starts and kills are counted, which getrusage misses) and wall time:
 
 - cold check: `grader check COURSE FILE` with an empty reference cache (the references are computed);
-- prepared check: the same after `grader prepare COURSE` (skipped where the command does not exist yet);
 - cached check: the same again, the references read from the cache;
-- start-up: `python -c "import torch"`, what every check pays once (the zygote's import);
+- the handout's first check: `grader handout COURSE OUT`, then `grader check OUT FILE` with an empty cache
+  (what a handout carries decides: references shipped with it, or none);
+- start-up: `python -c "import torch"`, what a torch import costs;
 - the student's own calls: the CPU spent inside the student's functions while the grader runs them
   (the in-process `grader.check` of every exercise, each call timed by the thread's CPU clock): the
   code's own cost, whatever grader runs it;
 - a class of `--students` copies of the file (each a little different, so none is taken from the
   gradebook as another's), `grader run COURSE --seed 0` with the cache warm, per student.
 
-Ratios printed: the cached check beyond start-up and the class run per student, over the student's calls.
-Needs to create a cgroup (root, Linux).
+Ratios printed: the class run per student over the student's calls; with `--against COMMIT`, every figure
+of that commit's grader too (a git worktree, its own exercises), measured in the same run, and this
+checkout's CPU over that commit's. Needs to create a cgroup (root, Linux).
 """
 
 from __future__ import annotations
@@ -95,6 +98,15 @@ def merged(course: Path, folder: Path) -> Path:
     return handin
 
 
+@dataclass(frozen=True)
+class Tree:
+    """A checkout whose grader is measured: this one, or another's commit (`--against`)."""
+
+    label: str
+    root: Path
+    env: dict[str, str]  # what makes `python -m grader` that checkout's
+
+
 def measured(group: CpuGroup, command: list[str], env: dict[str, str]) -> Measured:
     old = dict(os.environ)
     os.environ.update(env)
@@ -108,61 +120,103 @@ def measured(group: CpuGroup, command: list[str], env: dict[str, str]) -> Measur
     return Measured(wall, cpu)
 
 
+def course_figures(
+    group: CpuGroup, tree: Tree, name: str, handin: Path, folder: Path, students: int, jobs: int
+) -> dict[str, Measured]:
+    """Every figure of one course graded by one checkout's grader, in a folder of its own."""
+    grader = [sys.executable, "-m", "grader"]
+    course = tree.root / COURSES[name].relative_to(ROOT)
+    figures: dict[str, Measured] = {}
+    cache = {**tree.env, "GRADER_CACHE_DIR": str(folder / "cache")}
+    check = [*grader, "check", str(course), str(handin)]
+    figures["cold check"] = measured(group, check, cache)
+    figures["cached check"] = measured(group, check, cache)
+    # A student's first check of the course's handout: an empty cache, whatever the handout carries
+    handout = folder / "handout"
+    measured(group, [*grader, "handout", str(course), str(handout)], cache)
+    empty = {**tree.env, "GRADER_CACHE_DIR": str(folder / "student-cache")}
+    figures["handout's first check"] = measured(group, [*grader, "check", str(handout), str(handin)], empty)
+    klass = folder / "class"
+    for index in range(students):
+        student = klass / f"s{index:02d}"
+        student.mkdir(parents=True)
+        (student / handin.name).write_text(handin.read_text() + f"\n# student {index}\n")
+    run = [*grader, "run", str(course), "--submissions", str(klass), "--seed", "0"]
+    run += ["-j", str(jobs), "--gradebook", str(folder / "gb.sqlite")]
+    whole = measured(group, run, cache)
+    figures["class, per student"] = Measured(whole.wall / students, whole.cpu / students)
+    return figures
+
+
+def student_calls(name: str, handin: Path, cache: Path) -> float:
+    calls = subprocess.run(
+        [sys.executable, "-c", STUDENT_CALLS, str(COURSES[name]), str(handin)],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "GRADER_CACHE_DIR": str(cache)},
+    )
+    return float(json.loads(calls.stdout.splitlines()[-1])["cpu"])
+
+
+def other_checkout(commit: str, folder: Path) -> Tree:
+    subprocess.run(
+        ["git", "-C", str(ROOT), "worktree", "add", "--detach", str(folder), commit],
+        check=True,
+        capture_output=True,
+    )
+    # PYTHONPATH comes before site-packages (this checkout's editable install); the zygote is told its
+    # root by the grader that starts it.
+    return Tree(commit, folder, {"PYTHONPATH": str(folder)})
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--courses", nargs="+", default=list(COURSES), choices=list(COURSES))
     parser.add_argument("--students", type=int, default=20)
     parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--against", metavar="COMMIT", help="measure this commit's grader too, side by side")
     args = parser.parse_args()
-    grader = [sys.executable, "-m", "grader"]
-    has_prepare = "prepare" in subprocess.run([*grader, "--help"], capture_output=True, text=True).stdout
     group = CpuGroup()
-    try:
-        startup = measured(group, [sys.executable, "-c", "import torch"], {})
-        print(f"start-up (import torch): {startup.cpu:.2f} s CPU")
-        header = "course | cold check | prepared | cached check | student's calls | cached-startup / calls"
-        print(f"{header} | class/student | class per student / calls")
-        for name in args.courses:
-            course = COURSES[name]
-            with tempfile.TemporaryDirectory(prefix="grader-course-") as tmp:
-                folder = Path(tmp)
-                handin = merged(course, folder)
-                cache = {"GRADER_CACHE_DIR": str(folder / "cache")}
-                check = [*grader, "check", str(course), str(handin)]
-                cold = measured(group, check, cache)
-                prepared = None
-                if has_prepare:
-                    ready = {"GRADER_CACHE_DIR": str(folder / "prepared")}
-                    measured(group, [*grader, "prepare", str(course)], ready)
-                    prepared = measured(group, check, ready)
-                cached = measured(group, check, cache)
-                calls = subprocess.run(
-                    [sys.executable, "-c", STUDENT_CALLS, str(course), str(handin)],
-                    capture_output=True,
-                    text=True,
-                    check=True,
-                    env={**os.environ, **cache},
+    with tempfile.TemporaryDirectory(prefix="grader-course-") as tmp:
+        trees = [Tree("this checkout", ROOT, {})]
+        if args.against:
+            trees.append(other_checkout(args.against, Path(tmp) / "against"))
+        try:
+            startup = measured(group, [sys.executable, "-c", "import torch"], {})
+            print(f"start-up (import torch): {startup.cpu:.2f} s CPU")
+            labels = " | ".join(t.label for t in trees)
+            print(f"course | figure | {labels}" + (" | this / against" if len(trees) > 1 else ""))
+            for name in args.courses:
+                folder = Path(tmp) / name
+                folder.mkdir()
+                handin = merged(COURSES[name], folder)
+                figures = [
+                    course_figures(group, tree, name, handin, folder / f"tree{n}", args.students, args.jobs)
+                    for n, tree in enumerate(trees)
+                ]
+                own = student_calls(name, handin, folder / "tree0" / "cache")
+                print(f"{name} | the student's calls | {own:.2f} s CPU", flush=True)
+                for figure in figures[0]:
+                    cells = [f"{f[figure].cpu:.2f} CPU {f[figure].wall:.2f} wall" for f in figures]
+                    ratio = (
+                        f" | {figures[0][figure].cpu / figures[1][figure].cpu:.2f}"
+                        if len(figures) > 1
+                        else ""
+                    )
+                    print(f"{name} | {figure} | " + " | ".join(cells) + ratio, flush=True)
+                for f, tree in zip(figures, trees, strict=True):
+                    per = f["class, per student"].cpu
+                    print(
+                        f"{name} | class per student / the student's calls ({tree.label}) | {per / own:.2f}x",
+                        flush=True,
+                    )
+        finally:
+            group.remove()
+            if len(trees) > 1:
+                subprocess.run(
+                    ["git", "-C", str(ROOT), "worktree", "remove", "--force", str(trees[1].root)], check=False
                 )
-                own = json.loads(calls.stdout.splitlines()[-1])["cpu"]
-                students = folder / "class"
-                for index in range(args.students):
-                    student = students / f"s{index:02d}"
-                    student.mkdir(parents=True)
-                    text = handin.read_text() + f"\n# student {index}\n"
-                    (student / handin.name).write_text(text)
-                run = [*grader, "run", str(course), "--submissions", str(students), "--seed", "0"]
-                run += ["-j", str(args.jobs), "--gradebook", str(folder / "gb.sqlite")]
-                klass = measured(group, run, cache)
-                per = klass.cpu / args.students
-                shown = f"{prepared.cpu:.2f}" if prepared else "-"
-                print(
-                    f"{name} | {cold.cpu:.2f} CPU {cold.wall:.1f} wall | {shown} | {cached.cpu:.2f} CPU "
-                    f"{cached.wall:.1f} wall | {own:.2f} | {(cached.cpu - startup.cpu) / own:.2f}x | "
-                    f"{per:.2f} | {per / own:.2f}x",
-                    flush=True,
-                )
-    finally:
-        group.remove()
 
 
 if __name__ == "__main__":
