@@ -32,7 +32,7 @@ from grader.judging.judge import judge, not_run
 from grader.judging.reruns.plan import RerunPlan, plan_reruns
 from grader.outcomes import Failure, FailureKind
 from grader.results import SubmissionResult
-from grader.sandbox import isolation
+from grader.sandbox import isolation, torch_use
 from grader.sandbox.report import Pass, RerunRequest, WorkerReport
 from grader.sandbox.runner import HandinWorker, RunningWorker
 from grader.sandbox.warm import WorkerPool, shared_pool
@@ -252,6 +252,14 @@ def _ordinary(
         if isinstance(references, SharedReferences):
             references = references.get()  # after the send: computing them imports torch
         first = worker.first_pass()
+        if first.torch_wanted:
+            # torch imported under a name built from pieces, in a worker without it: the hand-in runs
+            # again, from its import, in one with torch (the autograd check's too).
+            torch_use.asked_for(handin)
+            worker.close()
+            worker = start(student, None)
+            worker.send(references.trials)
+            first = worker.first_pass()
         if first.overrun is not None:
             # A trial past its deadline may be the machine's load, not the code: a fresh worker runs the
             # trials on from it, once. Closed first: the pool may have no other slot to give.

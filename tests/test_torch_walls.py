@@ -1,10 +1,12 @@
 """A worker without torch (sandbox/torch_use.py) cannot reach it, checked from outside the grader: the
 real `grader check` and `grader run` in a subprocess, in both layers. A numpy hand-in of CS231n's affine
-layer that never spells torch's name tries every route to it (by name, the finders removed, its folder
-on sys.path again, a spec made by hand, its library through ctypes, its files read, functorch) and
-raises naming what it reached: full marks mean every route held, and each route reaches torch without
-the sandbox. A copy of autograd under a name built from pieces earns nothing for its by-hand returns,
-whether its worker has no torch or has it from a zygote that imported torch for the hand-in before."""
+layer that never spells torch's name tries every route to it that the worker must hold alone (the
+finders removed, a spec made by hand, its library through ctypes, its files read, functorch) and raises
+naming what it reached: full marks mean every route held, and each route reaches torch without the
+sandbox. Routes through the finder (by name, its folder on sys.path again) are refused and told to the
+grader, which grades the hand-in again in a worker with torch: a copy of autograd earns nothing for its
+by-hand returns there, an honest hand-in full marks. A copy whose worker has torch from a zygote that
+imported it for the hand-in graded before earns nothing too."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import EXERCISES, copy_exercise, grader_run, layer_env, write_source
@@ -21,15 +24,15 @@ from grader.sandbox import isolation
 ATTACKS = Path(__file__).resolve().parent / "torch_attacks"
 AFFINE = EXERCISES / "cs231n" / "a2" / "affine"
 TRIALS = 6
-ROUTES = (
-    "by name",
+AROUND = (
     "finders removed",
-    "its folder on sys.path again",
     "a spec made by hand",
     "its library through ctypes",
     "its files read",
     "its companion package",
 )
+THROUGH = ("by name", "its folder on sys.path again")
+ROUTES = (*AROUND, *THROUGH)
 BY_HAND = ("dx", "dw", "db")
 
 
@@ -93,7 +96,7 @@ def test_no_route_reaches_torch_from_a_worker_without_it(layer: str, tmp_path: P
     result = json.loads(done.stdout)
     assert "REACHED" not in json.dumps(result), result
     assert result["error"] is None and result["score"] == result["max_score"], result
-    assert [line.split(":")[0] for line in result["stdout"].splitlines()] == [f"HELD {r}" for r in ROUTES]
+    assert [line.split(":")[0] for line in result["stdout"].splitlines()] == [f"HELD {r}" for r in AROUND]
 
 
 @pytest.mark.parametrize("layer", _layers())
@@ -132,8 +135,31 @@ def test_a_copy_of_autograd_under_a_built_name_earns_nothing_with_or_without_tor
     alone = grader_run(
         "check", exercise, submissions / "b_copier" / "layers.py", "--trials", TRIALS, "--json", env=env
     )
-    result = json.loads(alone.stdout)
+    _earns_nothing_by_hand(json.loads(alone.stdout))
+
+
+def _earns_nothing_by_hand(result: dict[str, Any]) -> None:
     returns = {r["name"]: r for r in result["returns"]}
+    assert returns["out"]["verdict"] == "pass", result  # graded: in a worker with torch
     for name in BY_HAND:
-        assert returns[name]["score"] == 0 and returns[name]["verdict"] == "error", returns[name]
-        assert "the word torch appears nowhere in your files" in returns[name]["message"], returns[name]
+        assert returns[name]["score"] == 0 and returns[name]["verdict"] == "autograd", returns[name]
+
+
+@pytest.mark.parametrize("route", THROUGH)
+def test_torch_imported_through_the_finder_is_graded_again_with_torch(route: str, tmp_path: Path) -> None:
+    """Its worker starts without torch (the references cached: nothing else loads it), refuses it, and
+    the grader grades the hand-in again where torch is: a copy of autograd earns nothing, an honest
+    hand-in that only converts arrays with it earns full marks."""
+    layer = _layers()[0]
+    exercise = copy_exercise(tmp_path / "exercises" / "affine", source=AFFINE)
+    env = _with_references(exercise, layer)
+    copier = (ATTACKS / "copier.py").read_text().replace('ROUTE = "by name"', f"ROUTE = {route!r}")
+    copying = write_source(tmp_path / "copier" / "layers.py", copier)
+    honest = write_source(
+        tmp_path / "honest" / "layers.py", copier.replace("HONEST = False", "HONEST = True")
+    )
+    copied = grader_run("check", exercise, copying, "--trials", TRIALS, "--json", env=env)
+    _earns_nothing_by_hand(json.loads(copied.stdout))
+    done = grader_run("check", exercise, honest, "--trials", TRIALS, "--json", env=env)
+    result = json.loads(done.stdout)
+    assert result["error"] is None and result["score"] == result["max_score"], result

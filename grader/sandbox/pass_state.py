@@ -27,6 +27,7 @@ class Reading:
     failures: dict[int, Failure] = field(default_factory=dict)
     stopped: Failure | None = None
     overrun: Overrun | None = None  # when a trial's deadline stopped the pass
+    torch_wanted: bool = False  # a worker without torch was asked for it (worker/imports.py)
     done: bool = False  # the worker said the pass is over
     closing: bool = False
 
@@ -50,7 +51,9 @@ class Reading:
     def result(self) -> Pass:
         returned = dict(self.returned)
         if self.run is Run.FIRST:
-            return Pass(self.outputs, self.failures, self.stopped, self.overrun, by_return=returned)
+            return Pass(
+                self.outputs, self.failures, self.stopped, self.overrun, self.torch_wanted, by_return=returned
+            )
         # A rerun that ends early is no failure of the submission, whose first pass is complete: what it
         # says of its trial is kept, the rest were simply not rerun.
         stopped = self.stopped

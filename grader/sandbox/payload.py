@@ -79,7 +79,8 @@ class PassDone(_Message):
 
 class Fatal(_Message):
     type: Literal["fatal"]
-    kind: Literal["import", "exit", "missing-function"]
+    # "torch": a worker without torch was asked for it (worker/imports.py); the grader runs it with torch
+    kind: Literal["import", "exit", "missing-function", "torch"]
     file: Text = Field(max_length=_NAME)
     message: Text = Field(max_length=_TEXT)
     traceback: Text = Field(default="", max_length=_TEXT)

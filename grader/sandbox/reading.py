@@ -190,8 +190,12 @@ class FrameReader:
             reading.stopped = failures.corrupted("a 'ready' message for another job than the one sent")
         elif isinstance(message, Ready):
             self._ready(message)
+        elif isinstance(message, Fatal) and message.kind == "torch" and self._process.torch:
+            # torch is never refused where it is loaded: not the worker's own word
+            reading.stopped = failures.corrupted("a worker with torch asked to be run again with torch")
         elif isinstance(message, Fatal):
             reading.stopped = failures.fatal(message)
+            reading.torch_wanted = message.kind == "torch"
         elif isinstance(message, PassDone):
             if reading.run is not Run.FIRST or reading.pending:
                 reading.stopped = failures.corrupted(f"first pass ended before trial {reading.current()}")

@@ -177,6 +177,9 @@ class Pass:
     stopped: Failure | None = None
     # Set when a trial's deadline stopped a first pass, and not yet confirmed by a second run.
     overrun: Overrun | None = None
+    # The hand-in imported torch in a worker without it (under a name built from pieces): `stopped` says
+    # so, and the grading runs it again in a worker with torch (sandbox/torch_use.py), once.
+    torch_wanted: bool = False
     # The arrays returned, by return and trial, as `returned` gives them: collected by the reader as the
     # trials arrive where it can (runner.py), else worked out from `outputs` on first use.
     by_return: dict[str, Returns] = field(default_factory=dict, repr=False, compare=False)

@@ -5,9 +5,11 @@ torch's import is most of what a worker costs to start (about a second of CPU, d
 CS231n's and CS224n's hand-ins are numpy code. A worker needs torch where an exercise it serves hands
 an input out as a tensor, or where student code could import it: the hand-in's files or the exercise's
 support files name it anywhere (the word `torch`, in code, a string or a comment: a notebook's JSON
-too). What names it nowhere and imports it all the same (a name built from pieces) finds no torch, and
-is told why (worker/imports.py). Where the isolation cannot wall torch off, or the course declares a
-package that requires torch, the worker gets torch whatever this says (warm.Zygote.torch_for, the view).
+too). What names it nowhere and imports it all the same (a name built from pieces) finds no torch: its
+worker says so (worker/imports.py), and the grading runs the hand-in again in a worker with torch, once
+(`asked_for`): its later workers, the autograd check's among them, have torch too. Where the isolation
+cannot wall torch off, or the course declares a package that requires torch, the worker gets torch
+whatever this says (warm.Zygote.torch_for, the view).
 
 Nothing here is a defence: a hand-in that names torch gets it, as every hand-in did before. What keeps
 the by-hand check is that a worker without torch cannot import it (the walls), and one with torch has
@@ -16,6 +18,7 @@ autograd made wrong in its checked worker (worker/autograd_check.py).
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
@@ -33,8 +36,28 @@ _FOLDER_FILES = 200
 _FOLDER_BYTES = 8 << 20
 
 
+# Hand-ins whose worker without torch was asked for it, by their files' digest: for the rest of this
+# grader's process, every worker of theirs has torch. What a hand-in gains by asking falsely is the worker
+# it would have had by writing the word.
+_ASKED: set[str] = set()
+
+
+def asked_for(handin: Prepared) -> None:
+    """The hand-in imported torch in a worker without it: its workers from now on have torch."""
+    _ASKED.add(_digest(handin))
+
+
+def _digest(handin: Prepared) -> str:
+    digest = hashlib.sha256()
+    for path, content in handin.files:
+        digest.update(path.encode() + b"\0" + len(content).to_bytes(8, "little") + content)
+    return digest.hexdigest()
+
+
 def needed(handin: Prepared, exercises: Sequence[Exercise]) -> bool:
     """Whether the worker serving `handin` on `exercises` needs torch."""
+    if _ASKED and _digest(handin) in _ASKED:
+        return True
     if any(spec.type == "torch" for exercise in exercises for spec in exercise.spec.inputs.values()):
         return True
     if mentions_torch(content for _, content in handin.files):

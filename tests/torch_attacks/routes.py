@@ -1,7 +1,8 @@
 # A numpy hand-in of CS231n's affine layer that never spells the library's name: its worker has none
 # (the grader decides so from its files). At import it tries every route to the library it knows of;
 # the backward raises naming each one that got through, so full marks mean every route held. Its own
-# derivation is right. (Run as __control__, it only defines the routes: a test runs each in a process.)
+# derivation is right. Routes through the course's import finder are tried by copier.py: there the
+# grader moves the hand-in to a worker with the library. (Run as __control__, it only defines the routes: a test runs each in a process.)
 import ctypes
 import glob
 import importlib
@@ -69,17 +70,20 @@ def its_companion():
     importlib.import_module("func" + NAME)
 
 
-ROUTES = {
-    "by name": by_name,
+# Held by the worker alone: past the course's import finder, or a package no course provides.
+AROUND = {
     "finders removed": finders_removed,
-    "its folder on sys.path again": folder_on_path_again,
     "a spec made by hand": spec_by_path,
     "its library through ctypes": library_through_ctypes,
     "its files read": files_read,
     "its companion package": its_companion,
 }
+# Refused by the finder as the library itself, and told: the grader runs the hand-in again where the
+# library is (copier.py).
+THROUGH = {"by name": by_name, "its folder on sys.path again": folder_on_path_again}
+ROUTES = {**AROUND, **THROUGH}
 if __name__ != "__control__":
-    for label, route in ROUTES.items():
+    for label, route in AROUND.items():
         attempt(label, route)
 
 

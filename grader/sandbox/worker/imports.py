@@ -52,12 +52,25 @@ def refusal(module: str) -> str:
     )
 
 
-# torch out of the worker's view: nothing of the hand-in named it (sandbox/torch_use.py).
+# torch out of the worker's view: nothing of the hand-in named it (sandbox/torch_use.py). What student code
+# gets where it imports torch all the same; the grader then runs it again with torch (torch_wanted).
 UNNAMED_TORCH = (
-    "your code imports torch, but the word torch appears nowhere in your files, so the grader ran them "
-    "without torch (it loads torch only for code that names it): import it by name, `import torch`, in the "
-    "file that uses it"
+    "your code imports torch, but the word torch appears nowhere in your files, so this run has no torch: "
+    "the grader runs your code again with torch"
 )
+
+
+# Set where a worker without torch refused it: the worker then tells the grader (`torch_wanted`) instead of
+# a failure, and the grader runs the hand-in again in a worker with torch (sandbox/torch_use.py).
+_torch_refused = False
+
+
+def torch_wanted() -> dict[str, str] | None:
+    """The message that asks the grader for a worker with torch, once this one refused it; else None.
+    Student code may clear the mark: it then keeps the ImportError it was given, as it chose."""
+    if not _torch_refused:
+        return None
+    return {"type": "fatal", "kind": "torch", "file": "", "message": "torch imported under a built name"}
 
 
 class NotInCourse(ModuleNotFoundError):
@@ -93,6 +106,8 @@ class _CourseImports(importlib.abc.MetaPathFinder):
             return None
         top = name.partition(".")[0]
         if top == "torch" and top in self._hidden:  # whoever imports it: a library's optional import too
+            global _torch_refused
+            _torch_refused = True
             raise NotInCourse(UNNAMED_TORCH, name=top)
         if top in self._allowed or top in sys.stdlib_module_names:
             return None

@@ -16,6 +16,7 @@ from grader.handin.notebooks import SKIPPED_IMPORTS
 from grader.outcomes import FailureKind
 from grader.sandbox.worker import cells
 from grader.sandbox.worker.channel import Channel
+from grader.sandbox.worker.imports import torch_wanted
 from grader.sandbox.worker.tracebacks import exception_line, student_location, student_traceback
 
 _SKIPPED_SHOWN = 20  # imports a notebook skipped, named in the report
@@ -66,7 +67,8 @@ class Importer:
         )
         missing = next(n for n in wanted if n not in found)
         channel.send(
-            {
+            torch_wanted()
+            or {
                 "type": "fatal",
                 "kind": FailureKind.MISSING_FUNCTION.value,
                 "file": self._files[0] if self._files else "",
@@ -94,7 +96,8 @@ class Importer:
         except BaseException as exc:
             kind = FailureKind.EXIT if isinstance(exc, SystemExit) else FailureKind.IMPORT
             channel.send(
-                {
+                torch_wanted()
+                or {
                     "type": "fatal",
                     "kind": kind.value,
                     "file": relative,

@@ -140,6 +140,10 @@ def _exercise(
     for index in first_pass:
         channel.starting(index)
         run_trial(channel, functions, index, inputs_by_trial[index], job, submission_dir, Run.FIRST)
+        wanted = course_imports.torch_wanted()
+        if wanted is not None:  # the grader runs the hand-in again with torch: nothing more here
+            channel.send(wanted)
+            return False
     # Second pass, on the grader's request: the trials it found wrong beyond rounding, run again above
     # the precision they were computed in, to tell an unstable formula (its error shrinks with the
     # precision) from a mistake (wrong at any): at float64, then the probes (new inputs: an input moved a
