@@ -1,7 +1,7 @@
 """Benchmark: what grading a real assignment costs a student and a course, beside the student's own code.
 
 Usage: .venv/bin/python bench/course_speed.py [--courses a2 a3 graph2] [--students 20] [--jobs 2]
-       [--against COMMIT]
+       [--repeats 3] [--against COMMIT]
 
 For each course, the bundled solutions of its exercises merged into one file as a student hands it in
 (CS231n A2's layers.py: 12 exercises; A3's rnn_layers.py: 7; graph2's solution.py: 1), and measured side
@@ -19,6 +19,7 @@ workers the grader starts and kills are counted, which getrusage misses) and wal
 - a class of `--students` copies of the file (each a little different, so none is taken from the
   gradebook as another's), `grader run COURSE --seed 0` with the cache warm, per student.
 
+Each check runs `--repeats` times (3), in turns with the other checkout: its figure is the median.
 Ratios printed: the class run per student over the student's calls; with `--against COMMIT`, every figure
 of that commit's grader too (a git worktree, its own exercises), measured in the same run, and this
 checkout's CPU over that commit's. Needs to create a cgroup (root, Linux).
@@ -29,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -121,31 +123,53 @@ def measured(group: CpuGroup, command: list[str], env: dict[str, str]) -> Measur
 
 
 def course_figures(
-    group: CpuGroup, tree: Tree, name: str, handin: Path, folder: Path, students: int, jobs: int
-) -> dict[str, Measured]:
-    """Every figure of one course graded by one checkout's grader, in a folder of its own."""
-    grader = [sys.executable, "-m", "grader"]
-    course = tree.root / COURSES[name].relative_to(ROOT)
-    figures: dict[str, Measured] = {}
-    cache = {**tree.env, "GRADER_CACHE_DIR": str(folder / "cache")}
-    check = [*grader, "check", str(course), str(handin)]
-    figures["cold check"] = measured(group, check, cache)
-    figures["cached check"] = measured(group, check, cache)
-    # A student's first check of the course's handout: an empty cache, whatever the handout carries
-    handout = folder / "handout"
-    measured(group, [*grader, "handout", str(course), str(handout)], cache)
-    empty = {**tree.env, "GRADER_CACHE_DIR": str(folder / "student-cache")}
-    figures["handout's first check"] = measured(group, [*grader, "check", str(handout), str(handin)], empty)
+    group: CpuGroup,
+    trees: list[Tree],
+    name: str,
+    handin: Path,
+    folder: Path,
+    students: int,
+    jobs: int,
+    repeats: int,
+) -> list[dict[str, Measured]]:
+    """Every figure of one course, for each checkout: the checks `repeats` times, the checkouts in turns
+    (machine noise hits both alike), each figure the median of its runs; the class once."""
+    grader = [sys.executable, "-P", "-m", "grader"]  # -P: the checkout PYTHONPATH names, not the cwd's
+    runs: list[dict[str, list[Measured]]] = [{} for _ in trees]
+    for number, tree in enumerate(trees):
+        course = tree.root / COURSES[name].relative_to(ROOT)
+        # A student's first check of the course's handout: an empty cache, whatever the handout carries
+        made = [*grader, "handout", str(course), str(folder / f"handout{number}")]
+        measured(group, made, {**tree.env, "GRADER_CACHE_DIR": str(folder / f"cache{number}")})
+    for round_ in range(repeats):
+        for number, tree in enumerate(trees):
+            course = tree.root / COURSES[name].relative_to(ROOT)
+            cache = {**tree.env, "GRADER_CACHE_DIR": str(folder / f"cold{number}-{round_}")}
+            check = [*grader, "check", str(course), str(handin)]
+            figures = runs[number]
+            figures.setdefault("cold check", []).append(measured(group, check, cache))
+            figures.setdefault("cached check", []).append(measured(group, check, cache))
+            empty = {**tree.env, "GRADER_CACHE_DIR": str(folder / f"student{number}-{round_}")}
+            first = [*grader, "check", str(folder / f"handout{number}"), str(handin)]
+            figures.setdefault("handout's first check", []).append(measured(group, first, empty))
     klass = folder / "class"
     for index in range(students):
         student = klass / f"s{index:02d}"
         student.mkdir(parents=True)
         (student / handin.name).write_text(handin.read_text() + f"\n# student {index}\n")
-    run = [*grader, "run", str(course), "--submissions", str(klass), "--seed", "0"]
-    run += ["-j", str(jobs), "--gradebook", str(folder / "gb.sqlite")]
-    whole = measured(group, run, cache)
-    figures["class, per student"] = Measured(whole.wall / students, whole.cpu / students)
-    return figures
+    for number, tree in enumerate(trees):
+        course = tree.root / COURSES[name].relative_to(ROOT)
+        run = [*grader, "run", str(course), "--submissions", str(klass), "--seed", "0"]
+        run += ["-j", str(jobs), "--gradebook", str(folder / f"gb{number}.sqlite")]
+        whole = measured(group, run, {**tree.env, "GRADER_CACHE_DIR": str(folder / f"cold{number}-0")})
+        runs[number]["class, per student"] = [Measured(whole.wall / students, whole.cpu / students)]
+    return [
+        {
+            figure: Measured(statistics.median(m.wall for m in ms), statistics.median(m.cpu for m in ms))
+            for figure, ms in figures.items()
+        }
+        for figures in runs
+    ]
 
 
 def student_calls(name: str, handin: Path, cache: Path) -> float:
@@ -175,6 +199,7 @@ def main() -> None:
     parser.add_argument("--courses", nargs="+", default=list(COURSES), choices=list(COURSES))
     parser.add_argument("--students", type=int, default=20)
     parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--repeats", type=int, default=3, help="runs of each check, in turns; the median")
     parser.add_argument("--against", metavar="COMMIT", help="measure this commit's grader too, side by side")
     args = parser.parse_args()
     group = CpuGroup()
@@ -191,11 +216,10 @@ def main() -> None:
                 folder = Path(tmp) / name
                 folder.mkdir()
                 handin = merged(COURSES[name], folder)
-                figures = [
-                    course_figures(group, tree, name, handin, folder / f"tree{n}", args.students, args.jobs)
-                    for n, tree in enumerate(trees)
-                ]
-                own = student_calls(name, handin, folder / "tree0" / "cache")
+                figures = course_figures(
+                    group, trees, name, handin, folder, args.students, args.jobs, args.repeats
+                )
+                own = student_calls(name, handin, folder / "cold0-0")
                 print(f"{name} | the student's calls | {own:.2f} s CPU", flush=True)
                 for figure in figures[0]:
                     cells = [f"{f[figure].cpu:.2f} CPU {f[figure].wall:.2f} wall" for f in figures]

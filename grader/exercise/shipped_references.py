@@ -101,11 +101,13 @@ def _digest(key: str, body: bytes) -> bytes:
 def _read(file: Path, exercise: Exercise, key: str) -> References | None:
     try:
         with file.open("rb") as handle:
-            data = handle.read(_MAX_BYTES + 1)
+            if os.fstat(handle.fileno()).st_size > _MAX_BYTES:
+                return None
+            data = handle.read()
     except OSError:
         return None
     start = len(_MAGIC) + _DIGEST_BYTES
-    if len(data) > _MAX_BYTES or data[: len(_MAGIC)] != _MAGIC:
+    if data[: len(_MAGIC)] != _MAGIC:
         return None
     body = data[start:]
     if not hmac.compare_digest(data[len(_MAGIC) : start], _digest(key, body)):
