@@ -111,7 +111,7 @@ def stored_references(
     _ASKED[found is not None] += 1
     if found is None and cache.on_miss is OnMiss.REFUSE:
         folder = cache.folder
-        where = f"in {folder}" if folder is not None else "in a cache (the cache is off)"
+        where = f"in {folder}" if folder is not None else "in no cache (it is off)"
         where += f" or in {shipped_references.path(exercise, seed, count).parent} (shipped with the exercise)"
         fix = (
             f"store them first: grader prepare {exercise.root} --seed {seed} --trials {count}"

@@ -1,7 +1,8 @@
 """References that travel with an exercise: those of the trials `grader check` uses by default (the public
 seed, the spec's trial count), written by `grader handout` (and `grader prepare --ship`) into the exercise's
 folder, so that a student's first check reads them instead of importing torch and computing thousands of
-reference evaluations (CS231n A2's layers.py: 9.8 s of CPU cold, 2 s with its references at hand).
+reference evaluations (a CS231n A2 handout's first check of layers.py: 7.8 s of CPU without them, 2.0 s
+with them; docs/benchmarks.md).
 
 A shipped file is `references/<key>.npz` beside the exercise's spec: the reference cache's format
 (reference_cache.encoded: plain arrays and a header checked by pydantic, no pickle) after a magic line and
