@@ -209,7 +209,7 @@ def test_concurrent_writers_leave_a_whole_file(exercise: Exercise) -> None:
 
 def _forged(exercise: Exercise, seed: int, count: int, mac_key: bytes) -> bytes:
     """The cache file of these trials with every expected value zeroed, signed with `mac_key`."""
-    from grader.exercise import reference_cache
+    from grader.exercise import reference_cache, reference_format
 
     computed = computed_references(_cache(), exercise, seed, make_trials(exercise, seed, count))
     zeroed = References(
@@ -218,7 +218,7 @@ def _forged(exercise: Exercise, seed: int, count: int, mac_key: bytes) -> bytes:
         computed.spread,
     )
     key = reference_cache.key(exercise, seed, computed.trials)
-    body = reference_cache.encoded(exercise, zeroed, key)
+    body = reference_format.encoded(exercise, zeroed, key)
     return reference_cache._MAGIC + reference_cache._mac(mac_key, key, body) + body
 
 

@@ -19,9 +19,11 @@ from conftest import CORRECT_GRAPH2, EXERCISES, copy_exercise, grader_run, write
 from grader.exercise import reference_key, shipped_references
 from grader.exercise.expected import References
 from grader.exercise.reference import compute_references
-from grader.exercise.settings import CACHE_ENV, POLICY_ENV, STORED_ONLY
+from grader.exercise.settings import CACHE_ENV, POLICY_ENV, STORED_ONLY, OnMiss, ReferenceCache, Settings
+from grader.exercise.shared import SharedReferences
 from grader.exercise.spec import Exercise, load_exercise
 from grader.exercise.trials import DEFAULT_SEED, Trial, make_trials
+from grader.grading import references_first
 
 TRIALS = 6
 
@@ -197,3 +199,21 @@ def test_prepare_ships_beside_the_exercise_and_not_a_pools_seeds(tmp_path: Path)
 def test_the_repositorys_library_ships_no_references() -> None:
     """They are a handout's (17 MB for CS231n A2 alone), written where it is made, never committed."""
     assert not list(EXERCISES.rglob(f"{shipped_references.FOLDER}/*.npz"))
+
+
+def test_a_check_of_several_exercises_reads_their_stored_references_ahead(tmp_path: Path) -> None:
+    """Every exercise's references stored: read in a thread, in order, each handed out once read; one
+    whose file does not verify is handed out as none, and its grading finds out why."""
+    first = load_exercise(copy_exercise(tmp_path / "graph2"))
+    second = load_exercise(copy_exercise(tmp_path / "graph2b", [("id: graph2", "id: graph2b")]))
+    for exercise in (first, second):
+        shipped_references.ship(exercise, DEFAULT_SEED, _references(exercise, exercise.spec.trials))
+    settings = Settings(DEFAULT_SEED, cache=ReferenceCache(tmp_path / "empty", OnMiss.REFUSE))
+    found = references_first([first, second], settings)
+    read = [found(first), found(second)]
+    assert all(isinstance(r, SharedReferences) and r.ready for r in read)
+    assert all(len(r.trials) == first.spec.trials for r in read if r is not None)
+    spoiled = shipped_references.path(second, DEFAULT_SEED, second.spec.trials)
+    spoiled.write_bytes(spoiled.read_bytes()[:-1])
+    again = references_first([first, second], settings)
+    assert again(first) is not None and again(second) is None

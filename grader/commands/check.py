@@ -37,7 +37,7 @@ def check(args: argparse.Namespace, console: Console, errors: Console) -> Outcom
     cells = exercise.spec.notebook.selection
     submission = submission_from_path(args.file, exercise.spec.entry, notebook=cells, rule=exercise.file_rule)
     settings = run_settings(args)
-    references = references_first([exercise], settings).get(exercise.id)
+    references = references_first([exercise], settings)(exercise)
     result = grade(exercise, submission, settings, references=references)
     if args.json:
         print(to_json_line(result))
@@ -81,7 +81,7 @@ def check_library(args: argparse.Namespace, console: Console, errors: Console) -
     # Computed first, in a fork of the zygote that then serves the hand-in: the grader never imports torch.
     settings = run_settings(args)
     found = references_first([e for e, _ in handed], settings)
-    graded = iter_grade_file(handed, settings, references_for=lambda e: found.get(e.id))
+    graded = iter_grade_file(handed, settings, references_for=found)
     for number, judged in graded:
         waiting[number] = judged
         while shown in waiting:

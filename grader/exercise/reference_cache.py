@@ -5,11 +5,11 @@ References (the trials' inputs with them) depend only on what reference_key.py h
 fields and files that draw trials and compute values, the seed, the trials drawn (their count, or the one
 trial replayed), reference.py's REFERENCE_VERSION and numpy's and torch's release series; the file is named
 after that hash. A grader release that changes no reference keeps them; files stored under another key
-(an older grader's) are never looked up again. It is data the grader reads back, so
-it holds no pickle: one .npz of plain arrays (loaded with allow_pickle=False) and a JSON header checked
-by a pydantic model. Each file is written to a temporary name and renamed into place, so a grader never
-reads half of one; a file that does not load, or holds anything but what was asked for (another key, other
-trials, other returns), is ignored and written again. Deleting the folder is always safe.
+(an older grader's) are never looked up again. It is data the grader reads back, so it holds no pickle:
+reference_format.py's .npz of plain arrays and a header checked by pydantic. Each file is written to a
+temporary name and renamed into place, so a grader never reads half of one; a file that does not load, or
+holds anything but what was asked for (another key, other trials, other returns), is ignored and written
+again. Deleting the folder is always safe.
 
 Only the grader's own computations are trusted. Each file carries an HMAC of its bytes under a key of the
 user's (`.key-<uid>` in the folder: mode 0600, owned by that uid, created once), so a file that anyone
@@ -36,50 +36,27 @@ import hmac
 import io
 import os
 import tempfile
-import zipfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import IO, Literal
-
-import numpy as np
-from pydantic import BaseModel, ConfigDict, ValidationError
 
 from grader.errors import GraderError
-from grader.exercise.expected import Expected, References
+from grader.exercise import shipped_references
+from grader.exercise.expected import References
+from grader.exercise.reference_format import FORMAT, load, write
 from grader.exercise.reference_key import references_key
 from grader.exercise.settings import POLICY_ENV, STORED_ONLY, OnMiss, ReferenceCache
 from grader.exercise.spec import Exercise
 from grader.exercise.trials import Trial
 from grader.text import counted
 
-_FORMAT = 2  # 2: the file is _MAGIC, the HMAC of the rest, then the .npz
-_MAGIC = b"grader-references-2\n"
+_MAGIC = b"grader-references-2\n"  # then the HMAC of the rest, then the .npz (reference_format.py)
 _MAC_BYTES = 32  # HMAC-SHA256
 _KEY_BYTES = 32
-_HEADER = "header"
-_KINDS = ("inputs", "expected", "spread")
 
 
 class ReferencesNotStored(GraderError):
     """$GRADER_REFERENCES=stored (OnMiss.REFUSE), and the references asked for are not in the folder:
     they would have been computed. The setup's problem (exit status 2): `grader prepare` stores them."""
-
-
-class _TrialHeader(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    index: int
-    sizes: dict[str, int]
-
-
-class _Header(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    format: Literal[2]
-    key: str
-    trials: list[_TrialHeader]
-    inputs: list[str]
-    returns: list[str]
 
 
 # Where this process keeps what it computed once `untrusted_process()` was called: by key, never on disk.
@@ -105,8 +82,6 @@ def stored_references(
 
     Imports no torch: a check whose references are stored never does, in the grader's process.
     """
-    from grader.exercise import shipped_references
-
     found = lookup(cache, exercise, seed, count, only)
     _ASKED[found is not None] += 1
     if found is None and cache.on_miss is OnMiss.REFUSE:
@@ -137,8 +112,6 @@ def lookup(
 ) -> References | None:
     """stored_references, without `cache.on_miss`'s say: None where they are not stored, in the cache or
     with the exercise (shipped_references.py)."""
-    from grader.exercise.shipped_references import shipped
-
     indices = [only] if only is not None else list(range(count))
     key = _key(exercise, seed, indices)
     if key in _OWN:
@@ -148,7 +121,19 @@ def lookup(
     found = None
     if folder is not None and mac_key is not None:
         found = _load_file(folder / f"{key}.npz", exercise, key, mac_key)
-    return found if found is not None else shipped(exercise, seed, count, only)
+    return found if found is not None else shipped_references.shipped(exercise, seed, count, only)
+
+
+def at_hand(
+    cache: ReferenceCache, exercise: Exercise, seed: int, count: int, only: int | None = None
+) -> bool:
+    """Whether `lookup` has a file to read for them (a stat or two; whether it verifies, reading says)."""
+    indices = [only] if only is not None else list(range(count))
+    key = _key(exercise, seed, indices)
+    if key in _OWN or (cache.folder is not None and (cache.folder / f"{key}.npz").is_file()):
+        return True
+    whole = only is None or 0 <= only < count
+    return whole and shipped_references.path(exercise, seed, count).is_file()
 
 
 def computed_references(
@@ -186,26 +171,13 @@ def key(exercise: Exercise, seed: int, trials: Sequence[Trial]) -> str:
     return _key(exercise, seed, [t.index for t in trials])
 
 
-def encoded(exercise: Exercise, references: References, key: str) -> bytes:
-    """The references in the cache's format, as bytes (to send to another process)."""
-    buffer = io.BytesIO()
-    _write(buffer, exercise, references, key)
-    return buffer.getvalue()
-
-
-def decoded(data: bytes, exercise: Exercise, key: str) -> References | None:
-    """References in the cache's format, read with every check a cache file gets; None where they are not
-    whole, or not of this exercise and key."""
-    return _load(io.BytesIO(data), exercise, key)
-
-
 def _path(cache: ReferenceCache, exercise: Exercise, seed: int, indices: list[int]) -> Path | None:
     folder = cache.folder
     return None if folder is None else folder / f"{_key(exercise, seed, indices)}.npz"
 
 
 def _key(exercise: Exercise, seed: int, indices: list[int]) -> str:
-    return references_key(exercise, seed, indices, _FORMAT)
+    return references_key(exercise, seed, indices, FORMAT)
 
 
 def _mac_key(folder: Path, create: bool) -> bytes | None:
@@ -253,7 +225,7 @@ def _store(
 ) -> None:
     if body is None:
         buffer = io.BytesIO()
-        _write(buffer, exercise, references, path.stem)
+        write(buffer, exercise, references, path.stem)
         body = buffer.getvalue()
     handle = tempfile.NamedTemporaryFile(dir=path.parent, prefix=".partial-", suffix=".npz", delete=False)  # noqa: SIM115 - renamed into place, not deleted
     try:
@@ -276,79 +248,4 @@ def _load_file(path: Path, exercise: Exercise, key: str, mac_key: bytes) -> Refe
     head, mac, body = data[: len(_MAGIC)], data[len(_MAGIC) : start], data[start:]
     if head != _MAGIC or not hmac.compare_digest(mac, _mac(mac_key, key, body)):
         return None
-    return _load(io.BytesIO(body), exercise, key)
-
-
-def _write(handle: IO[bytes], exercise: Exercise, references: References, key: str) -> None:
-    trials = references.trials
-    header = _Header(
-        format=_FORMAT,
-        key=key,
-        trials=[_TrialHeader(index=t.index, sizes=dict(t.sizes)) for t in trials],
-        inputs=_input_names(exercise),
-        returns=[r.name for r in exercise.spec.returns],
-    )
-    arrays = {_HEADER: np.frombuffer(header.model_dump_json().encode(), dtype=np.uint8)}
-    for name in header.inputs:
-        arrays.update(_packed(f"inputs.{name}", [t.inputs[name] for t in trials]))
-    for name in header.returns:
-        arrays.update(_packed(f"expected.{name}", [references.expected[t.index][name] for t in trials]))
-        arrays.update(_packed(f"spread.{name}", [references.spread[t.index][name] for t in trials]))
-    np.savez(handle, allow_pickle=False, **arrays)
-
-
-def _input_names(exercise: Exercise) -> list[str]:
-    """A trial's inputs as make_trial builds them: the spec's, then the sizes handed out as ints."""
-    return [*exercise.spec.inputs, *exercise.sizes_handed]
-
-
-def _packed(prefix: str, arrays: Sequence[np.ndarray]) -> dict[str, np.ndarray]:
-    """Every trial's array of one name as one flat array and a table of shapes: one zip member per name,
-    not one per trial (a thousand trials would be thousands of members, each slow to open)."""
-    shapes = np.array([a.shape for a in arrays], dtype=np.int64).reshape(len(arrays), arrays[0].ndim)
-    return {f"{prefix}.data": np.concatenate([np.ravel(a) for a in arrays]), f"{prefix}.shapes": shapes}
-
-
-def _unpacked(data: Mapping[str, np.ndarray], prefix: str, count: int) -> list[np.ndarray]:
-    flat, shapes = data[f"{prefix}.data"], data[f"{prefix}.shapes"]
-    if flat.ndim != 1 or flat.dtype.kind not in "fiub" or shapes.ndim != 2 or len(shapes) != count:
-        raise ValueError(f"{prefix}: not the packed arrays of {count} trials")
-    if shapes.dtype != np.int64 or (shapes < 0).any():
-        raise ValueError(f"{prefix}: not a table of shapes")
-    ends = np.cumsum(shapes.prod(axis=1))
-    if count and ends[-1] != flat.size:
-        raise ValueError(f"{prefix}: its shapes do not add up to its data")
-    flat.flags.writeable = False  # as make_trials leaves its inputs, and nothing changes expected values
-    starts = [0, *ends[:-1].tolist()]
-    return [
-        flat[start:end].reshape(shape)
-        for start, end, shape in zip(starts, ends.tolist(), map(tuple, shapes.tolist()), strict=True)
-    ]
-
-
-def _load(source: IO[bytes], exercise: Exercise, key: str) -> References | None:
-    """The references stored in `source`, if they are whole and of this exercise as it is now, under
-    `key`; None where the file is missing, corrupt or anything else (another format, other inputs or
-    returns)."""
-    try:
-        with np.load(source, allow_pickle=False) as npz:
-            data = {name: npz[name] for name in npz.files}
-        header = _Header.model_validate_json(data[_HEADER].tobytes())
-        returns = [r.name for r in exercise.spec.returns]
-        if (header.key, header.inputs, header.returns) != (key, _input_names(exercise), returns):
-            return None
-        count = len(header.trials)
-        inputs = {name: _unpacked(data, f"inputs.{name}", count) for name in header.inputs}
-        expected = {name: _unpacked(data, f"expected.{name}", count) for name in returns}
-        spread = {name: _unpacked(data, f"spread.{name}", count) for name in returns}
-    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile, ValidationError):
-        return None
-    trials = tuple(
-        Trial(t.index, t.sizes, {name: inputs[name][i] for name in header.inputs})
-        for i, t in enumerate(header.trials)
-    )
-
-    def per_trial(arrays: Mapping[str, list[np.ndarray]]) -> dict[int, Expected]:
-        return {t.index: {name: arrays[name][i] for name in returns} for i, t in enumerate(trials)}
-
-    return References(trials, per_trial(expected), per_trial(spread))
+    return load(io.BytesIO(body), exercise, key)

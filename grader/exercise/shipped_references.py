@@ -5,7 +5,7 @@ reference evaluations (a CS231n A2 handout's first check of layers.py: 7.8 s of 
 with them; docs/benchmarks.md).
 
 A shipped file is `references/<key>.npz` beside the exercise's spec: the reference cache's format
-(reference_cache.encoded: plain arrays and a header checked by pydantic, no pickle) after a magic line and
+(reference_format.py: plain arrays and a header checked by pydantic, no pickle) after a magic line and
 a sha256 of the key and the body. The digest is not a signature, and needs none: a shipped file only ever
 gives a student's own check its expected values, which that student could compute anyway from the spec's
 graph; what grades counts comes from secret seeds (`grader run`, Gradescope's pool), which no shipped file
@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from grader.exercise.expected import References
-from grader.exercise.reference_cache import decoded, encoded
+from grader.exercise.reference_format import decoded, encoded
 from grader.exercise.reference_key import references_key
 from grader.exercise.spec import Exercise
 from grader.exercise.trials import make_trial

@@ -12,7 +12,6 @@ from grader.outcomes import Failure, FailureKind, Location
 from grader.sandbox.payload import Fatal, located
 from grader.sandbox.protocol import CLOSED_CHANNEL_EXIT
 from grader.sandbox.report import Overrun
-from grader.sandbox.worker.imports import UNNAMED_TORCH
 from grader.text import counted
 
 OUTPUT_HARD_LIMIT = 32 << 20  # beyond this much printing the run is stopped, not just truncated
@@ -146,8 +145,6 @@ def corrupted(why: str, trial: int | None = None) -> Failure:
 
 def fatal(message: Fatal) -> Failure:
     """The worker's own word that the submission cannot run (it did not import, or lacks the entry)."""
-    if message.kind == "torch":  # told only where the grading could not run it again with torch
-        return Failure(FailureKind.IMPORT, UNNAMED_TORCH)
     kind = FailureKind(message.kind)
     if kind is FailureKind.MISSING_FUNCTION:
         defined = ", ".join(message.defined) or "no functions"

@@ -79,13 +79,19 @@ class PassDone(_Message):
 
 class Fatal(_Message):
     type: Literal["fatal"]
-    # "torch": a worker without torch was asked for it (worker/imports.py); the grader runs it with torch
-    kind: Literal["import", "exit", "missing-function", "torch"]
+    kind: Literal["import", "exit", "missing-function"]
     file: Text = Field(max_length=_NAME)
     message: Text = Field(max_length=_TEXT)
     traceback: Text = Field(default="", max_length=_TEXT)
     location: LocationSent | None = None
     defined: list[Annotated[Text, Field(max_length=_NAME)]] = Field(default=[], max_length=50)
+
+
+class TorchWanted(_Message):
+    """A worker without torch was asked for it (worker/imports.py): the grader runs the hand-in again in a
+    worker with torch. Its last word on the exercise."""
+
+    type: Literal["torch-wanted"]
 
 
 class ReturnedArray(_Message):
@@ -154,5 +160,7 @@ class Trials(_Message):
     returns: list[Annotated[int, Field(ge=0)]] = Field(max_length=_MAX_COLUMNS)
 
 
-WorkerMessage = Annotated[Ready | PassDone | Done | Fatal | Trials | TrialFailed, Field(discriminator="type")]
+WorkerMessage = Annotated[
+    Ready | PassDone | Done | Fatal | TorchWanted | Trials | TrialFailed, Field(discriminator="type")
+]
 MESSAGE = TypeAdapter(WorkerMessage)

@@ -30,6 +30,7 @@ from grader.sandbox.payload import (
     Ready,
     ReturnedArray,
     ReturnProblem,
+    TorchWanted,
     TrialFailed,
     Trials,
     located,
@@ -37,6 +38,7 @@ from grader.sandbox.payload import (
 from grader.sandbox.process import Capture, WorkerProcess, read
 from grader.sandbox.protocol import Column, Frame, ProtocolError, Run
 from grader.sandbox.report import Overrun, Returns
+from grader.sandbox.worker.imports import UNNAMED_TORCH
 
 PACE_SECONDS = 0.005  # how long small results may gather in the pipe before the grader reads them
 # The most bytes of results one exercise of a hand-in may send over all its trials and reruns, counted as
@@ -190,12 +192,15 @@ class FrameReader:
             reading.stopped = failures.corrupted("a 'ready' message for another job than the one sent")
         elif isinstance(message, Ready):
             self._ready(message)
-        elif isinstance(message, Fatal) and message.kind == "torch" and self._process.torch:
+        elif isinstance(message, TorchWanted) and self._process.torch:
             # torch is never refused where it is loaded: not the worker's own word
             reading.stopped = failures.corrupted("a worker with torch asked to be run again with torch")
+        elif isinstance(message, TorchWanted):
+            # The grading runs the hand-in again with torch; what this pass stops with is never shown.
+            reading.stopped = Failure(FailureKind.IMPORT, UNNAMED_TORCH)
+            reading.torch_wanted = True
         elif isinstance(message, Fatal):
             reading.stopped = failures.fatal(message)
-            reading.torch_wanted = message.kind == "torch"
         elif isinstance(message, PassDone):
             if reading.run is not Run.FIRST or reading.pending:
                 reading.stopped = failures.corrupted(f"first pass ended before trial {reading.current()}")

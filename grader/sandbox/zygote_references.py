@@ -137,7 +137,7 @@ def _answer(wanted: Wanted) -> bytes:
     grader computes them again, and says why they fail)."""
     from grader.exercise.instructor import provide_source
     from grader.exercise.reference import compute_references
-    from grader.exercise.reference_cache import encoded
+    from grader.exercise.reference_format import encoded
 
     exercise, packed, key, source = wanted
     try:
@@ -172,7 +172,8 @@ def computed_all_in_zygote(
     from grader.errors import GraderError
     from grader.exercise.expected import References
     from grader.exercise.instructor import reference_source
-    from grader.exercise.reference_cache import decoded, key, store
+    from grader.exercise.reference_cache import key, store
+    from grader.exercise.reference_format import decoded
 
     found: list[References | None] = [None] * len(asked)
     job = None
