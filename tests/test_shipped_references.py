@@ -135,6 +135,8 @@ def test_a_handouts_first_check_computes_no_reference_and_without_them_it_would(
     out = tmp_path / "handout"
     made = grader_run("handout", course.relative_to(tmp_path), out.relative_to(tmp_path), cwd=tmp_path)
     assert made.returncode == 0, made.stderr
+    told = " ".join(made.stdout.split())
+    assert "default trials for 1 exercise" in told and "a student's first check computes none" in told, told
     handed = next(p.parent for p in out.rglob("exercise.yaml"))
     assert len(list((handed / shipped_references.FOLDER).glob("*.npz"))) == 1
     student = write_source(tmp_path / "student" / "graph2.py", CORRECT_GRAPH2)

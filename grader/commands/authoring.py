@@ -11,6 +11,7 @@ from grader.commands.outcome import Outcome
 from grader.errors import GraderError
 from grader.exercise.settings import ReferenceCache
 from grader.report.terminal import safe
+from grader.text import counted
 
 
 def validate(args: argparse.Namespace, console: Console, errors: Console) -> Outcome:
@@ -57,6 +58,13 @@ def handout(args: argparse.Namespace, console: Console) -> Outcome:
         )
         + "; no solution, reference or known-wrong file among them (each compared, by name and content)"
     )
+    shipped = [args.out / e.references for e in written.exercises if e.references is not None]
+    if shipped:
+        megabytes = sum(path.stat().st_size for path in shipped) / 1e6
+        console.print(
+            f"With the references of grader check's default trials for {counted(len(shipped), 'exercise')} "
+            f"({megabytes:.1f} MB): a student's first check computes none (--no-references leaves them out)"
+        )
     console.print(f"Students start with {safe(str(args.out / README))}: how to install and check their work")
     return Outcome.PASSED
 
