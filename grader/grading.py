@@ -14,6 +14,7 @@ Nothing here decides a verdict: that is the judging modules' (grader/judging/).
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
@@ -34,7 +35,7 @@ from grader.judging.judge import judge, not_run
 from grader.judging.reruns.plan import RerunPlan, plan_reruns
 from grader.outcomes import Failure, FailureKind
 from grader.results import SubmissionResult
-from grader.sandbox import isolation, torch_use
+from grader.sandbox import course_view, isolation, torch_use
 from grader.sandbox.report import Pass, RerunRequest, WorkerReport
 from grader.sandbox.runner import HandinWorker, RunningWorker
 from grader.sandbox.warm import WorkerPool, shared_pool
@@ -183,6 +184,26 @@ def references_first(
             if computed is not None:
                 shared.try_first(partial(_given, computed))
     return lambda exercise: found.get(exercise.id)
+
+
+def sandbox_ahead(handed: Sequence[tuple[Exercise, Submission]], pool: WorkerPool | None = None) -> None:
+    """Make, in a thread, what the first workers of these hand-ins will ask for once the grader is ready
+    to start them: their views of the installed packages (course_view.py), laid out in the idle
+    zygotes' slots. Only a saving: a worker makes what is not ready when it starts."""
+    if isolation.current().walls is isolation.Walls.NONE:
+        return
+    chosen = pool or shared_pool()
+
+    def make() -> None:
+        with contextlib.suppress(Exception):  # a worker's own start reports what fails here
+            seen: set[tuple[str, ...]] = set()
+            for exercise, submission in handed:  # a course's exercises share their view: its first's
+                if exercise.allowed_distributions not in seen:
+                    seen.add(exercise.allowed_distributions)
+                    torch = torch_use.needed(prepare(submission), [exercise])
+                    chosen.stage_ahead(course_view.view_for(exercise.allowed_distributions, torch=torch))
+
+    threading.Thread(target=make, name="grader-sandbox-ahead", daemon=True).start()
 
 
 def _at_hand(exercise: Exercise, settings: Settings) -> bool:

@@ -15,6 +15,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -220,3 +221,19 @@ def test_a_declared_package_works_and_an_undeclared_one_is_told_by_name(layer: s
     done = _grader(layer, "check", elsewhere, plotting, "--trials", TRIALS, "--json")
     message = json.loads(done.stdout)["error"]["message"]
     assert "matplotlib" in message and "course.yaml" in message and "site-packages" not in message, message
+
+
+def test_a_view_staged_by_two_threads_at_once_is_laid_out_once_and_whole(tmp_path: Path) -> None:
+    """A check lays out its workers' view ahead, in a thread, while a worker may ask for it (warm.py):
+    both get the same complete skeleton, and nothing half made is left beside it."""
+    view = course_view.view_for((), torch=False)
+    single = course_view.stage_skeleton(view, tmp_path / "alone")
+    with ThreadPoolExecutor(max_workers=4) as threads:
+        made = list(threads.map(lambda _: course_view.stage_skeleton(view, tmp_path / "shared"), range(4)))
+    assert len(set(made)) == 1 and made[0].name == view.digest
+    assert [p.name for p in (tmp_path / "shared").iterdir()] == [view.digest]
+
+    def layout(root: Path) -> list[tuple[str, bool]]:
+        return sorted((str(p.relative_to(root)), p.is_dir()) for p in root.rglob("*"))
+
+    assert layout(made[0]) == layout(single) and layout(single)

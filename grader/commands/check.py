@@ -52,7 +52,7 @@ def check_library(args: argparse.Namespace, console: Console, errors: Console) -
     """`grader check exercises/cs231n/a2 layers.py`: every exercise of a folder whose entry the file
     defines, as a student hands in a whole layers.py: the file imported once, in one worker for all
     (grading.grade_file); each result shown as soon as it and those before it are judged."""
-    from grader.grading import iter_grade_file, references_first
+    from grader.grading import iter_grade_file, references_first, sandbox_ahead
     from grader.handin.discover import may_define, submission_from_path
     from grader.report.json_report import to_json_line
     from grader.report.terminal import render_result
@@ -80,6 +80,7 @@ def check_library(args: argparse.Namespace, console: Console, errors: Console) -
     shown = 0
     # Computed first, in a fork of the zygote that then serves the hand-in: the grader never imports torch.
     settings = run_settings(args)
+    sandbox_ahead(handed)
     found = references_first([e for e, _ in handed], settings)
     graded = iter_grade_file(handed, settings, references_for=found)
     for number, judged in graded:

@@ -31,9 +31,11 @@ import importlib.metadata
 import json
 import os
 import re
+import shutil
 import site
 import stat
 import sys
+import tempfile
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -273,10 +275,12 @@ def stage_skeleton(view: View, folder: Path) -> Path:
     target = folder / view.digest
     if target.is_dir():
         return target
-    staging = folder / f".{view.digest}-{os.getpid()}"
+    folder.mkdir(parents=True, exist_ok=True)
+    # A folder of its own: another thread may stage the same view at once (warm.WorkerPool.stage_ahead).
+    staging = Path(tempfile.mkdtemp(dir=folder, prefix=f".{view.digest}-"))
     for index, root in enumerate(view.roots):
         base = staging / str(index)
-        base.mkdir(parents=True, mode=0o755)
+        base.mkdir(mode=0o755)
         for entry in root.entries:
             place = base / entry.path
             place.parent.mkdir(parents=True, exist_ok=True, mode=0o755)
@@ -289,5 +293,10 @@ def stage_skeleton(view: View, folder: Path) -> Path:
                 (base / os.path.relpath(inner.path, root.path)).mkdir(parents=True, exist_ok=True)
     for made in (staging, *staging.rglob("*")):
         made.chmod(0o755 if made.is_dir() else 0o644)  # readable by a slot's own uid
-    staging.rename(target)
+    try:
+        staging.rename(target)
+    except OSError:
+        if not target.is_dir():
+            raise
+        shutil.rmtree(staging)  # the other one's is in place: the same layout
     return target

@@ -388,6 +388,15 @@ class WorkerPool:
         with self._lock:
             self._idle.extend(taken)
 
+    def stage_ahead(self, view: course_view.View) -> None:
+        """Lay out `view`'s skeleton in each idle sandboxed zygote's slot now, before a job asks for it:
+        the first worker of a check paid 0.06-0.1 s for it (and 0.07 s for the view) after the grader's
+        imports, beside the zygote's own start."""
+        for zygote in self.idle:
+            if zygote.sandboxed:
+                with contextlib.suppress(OSError):  # the job stages it again, and says what fails
+                    course_view.stage_skeleton(view, zygote.slot / VIEWS)
+
     def acquire(self) -> Zygote:
         if self._slots is not None:
             self._slots.acquire()
