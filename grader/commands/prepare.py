@@ -41,10 +41,6 @@ def prepare(args: argparse.Namespace, console: Console, errors: Console) -> Outc
     if folder is None:
         off = f"the reference cache is off ({CACHE_ENV} is empty)"
         raise UsageError(f"{off}: nothing would keep the references; name a folder there, or --pool DIR")
-    if args.ship and pool is not None:
-        raise UsageError(
-            "--ship and --pool: a pool's seeds are secret and never travel; give one or the other"
-        )
     runs = [Settings(seed, args.trials, cache=cache) for seed in seeds]
     for exercise in exercises:
         for done in prepared(exercise, runs):
