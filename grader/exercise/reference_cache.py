@@ -118,9 +118,11 @@ def lookup(
         return _OWN[key]
     folder = cache.folder
     mac_key = None if folder is None else _mac_key(folder, create=False)
-    found = None
-    if folder is not None and mac_key is not None:
-        found = _load_file(folder / f"{key}.npz", exercise, key, mac_key)
+    found = (
+        None
+        if folder is None or mac_key is None
+        else _load_file(folder / f"{key}.npz", exercise, key, mac_key)
+    )
     return found if found is not None else shipped_references.shipped(exercise, seed, count, only)
 
 

@@ -56,8 +56,8 @@ def shipped(exercise: Exercise, seed: int, count: int, only: int | None = None) 
     the exercise has them and they verify; None otherwise."""
     if only is not None and not 0 <= only < count:
         return None
-    key = _key(exercise, seed, count)
-    found = _read(exercise.root / FOLDER / f"{key}.npz", exercise, key)
+    file = path(exercise, seed, count)
+    found = _read(file, exercise, file.stem)
     if found is None or [t.index for t in found.trials] != list(range(count)):
         return None
     if not all(_redrawn_equal(exercise, seed, found, index) for index in {0, count - 1}):
