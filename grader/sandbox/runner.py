@@ -33,7 +33,7 @@ from grader.sandbox import cpu_watch, failures, torch_use, warm
 from grader.sandbox.deadlines import Deadlines
 from grader.sandbox.pass_state import Reading
 from grader.sandbox.process import Capture, WorkerProcess
-from grader.sandbox.protocol import Run, encode
+from grader.sandbox.protocol import ColumnWriter, Run, encode, encode_wire, little_endian
 from grader.sandbox.reading import FrameReader
 from grader.sandbox.report import Overrun, Pass, RerunRequest, Returned, WorkerReport, returned_shapes
 
@@ -322,7 +322,10 @@ def calls_job(exercise: Exercise, inputs_as: str | None, seed: int) -> dict[str,
 
 
 _TRIALS_PER_FRAME = 200
-_encoded: PerObject[bytes] = PerObject(kept=8)
+# Enough for every exercise a class is graded on at once: a course's file defines up to a dozen (CS231n
+# A2's layers.py: 12), and at 8 each student's twelfth exercise had pushed out the first, so that every
+# hand-in encoded every exercise's trials again (6 MB for A2's 10,500 trials, 0.06 s of CPU each time).
+_encoded: PerObject[bytes] = PerObject(kept=64)
 
 
 def _encoded_trials(trials: Sequence[Trial]) -> bytes:
@@ -331,9 +334,28 @@ def _encoded_trials(trials: Sequence[Trial]) -> bytes:
 
 
 def _encode_trials(trials: Sequence[Trial]) -> bytes:
+    """Frames of up to _TRIALS_PER_FRAME trials whose inputs have the same names, dtypes and numbers of
+    dimensions, each input a column: its arrays' shapes and entries end to end (protocol.ColumnWriter),
+    which the worker checks and splits as whole arrays at once. One described array per input and trial
+    took the worker 8 µs a trial to read (A2's 10,500 trials: 0.09 s of each hand-in's CPU)."""
     parts = []
-    for start in range(0, len(trials), _TRIALS_PER_FRAME):  # a frame per trial would cost more to read
-        batch = trials[start : start + _TRIALS_PER_FRAME]
-        header = {"type": "inputs", "trials": [[t.index, list(t.inputs)] for t in batch]}
-        parts.append(encode(header, [array for t in batch for array in t.inputs.values()]))
+    start = 0
+    while start < len(trials):  # a frame per trial would cost more to read
+        layout = _layout(trials[start])
+        end = start + 1
+        while end < min(len(trials), start + _TRIALS_PER_FRAME) and _layout(trials[end]) == layout:
+            end += 1
+        columns = [ColumnWriter(wire, ndim) for _, wire, ndim in layout]
+        for trial in trials[start:end]:
+            for column, array in zip(columns, trial.inputs.values(), strict=True):
+                column.append(little_endian(array)[1])
+        names = [name for name, _, _ in layout]
+        header = {"type": "inputs", "trials": [t.index for t in trials[start:end]], "names": names}
+        parts.append(encode_wire(header, [], columns))
+        start = end
     return b"".join(parts)
+
+
+def _layout(trial: Trial) -> list[tuple[str, str, int]]:
+    """A trial's inputs as columns hold them: name, wire dtype, number of dimensions."""
+    return [(name, little_endian(array)[0], array.ndim) for name, array in trial.inputs.items()]

@@ -113,10 +113,11 @@ def _exercise(
     """Serve one exercise: whether the worker may serve another."""
     inputs_by_trial: dict[int, dict[str, np.ndarray]] = {}
     while len(inputs_by_trial) < job["trial_count"]:
-        frame = next(frames)
-        arrays = iter(frame.arrays)
-        for index, names in frame.header["trials"]:
-            inputs_by_trial[index] = {name: next(arrays) for name in names}
+        frame = next(frames)  # the grader's: runner._encode_trials, an input per column
+        names = frame.header["names"]
+        by_input = [column.arrays() for column in frame.columns]
+        for index, *arrays in zip(frame.header["trials"], *by_input, strict=True):
+            inputs_by_trial[index] = dict(zip(names, arrays, strict=True))
     exercise_cpu(job["cpu_seconds"])
     # The exercise's seed, before what it imports: a file imported for an earlier exercise drew from that
     # one's (as module state, shared by the exercises of one file).
