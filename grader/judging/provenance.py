@@ -39,6 +39,7 @@ from grader.exercise.spec import Exercise, ReturnSpec
 from grader.exercise.trials import Trial
 from grader.judging.compare import entry_errors, infer_precision
 from grader.judging.reruns.changed import changed_answer
+from grader.memo import PerObject
 from grader.outcomes import Verdict
 from grader.results import ReturnResult
 from grader.sandbox.payload import ReturnProblem
@@ -92,11 +93,22 @@ class Checks:
     run: CheckRun = CheckRun.RAN
 
 
+# A class is checked on the same trials (one seed, one pick): the same objects for every hand-in, so that
+# what is derived from them per object (their encoded frames, the flattened expected values) is derived
+# once, not once per hand-in (memo.py).
+_checked_trials: PerObject[tuple[Trial, ...]] = PerObject(kept=64)
+_restricted: PerObject[References] = PerObject(kept=64)
+
+
 def checked_trials(trials: Sequence[Trial], checks: Sequence[int]) -> tuple[Trial, ...]:
     """The trials the checked worker is sent: inputs and indices as the ordinary worker had them, so that
     each is seeded exactly as it was there."""
-    wanted = frozenset(checks)
-    return tuple(t for t in trials if t.index in wanted)
+
+    def make() -> tuple[Trial, ...]:
+        wanted = frozenset(checks)
+        return tuple(t for t in trials if t.index in wanted)
+
+    return _checked_trials.get(trials, tuple(checks), make)
 
 
 def with_again(request: RerunRequest, checks: Sequence[int], first: Pass) -> RerunRequest:
@@ -111,12 +123,16 @@ def with_again(request: RerunRequest, checks: Sequence[int], first: Pass) -> Rer
 
 def restricted(references: References, checks: Sequence[int]) -> References:
     """The references of the checked trials alone."""
-    wanted = frozenset(checks)
-    return References(
-        tuple(t for t in references.trials if t.index in wanted),
-        {i: e for i, e in references.expected.items() if i in wanted},
-        {i: s for i, s in references.spread.items() if i in wanted},
-    )
+
+    def make() -> References:
+        wanted = frozenset(checks)
+        return References(
+            checked_trials(references.trials, checks),
+            {i: e for i, e in references.expected.items() if i in wanted},
+            {i: s for i, s in references.spread.items() if i in wanted},
+        )
+
+    return _restricted.get(references, tuple(checks), make)
 
 
 def _refused(name: str, checks: Checks) -> tuple[int, str] | None:
