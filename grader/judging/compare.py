@@ -386,6 +386,9 @@ class Flattened:
     abs_expected: np.ndarray
     scale: np.ndarray  # per entry: the max|expected| of its trial
     spread: np.ndarray | None
+    # The shapes as rows (trials, ndim) where every trial's has one number of dimensions, else None: what
+    # a pass's columns of returned shapes are checked against at once.
+    shape_rows: np.ndarray | None = None
 
 
 def flatten(expected: Sequence[np.ndarray], spreads: Sequence[np.ndarray] | None) -> Flattened:
@@ -399,7 +402,10 @@ def flatten(expected: Sequence[np.ndarray], spreads: Sequence[np.ndarray] | None
     scale = _per_trial(np.maximum, abs_expected, starts, nonempty, 0.0)
     spread = None if spreads is None else np.concatenate([s.ravel() for s in spreads] or [np.zeros(0)])
     shapes = [e.shape for e in expected]
-    return Flattened(shapes, sizes, starts, nonempty, flat, abs_expected, np.repeat(scale, sizes), spread)
+    rows = np.array(shapes, dtype=np.int64) if shapes and len({len(s) for s in shapes}) == 1 else None
+    return Flattened(
+        shapes, sizes, starts, nonempty, flat, abs_expected, np.repeat(scale, sizes), spread, rows
+    )
 
 
 def _per_trial(
@@ -447,9 +453,24 @@ def compare_columns(
     spreads: Sequence[np.ndarray],
     flattened: Flattened | None = None,
     inputs_of: InputShapes | None = None,
+    joined: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> Compared:
-    """`compare_many`'s judgement, by trial, with the passing trials kept as columns."""
-    groups, others = _compare_groups(spec, trials, expected, got, dtypes, spreads, None, flattened, inputs_of)
+    """`compare_many`'s judgement, by trial, with the passing trials kept as columns.
+
+    `joined`: every array of `got` end to end and their shapes as rows (report.Returns.joined); where
+    they are the shapes due and of one dtype, compared as they are, without a look at `got`."""
+    flat_got = None
+    if (
+        joined is not None
+        and flattened is not None
+        and flattened.shape_rows is not None
+        and len(set(dtypes)) == 1
+        and np.array_equal(joined[1], flattened.shape_rows)
+    ):
+        flat_got = joined[0]
+    groups, others = _compare_groups(
+        spec, trials, expected, got, dtypes, spreads, None, flattened, inputs_of, flat_got
+    )
     return Compared([passing for _, passing in groups], {trials[k]: c for k, c in others.items()})
 
 
@@ -466,12 +487,15 @@ def _compare_groups(
     at: Precision | None,
     flattened: Flattened | None,
     inputs_of: InputShapes | None = None,
+    flat_got: np.ndarray | None = None,
 ) -> tuple[list[tuple[list[int], Passing]], dict[int, Comparison]]:
     """Per dtype, the positions of its trials that passed and them as columns; the other trials' judgement
-    by position."""
+    by position. `flat_got`: `got` end to end, known to be of one dtype and in the shapes due."""
     others: dict[int, Comparison] = {}
     misfits: dict[int, str]
-    if flattened is not None and len(set(dtypes)) == 1 and [g.shape for g in got] == flattened.shapes:
+    if flat_got is not None:
+        by_dtype, misfits = {dtypes[0]: list(range(len(dtypes)))}, {}
+    elif flattened is not None and len(set(dtypes)) == 1 and [g.shape for g in got] == flattened.shapes:
         # The common case, every trial in the shape due and of one dtype: no trial to sort out.
         by_dtype, misfits = {dtypes[0]: list(range(len(got)))}, {}
     else:
@@ -481,7 +505,7 @@ def _compare_groups(
     groups = []
     for dtype, members in by_dtype.items():
         # Every trial's entries end to end: one numpy operation per step for all of them.
-        got64 = _end_to_end(got, members)
+        got64 = flat_got.astype(np.float64, copy=False) if flat_got is not None else _end_to_end(got, members)
         precision, reason = (
             (at, PrecisionReason(PrecisionBasis.GIVEN, f"judged at {at.value}"))
             if at is not None

@@ -21,7 +21,7 @@ from grader.judging import consistency, provenance, shapes
 from grader.judging.classify import NOTHING_COMPARED, classify_return
 from grader.judging.compare import Compared, Comparison
 from grader.judging.naming import diagnosis
-from grader.judging.reruns.plan import RerunPlan
+from grader.judging.reruns.plan import RerunPlan, expected_of
 from grader.judging.reruns.resolve import finite_somewhere, resolve_beyond_rounding
 from grader.outcomes import Failure, FailureKind, IsolationUsed, MistakeFamily, Verdict
 from grader.results import NotebookUse, ReturnResult, SubmissionResult, display_path
@@ -216,15 +216,21 @@ def _accepted(
     which, on the first trial that shows it, so the student knows what the exercise asks for."""
     arrays = report.first.returned(spec.name)
     expected = references.expected
-    # Looked for only where they can be: another shape (compared without a Returned per trial), a Python
-    # value.
-    reshaped = next(
-        (
-            trial
-            for trial, array in zip(arrays.trials, arrays.arrays, strict=True)
-            if array.shape != (due := expected[trial][spec.name].shape) and shapes.fits(due, array.shape)
-        ),
-        None,
+    # Looked for only where they can be: another shape (compared without a Returned per trial, and as
+    # whole columns where the pass's are those due), a Python value.
+    joined = arrays.joined()
+    due_rows = expected_of(references, spec.name, arrays.trials)[2].shape_rows if joined is not None else None
+    reshaped = (
+        None
+        if joined is not None and due_rows is not None and np.array_equal(joined[1], due_rows)
+        else next(
+            (
+                trial
+                for trial, array in zip(arrays.trials, arrays.arrays, strict=True)
+                if array.shape != (due := expected[trial][spec.name].shape) and shapes.fits(due, array.shape)
+            ),
+            None,
+        )
     )
     loose = {reshaped: arrays[reshaped]} if reshaped is not None else {}
     python = (

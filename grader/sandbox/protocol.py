@@ -99,6 +99,10 @@ class Column:
     def __len__(self) -> int:
         return len(self.offsets) - 1
 
+    def array(self, k: int) -> np.ndarray:
+        """Array k, a view of `flat`."""
+        return self.flat[self.offsets[k] : self.offsets[k + 1]].reshape(tuple(self.shapes[k].tolist()))
+
     def arrays(self) -> list[np.ndarray]:
         """Every array, as views of `flat` (a view each: for the few steps that judge trial by trial)."""
         flat, bounds, shapes = self.flat, self.offsets.tolist(), map(tuple, self.shapes.tolist())

@@ -266,16 +266,20 @@ class FrameReader:
         trial = trials[0]  # the one a malformed frame is reported at
         try:
             layouts: dict[tuple[int, ...], tuple[ReturnedArray | ReturnProblem, ...]] = {}
-            chosen = []
             carried = [0] * len(names)  # arrays per return
-            for key in rows[:count]:
-                layout = layouts.get(key)
-                if layout is None:
-                    layout = layouts[key] = _layout(message.kinds, key, names)
-                chosen.append(layout)
-                for position, kind in enumerate(layout):
-                    carried[position] += type(kind) is ReturnedArray
-            arrays_of = []
+            if count and rows[:count].count(rows[0]) == count:  # the common case: every trial's alike
+                alike = layouts[rows[0]] = _layout(message.kinds, rows[0], names)
+                chosen = [alike] * count
+                carried = [count * (type(kind) is ReturnedArray) for kind in alike]
+            else:
+                chosen = []
+                for key in rows[:count]:
+                    layout = layouts.get(key)
+                    if layout is None:
+                        layout = layouts[key] = _layout(message.kinds, key, names)
+                    chosen.append(layout)
+                    for position, kind in enumerate(layout):
+                        carried[position] += type(kind) is ReturnedArray
             for position, column in enumerate(columns):
                 held = sum(len(c) for c in column)
                 needed = carried[position]
@@ -284,15 +288,20 @@ class FrameReader:
                         f"the frame's trials declare {needed} arrays of return {names[position]!r}; "
                         f"it carries {held}"
                     )
-                arrays_of.append(iter([a for c in column for a in c.arrays()]))
             answered = trials[:count]
             returned = [reading.returned.setdefault(name, Returns()) for name in names]
-            if len(layouts) == 1:  # the common case: every trial's returns alike, added as columns
+            if len(layouts) == 1:  # every trial's returns alike, added as columns
                 (layout,) = layouts.values()
-                for arrays, kind, kept in zip(arrays_of, layout, returned, strict=True):
-                    if isinstance(kind, ReturnedArray):
-                        kept.add(answered, [kind] * count, list(itertools.islice(arrays, count)))
+                for column, kind, kept in zip(columns, layout, returned, strict=True):
+                    if not isinstance(kind, ReturnedArray):
+                        continue
+                    if len(column) == 1 and len(column[0]) == count:  # kept whole, split when asked
+                        kept.add_column(answered, [kind] * count, column[0])
+                    else:
+                        split = (a for c in column for a in c.arrays())
+                        kept.add(answered, [kind] * count, list(itertools.islice(split, count)))
             else:
+                arrays_of = [iter([a for c in column for a in c.arrays()]) for column in columns]
                 for trial, layout in zip(answered, chosen, strict=True):
                     for arrays, kind, kept in zip(arrays_of, layout, returned, strict=True):
                         if isinstance(kind, ReturnedArray):

@@ -9,9 +9,9 @@ deadline (`Pass.overrun`) is carried on by a fresh worker from that trial, whose
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Literal
+from typing import Literal, overload
 
 import numpy as np
 
@@ -19,6 +19,7 @@ from grader.exercise.trials import Trial
 from grader.outcomes import FailedCell, Failure, IsolationUsed
 from grader.sandbox import isolation
 from grader.sandbox.payload import ReturnedArray, ReturnProblem
+from grader.sandbox.protocol import Column
 
 
 @dataclass(frozen=True)
@@ -69,19 +70,70 @@ class Returns(Mapping[int, Returned]):
     """One return's arrays over a pass, by trial in the order they came, kept as columns (the trials, the
     worker's description of each, the arrays): the judging steps take the columns; a trial's `Returned`
     is made only when one is asked for (a class's hand-ins pass nearly every trial, and an object per
-    trial and return cost more than comparing its entries did: 33,000 for a CS231n A2 hand-in)."""
+    trial and return cost more than comparing its entries did: 33,000 for a CS231n A2 hand-in).
+
+    The arrays stay the frames' columns they came in (protocol.Column) until one of them is asked for:
+    judging a pass compares them end to end (`joined`), and a view per array (CS231n A2: 10,500 per
+    hand-in) was the largest part of reading the worker's results."""
 
     def __init__(self) -> None:
         self.trials: list[int] = []
         self.descriptions: list[ReturnedArray] = []
-        self.arrays: list[np.ndarray] = []
+        self._arrays: list[np.ndarray] = []
+        self._columns: list[Column] = []  # after `_arrays`: whole columns, not yet split into arrays
         self._where: dict[int, int] | None = None
 
+    @property
+    def arrays(self) -> list[np.ndarray]:
+        """Every array, by trial in the order they came."""
+        if self._columns:
+            for column in self._columns:
+                self._arrays += column.arrays()
+            self._columns = []
+        return self._arrays
+
+    def deferred(self) -> Sequence[np.ndarray]:
+        """`arrays`, split from the columns only if one of them is asked for."""
+        return _Deferred(self)
+
     def add(self, trials: list[int], descriptions: list[ReturnedArray], arrays: list[np.ndarray]) -> None:
+        self.arrays.extend(arrays)  # after what came before, columns split first
         self.trials += trials
         self.descriptions += descriptions
-        self.arrays += arrays
         self._where = None
+
+    def add_column(self, trials: list[int], descriptions: list[ReturnedArray], column: Column) -> None:
+        """A column's arrays, one per trial, kept whole."""
+        self.trials += trials
+        self.descriptions += descriptions
+        self._columns.append(column)
+        self._where = None
+
+    def joined(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """Every array's entries end to end (C order) and the shapes, one row each, where they are still
+        the columns they came in, of one dtype and number of dimensions; else None."""
+        columns = self._columns
+        if self._arrays or not columns:
+            return None
+        first = columns[0]
+        if any(
+            c.flat.dtype != first.flat.dtype or c.shapes.shape[1] != first.shapes.shape[1] for c in columns
+        ):
+            return None
+        if len(columns) == 1:
+            return first.flat, first.shapes
+        return np.concatenate([c.flat for c in columns]), np.concatenate([c.shapes for c in columns])
+
+    def _array(self, k: int) -> np.ndarray:
+        """The k-th array, without splitting every column."""
+        if k < len(self._arrays):
+            return self._arrays[k]
+        k -= len(self._arrays)
+        for column in self._columns:
+            if k < len(column):
+                return column.array(k)
+            k -= len(column)
+        raise IndexError(k)
 
     def restricted(self, kept: Collection[int]) -> Returns:
         """The same columns for the trials in `kept` only."""
@@ -90,7 +142,7 @@ class Returns(Mapping[int, Returned]):
         returns.add(
             [self.trials[k] for k in chosen],
             [self.descriptions[k] for k in chosen],
-            [self.arrays[k] for k in chosen],
+            [self._array(k) for k in chosen],
         )
         return returns
 
@@ -101,7 +153,7 @@ class Returns(Mapping[int, Returned]):
 
     def __getitem__(self, trial: int) -> Returned:
         k = self._index()[trial]
-        return Returned.of(self.descriptions[k], self.arrays[k])
+        return Returned.of(self.descriptions[k], self._array(k))
 
     def __contains__(self, trial: object) -> bool:
         return trial in self._index()
@@ -111,6 +163,23 @@ class Returns(Mapping[int, Returned]):
 
     def __len__(self) -> int:
         return len(self.trials)
+
+
+class _Deferred(Sequence[np.ndarray]):
+    def __init__(self, returns: Returns) -> None:
+        self._returns = returns
+
+    @overload
+    def __getitem__(self, k: int) -> np.ndarray: ...
+
+    @overload
+    def __getitem__(self, k: slice) -> Sequence[np.ndarray]: ...
+
+    def __getitem__(self, k: int | slice) -> np.ndarray | Sequence[np.ndarray]:
+        return self._returns.arrays[k]
+
+    def __len__(self) -> int:
+        return len(self._returns)
 
 
 Layout = tuple[ReturnedArray | ReturnProblem, ...]  # what each return of a trial was, in the exercise's order

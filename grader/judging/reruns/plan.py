@@ -37,11 +37,13 @@ _DTYPE = operator.attrgetter("dtype")
 
 # The expected values and spreads of a return on the trials compared, as lists and end to end: a class
 # shares them (each submission built the lists anew: 2,000 look-ups per return of a graph2 hand-in).
+# Kept for every return of a course file's exercises, each twice (its trials, and its checked trials
+# alone): at 32, CS231n A2's 19 returns pushed out each other's, and every hand-in flattened them anew.
 _Expected = tuple[list[np.ndarray], list[np.ndarray], Flattened]
-_expected: PerObject[_Expected] = PerObject(kept=32)
+_expected: PerObject[_Expected] = PerObject(kept=128)
 
 
-def _expected_of(references: References, name: str, compared: list[int]) -> _Expected:
+def expected_of(references: References, name: str, compared: list[int]) -> _Expected:
     def make() -> _Expected:
         expected = [references.expected[i][name] for i in compared]
         spreads = [references.spread[i][name] for i in compared]
@@ -147,17 +149,19 @@ def compare_first_pass(spec: ReturnSpec, references: References, first: Pass) ->
     """Every trial that returned `spec`'s array, judged against the reference."""
     arrays = first.returned(spec.name)
     compared = arrays.trials
-    expected, spreads, flat = _expected_of(references, spec.name, compared)
+    expected, spreads, flat = expected_of(references, spec.name, compared)
     dtypes = list(map(_DTYPE, arrays.descriptions))
+    joined = arrays.joined()
     judged = compare_columns(
         spec,
         compared,
         expected,
-        arrays.arrays,
+        arrays.arrays if joined is None else arrays.deferred(),
         dtypes,
         spreads,
         flattened=flat,
         inputs_of=_input_shapes(references),
+        joined=joined,
     )
     # float64 values beyond float64 rounding but within float32's: float32 work widened before returning
     # (numpy makes float32 times int64 float64, and a rerun cannot lift astype(np.float32)). That is

@@ -89,7 +89,8 @@ def judged_by_scaling(
         # One "wrong by" in what a student reads (classify's, relative to the values due): here, how much
         # the extra precision helped, as a factor.
         wrong = "still wrong" if shrink <= 2 else f"its error shrank only {shrink:.2g}-fold, still wrong"
-    check = np.where(judged, rerun_error / allowed, 0.0)
+    with np.errstate(over="ignore"):  # an error of 1e308 against a tiny envelope is infinitely many: evidence
+        check = np.where(judged, rerun_error / allowed, 0.0)
     note = f"{wrong} when rerun {at} ({float(check.max()):.3g} envelopes)"
     measured = finite.any() and not np.isnan(shrink)
     return decided(original, RerunOutcome.STILL_WRONG, note, shrink if measured else None)
