@@ -205,3 +205,25 @@ def test_a_return_that_changes_dtype_every_trial_is_sent_in_frames_the_grader_ta
     reading = read(frames, list(range(600)))
     assert reading.stopped is None and len(reading.outputs) == 600
     assert [a.dtype for a in reading.returned["grad"].arrays[:2]] == [np.float64, np.float32]
+
+
+def test_returns_alike_stay_columns_read_whole_or_by_trial(tmp_path: Path) -> None:
+    """Frames whose trials returned alike are kept as the columns they came in: joined end to end for
+    judging, any one trial's array a view of them, and a later frame of other layouts after them."""
+    alike = [(t, [np.full((), float(t)), np.arange(3.0) + t]) for t in range(4)]
+    later = [(4, [np.ones(()), "returned None"]), (5, [np.ones(()), np.full(3, 5.0)])]
+    frames = channel_frames(tmp_path, alike) + channel_frames(tmp_path, alike[:0] + later)
+    reading = read(frames[:1], list(range(6)))
+    grad = reading.returned["grad"]
+    joined = grad.joined()
+    assert joined is not None
+    np.testing.assert_array_equal(joined[0], np.concatenate([np.arange(3.0) + t for t in range(4)]))
+    assert joined[1].tolist() == [[3]] * 4
+    assert grad[2].array.tolist() == [2.0, 3.0, 4.0] and np.shares_memory(grad[2].array, joined[0])
+    for frame in frames[1:]:
+        FrameReader._receive(reader(), reading, frame)
+    assert reading.stopped is None and not reading.pending
+    assert grad.joined() is None  # split by the later frame's arrays, in the order they came
+    assert list(grad) == [0, 1, 2, 3, 5]
+    assert [a.tolist() for a in grad.arrays] == [[t, t + 1.0, t + 2.0] for t in range(4)] + [[5.0] * 3]
+    assert reading.result().restricted({3, 5}).returned("grad").arrays[0].tolist() == [3.0, 4.0, 5.0]

@@ -21,6 +21,7 @@ import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from enum import Enum
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -99,13 +100,19 @@ class Column:
     def __len__(self) -> int:
         return len(self.offsets) - 1
 
+    @cached_property
+    def _split(self) -> tuple[list[int], list[tuple[int, ...]]]:
+        """Where each array begins and ends in `flat`, and its shape, as Python values, worked out once."""
+        return self.offsets.tolist(), list(map(tuple, self.shapes.tolist()))
+
     def array(self, k: int) -> np.ndarray:
         """Array k, a view of `flat`."""
-        return self.flat[self.offsets[k] : self.offsets[k + 1]].reshape(tuple(self.shapes[k].tolist()))
+        bounds, shapes = self._split
+        return self.flat[bounds[k] : bounds[k + 1]].reshape(shapes[k])
 
     def arrays(self) -> list[np.ndarray]:
         """Every array, as views of `flat` (a view each: for the few steps that judge trial by trial)."""
-        flat, bounds, shapes = self.flat, self.offsets.tolist(), map(tuple, self.shapes.tolist())
+        flat, (bounds, shapes) = self.flat, self._split
         return [flat[a:b].reshape(shape) for a, b, shape in zip(bounds, bounds[1:], shapes, strict=False)]
 
 

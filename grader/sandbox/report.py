@@ -9,6 +9,7 @@ deadline (`Pass.overrun`) is carried on by a fresh worker from that trial, whose
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal, overload
@@ -81,6 +82,7 @@ class Returns(Mapping[int, Returned]):
         self.descriptions: list[ReturnedArray] = []
         self._arrays: list[np.ndarray] = []
         self._columns: list[Column] = []  # after `_arrays`: whole columns, not yet split into arrays
+        self._starts: list[int] = []  # where each of `_columns` begins, counted from the end of `_arrays`
         self._where: dict[int, int] | None = None
 
     @property
@@ -89,7 +91,7 @@ class Returns(Mapping[int, Returned]):
         if self._columns:
             for column in self._columns:
                 self._arrays += column.arrays()
-            self._columns = []
+            self._columns, self._starts = [], []
         return self._arrays
 
     def deferred(self) -> Sequence[np.ndarray]:
@@ -104,6 +106,7 @@ class Returns(Mapping[int, Returned]):
 
     def add_column(self, trials: list[int], descriptions: list[ReturnedArray], column: Column) -> None:
         """A column's arrays, one per trial, kept whole."""
+        self._starts.append(len(self.trials) - len(self._arrays))
         self.trials += trials
         self.descriptions += descriptions
         self._columns.append(column)
@@ -129,11 +132,8 @@ class Returns(Mapping[int, Returned]):
         if k < len(self._arrays):
             return self._arrays[k]
         k -= len(self._arrays)
-        for column in self._columns:
-            if k < len(column):
-                return column.array(k)
-            k -= len(column)
-        raise IndexError(k)
+        which = bisect.bisect_right(self._starts, k) - 1
+        return self._columns[which].array(k - self._starts[which])
 
     def restricted(self, kept: Collection[int]) -> Returns:
         """The same columns for the trials in `kept` only."""
