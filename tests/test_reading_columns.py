@@ -210,9 +210,12 @@ def test_a_return_that_changes_dtype_every_trial_is_sent_in_frames_the_grader_ta
 def test_returns_alike_stay_columns_read_whole_or_by_trial(tmp_path: Path) -> None:
     """Frames whose trials returned alike are kept as the columns they came in: joined end to end for
     judging, any one trial's array a view of them, and a later frame of other layouts after them."""
-    alike = [(t, [np.full((), float(t)), np.arange(3.0) + t]) for t in range(4)]
-    later = [(4, [np.ones(()), "returned None"]), (5, [np.ones(()), np.full(3, 5.0)])]
-    frames = channel_frames(tmp_path, alike) + channel_frames(tmp_path, alike[:0] + later)
+    alike: list[tuple[int, list[Any]]] = [(t, [np.full((), float(t)), np.arange(3.0) + t]) for t in range(4)]
+    later: list[tuple[int, list[Any]]] = [
+        (4, [np.ones(()), "returned None"]),
+        (5, [np.ones(()), np.full(3, 5.0)]),
+    ]
+    frames = channel_frames(tmp_path, alike) + channel_frames(tmp_path, later)
     reading = read(frames[:1], list(range(6)))
     grad = reading.returned["grad"]
     joined = grad.joined()

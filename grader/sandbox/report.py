@@ -166,6 +166,9 @@ class Returns(Mapping[int, Returned]):
 
 
 class _Deferred(Sequence[np.ndarray]):
+    """A return's arrays as a sequence that splits its columns on the first look at one (Returns.deferred):
+    for a comparison that needs them only where the columns are not the shapes due."""
+
     def __init__(self, returns: Returns) -> None:
         self._returns = returns
 
