@@ -8,7 +8,11 @@ torch's CPU one (`torch.default_generator`, which its own operations draw from: 
 initialisation). Seeding them all costs a small part of a graph2 call, Python's generator the most of it
 (see docs/benchmarks.md). Seeding them lazily, at a trial's first draw through the modules' functions,
 saved that cost but missed every draw that reaches a generator directly: such a trial drew other numbers
-in a whole run than replayed alone.
+in a whole run than replayed alone. Nor can a trial that draws nothing skip its seeding: a generator left
+as the last trial left it is state a hand-in reads without drawing (`np.random.get_state()`, a method of
+the object numpy's functions are bound to), and a checked trial would start from one state in the
+ordinary worker, which runs every trial, and from another in the autograd check's, which runs a few: a
+difference between its two runs that the hand-in's answer could follow (judging/provenance.py).
 Stdlib and numpy only: imported by the worker.
 """
 
