@@ -167,10 +167,7 @@ def references_first(
     are stored, they are read in a thread, in order, while the worker runs the exercises before."""
     if all(_at_hand(exercise, settings) for exercise in exercises):
         return _read_ahead(exercises, settings)
-    found: dict[str, SharedReferences] = {}
-    for exercise in exercises:
-        with contextlib.suppress(GraderError):
-            found[exercise.id] = find_references(exercise, settings)
+    found = {e.id: shared for e in exercises if (shared := _found(e, settings)) is not None}
     missing = [shared for shared in found.values() if not shared.ready]
     if missing:
         chosen = pool or shared_pool()

@@ -84,6 +84,7 @@ class Returns(Mapping[int, Returned]):
         self._columns: list[Column] = []  # after `_arrays`: whole columns, not yet split into arrays
         self._starts: list[int] = []  # where each of `_columns` begins, counted from the end of `_arrays`
         self._where: dict[int, int] | None = None
+        self._joined: tuple[np.ndarray, np.ndarray] | None = None  # `joined()`, once made
 
     @property
     def arrays(self) -> list[np.ndarray]:
@@ -102,7 +103,7 @@ class Returns(Mapping[int, Returned]):
         self.arrays.extend(arrays)  # after what came before, columns split first
         self.trials += trials
         self.descriptions += descriptions
-        self._where = None
+        self._where = self._joined = None
 
     def add_column(self, trials: list[int], descriptions: list[ReturnedArray], column: Column) -> None:
         """A column's arrays, one per trial, kept whole."""
@@ -110,22 +111,28 @@ class Returns(Mapping[int, Returned]):
         self.trials += trials
         self.descriptions += descriptions
         self._columns.append(column)
-        self._where = None
+        self._where = self._joined = None
 
     def joined(self) -> tuple[np.ndarray, np.ndarray] | None:
         """Every array's entries end to end (C order) and the shapes, one row each, where they are still
-        the columns they came in, of one dtype and number of dimensions; else None."""
+        the columns they came in, of one dtype and number of dimensions; else None. Made once: comparing
+        a pass and checking its shapes both ask."""
         columns = self._columns
-        if self._arrays or not columns:
-            return None
+        if self._joined is not None or self._arrays or not columns:
+            return self._joined
         first = columns[0]
         if any(
             c.flat.dtype != first.flat.dtype or c.shapes.shape[1] != first.shapes.shape[1] for c in columns
         ):
             return None
         if len(columns) == 1:
-            return first.flat, first.shapes
-        return np.concatenate([c.flat for c in columns]), np.concatenate([c.shapes for c in columns])
+            self._joined = first.flat, first.shapes
+        else:
+            self._joined = (
+                np.concatenate([c.flat for c in columns]),
+                np.concatenate([c.shapes for c in columns]),
+            )
+        return self._joined
 
     def _array(self, k: int) -> np.ndarray:
         """The k-th array, without splitting every column."""
