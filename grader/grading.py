@@ -24,13 +24,14 @@ from typing import TYPE_CHECKING, Protocol
 
 from grader.errors import GraderError
 from grader.exercise import reference_cache
-from grader.exercise.settings import Settings
+from grader.exercise.expected import DeferredSpreads
+from grader.exercise.settings import OnMiss, Settings
 from grader.exercise.shared import SharedReferences
 from grader.exercise.sources import find_references
 from grader.exercise.spec import Exercise
 from grader.exercise.trials import Trial, student_seed
 from grader.handin.prepare import Prepared, Submission, prepare
-from grader.judging import provenance
+from grader.judging import provenance, settling
 from grader.judging.judge import judge, not_run
 from grader.judging.reruns.plan import RerunPlan, plan_reruns
 from grader.outcomes import Failure, FailureKind
@@ -39,7 +40,7 @@ from grader.sandbox import course_view, isolation, torch_use
 from grader.sandbox.report import Pass, RerunRequest, WorkerReport
 from grader.sandbox.runner import HandinWorker, RunningWorker
 from grader.sandbox.warm import WorkerPool, shared_pool
-from grader.sandbox.zygote_references import computed_all_in_zygote
+from grader.sandbox.zygote_references import computed_all_in_zygote, spreads_filled
 
 if TYPE_CHECKING:
     from grader.exercise.reference import References
@@ -157,26 +158,30 @@ def iter_grade_file(
 
 
 def references_first(
-    exercises: Sequence[Exercise], settings: Settings, pool: WorkerPool | None = None
+    exercises: Sequence[Exercise], settings: Settings, pool: WorkerPool | None = None, deferred: bool = False
 ) -> ReferencesFor:
     """The exercises' references for a grading about to start (`grader check`), by exercise: those the
     cache lacks computed now, all in one fork of a warm zygote of `pool` (the shared pool by default),
     before that zygote serves the hand-in's worker; the grader's own process never imports torch then.
     Those the fork could not compute are computed here by the first grading that asks; an exercise whose
     trials cannot be drawn is left out (its grading finds out again, and says why). Where every exercise's
-    are stored, they are read in a thread, in order, while the worker runs the exercises before."""
+    are stored, they are read in a thread, in order, while the worker runs the exercises before.
+
+    `deferred` (a hand-in whose worker has no torch): the fork computes the expected values alone, in a
+    zygote of its own that has torch, and the spreads are computed there where judging needs them
+    (judging/settling.py); so are those of references a cold check stored with some spreads only."""
+    chosen = pool or shared_pool()
     if all(_at_hand(exercise, settings) for exercise in exercises):
-        return _read_ahead(exercises, settings)
-    found = {e.id: shared for e in exercises if (shared := _found(e, settings)) is not None}
+        return _read_ahead(exercises, settings, chosen)
+    found = {e.id: shared for e in exercises if (shared := _found(e, settings, chosen)) is not None}
     missing = [shared for shared in found.values() if not shared.ready]
     if missing:
-        chosen = pool or shared_pool()
         try:
-            zygote = chosen.acquire()
+            zygote = chosen.acquire(references=deferred)
         except Exception:  # a sandbox that cannot start: computed here; the grading reports the sandbox
             return lambda exercise: found.get(exercise.id)
         asked = [(shared.exercise, settings.seed, shared.trials) for shared in missing]
-        computed_all = computed_all_in_zygote(chosen, zygote, settings.cache, asked)
+        computed_all = computed_all_in_zygote(chosen, zygote, settings.cache, asked, deferred)
         for shared, computed in zip(missing, computed_all, strict=True):
             if computed is not None:
                 shared.try_first(partial(_given, computed))
@@ -208,12 +213,12 @@ def _at_hand(exercise: Exercise, settings: Settings) -> bool:
     return reference_cache.at_hand(settings.cache, exercise, settings.seed, count, settings.only_trial)
 
 
-def _read_ahead(exercises: Sequence[Exercise], settings: Settings) -> ReferencesFor:
+def _read_ahead(exercises: Sequence[Exercise], settings: Settings, pool: WorkerPool) -> ReferencesFor:
     """Stored references read in a thread, in the exercises' order, each handed out once read: reading
     A2's twelve (17 MB, their HMACs, 10,500 trials) took 0.2 s, before the worker's first trial; now
     beside the trials of the exercises before (hashlib and numpy's copies leave the GIL)."""
     reader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="grader-references")
-    reads = {exercise.id: reader.submit(_found, exercise, settings) for exercise in exercises}
+    reads = {exercise.id: reader.submit(_found, exercise, settings, pool) for exercise in exercises}
     reader.shutdown(wait=False)
 
     def read(exercise: Exercise) -> SharedReferences | None:
@@ -223,12 +228,18 @@ def _read_ahead(exercises: Sequence[Exercise], settings: Settings) -> References
     return read
 
 
-def _found(exercise: Exercise, settings: Settings) -> SharedReferences | None:
-    """find_references, or None where it raises: the grading finds out again, and says why."""
+def _found(exercise: Exercise, settings: Settings, pool: WorkerPool) -> SharedReferences | None:
+    """find_references, or None where it raises: the grading finds out again, and says why. Stored
+    references whose spreads a cold check left deferred compute them in `pool`'s zygotes."""
     try:
-        return find_references(exercise, settings)
+        found = find_references(exercise, settings, partial=True)
     except GraderError:
         return None
+    held = found.stored
+    refused = settings.cache.on_miss is OnMiss.REFUSE  # told so by what reference_cache attached
+    if held is not None and isinstance(held.spread, DeferredSpreads) and not refused:
+        held.spread.attach(spreads_filled(pool, exercise, held.trials, held.expected))
+    return found
 
 
 def _given(references: References, *_: object) -> References:
@@ -318,6 +329,7 @@ def _ordinary(
             worker = start(student, earlier)
             worker.send(references.trials)
             first = worker.first_pass()
+        references = _settled(exercise, references, first, checks, settings)
         plan = plan_reruns(exercise, references, first)
         report = worker.rerun(provenance.with_again(plan.request, checks, first))
         report = report.relocated(handin.relocated)
@@ -326,6 +338,20 @@ def _ordinary(
         worker.close()
     run = (references, report, plan, checks)
     return _Ordinary(exercise, submission, handin, settings, student, *run)
+
+
+def _settled(
+    exercise: Exercise, references: References, first: Pass, checks: Sequence[int], settings: Settings
+) -> References:
+    """settling.settled's references; the spreads it computed kept in the cache for the next check."""
+    spreads = references.spread
+    if not isinstance(spreads, DeferredSpreads):
+        return references
+    before = len(spreads.known())
+    judged_by = settling.settled(exercise, references, first, checks)
+    if len(spreads.known()) > before:
+        reference_cache.store_spreads(settings.cache, exercise, settings.seed, references)
+    return judged_by
 
 
 def _checked(done: _Ordinary, start: StartChecked) -> provenance.Checks:

@@ -9,15 +9,17 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 import pytest
 from conftest import CORRECT_GRAPH2, copy_exercise, exercise_folder, write_source
 
-from grader.exercise.expected import References
+from grader.exercise.expected import DeferredSpreads, References
 from grader.exercise.reference import compute_references
 from grader.exercise.reference_cache import lookup
 from grader.exercise.settings import CACHE_ENV, ReferenceCache, Settings
@@ -26,8 +28,13 @@ from grader.exercise.trials import Trial, make_trials
 from grader.grading import grade
 from grader.handin.discover import submission_from_path
 from grader.outcomes import Verdict
-from grader.sandbox.warm import WorkerPool
-from grader.sandbox.zygote_references import _same_trials, _split, computed_all_in_zygote, computed_in_zygote
+from grader.sandbox.warm import WorkerPool, Zygote
+from grader.sandbox.zygote_references import (
+    _same_trials,
+    computed_all_in_zygote,
+    computed_in_zygote,
+    read_answer,
+)
 
 TRIALS = 8
 BROKEN = (("id: reciprocal", "id: broken"), ("entry: reciprocal", "entry: broken"), ("1 / a_np", "a_np[9]"))
@@ -92,13 +99,35 @@ def test_several_exercises_in_one_fork_each_the_graders_own(pool: WorkerPool, tm
     assert len(pool.idle) == 1
 
 
-def test_an_answer_cut_wrong_is_refused() -> None:
-    """The fork's answer is each exercise's length and bytes, exactly: anything else is nothing."""
-    whole = (3).to_bytes(8, "little") + b"abc" + (0).to_bytes(8, "little")
-    assert _split(whole, 2) == [b"abc", b""]
-    assert _split(whole + b"x", 2) is None
-    assert _split(whole[:-1], 2) is None
-    assert _split((99).to_bytes(8, "little") + b"abc", 1) is None
+@pytest.mark.parametrize(
+    ("sent", "read"),
+    [
+        ((3).to_bytes(8, "little") + b"abc", b"abc"),
+        ((0).to_bytes(8, "little"), b""),
+        ((3).to_bytes(8, "little") + b"ab", None),  # the fork ended before its whole answer
+        ((5).to_bytes(4, "little"), None),  # or within its length
+        ((1 << 40).to_bytes(8, "little") + b"abc", None),  # beyond any answer's length
+    ],
+)
+def test_an_answer_cut_wrong_is_refused(sent: bytes, read: bytes | None) -> None:
+    """The fork's answer is its length and its bytes, exactly: anything else is nothing."""
+    reading, writing = os.pipe()
+    try:
+        os.write(writing, sent)
+        os.close(writing)
+        assert read_answer(reading, time.monotonic() + 5) == read
+    finally:
+        os.close(reading)
+
+
+def test_an_answer_that_never_comes_is_nothing() -> None:
+    reading, writing = os.pipe()
+    try:
+        os.write(writing, (3).to_bytes(8, "little") + b"a")
+        assert read_answer(reading, time.monotonic() + 0.2) is None
+    finally:
+        os.close(reading)
+        os.close(writing)
 
 
 def test_what_the_sandbox_cannot_compute_is_left_to_the_grader(pool: WorkerPool, tmp_path: Path) -> None:
@@ -177,3 +206,64 @@ def test_a_cold_check_never_imports_torch_in_the_graders_process(tmp_path: Path,
     imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if "|" in line}
     assert "grader.grading" in imported and "torch" not in imported
     assert len(list((tmp_path / "cache").glob("*.npz"))) == (2 if library else 1)  # stored for the next
+
+
+def test_deferred_spreads_come_from_the_fork_that_computed_the_values(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cold check's references: the expected values alone, then the spreads judging asks for, computed
+    by the same fork (kept for it, an instructor's reference file included), the whole pass's bit for bit;
+    the pool gives its zygote back when it closes, and what is asked after that is computed elsewhere."""
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path))
+    pool = WorkerPool()
+    names = ["graph2", "cs231n.a2.dropout", "cs231n.a3.rnn"]
+    exercises = [load_exercise(exercise_folder(name)) for name in names]
+    asked = [(exercise, 4, make_trials(exercise, 4, TRIALS)) for exercise in exercises]
+    try:
+        got = computed_all_in_zygote(
+            pool, pool.acquire(references=True), ReferenceCache.from_environment(), asked, deferred=True
+        )
+        assert not pool.idle  # its zygote held by the fork that serves the spreads
+        for (exercise, _, trials), references in zip(asked, got, strict=True):
+            assert references is not None and isinstance(references.spread, DeferredSpreads)
+            assert not references.spread.known()
+            whole = compute_references(exercise, trials)
+            references.spread.fill([1, 6])
+            assert sorted(references.spread.known()) == [1, 6]
+            for t in (1, 6):
+                for name, spread in whole.spread[t].items():
+                    assert np.array_equal(references.spread[t][name], spread, equal_nan=True)
+    finally:
+        pool.close()
+    last = got[-1]
+    assert last is not None
+    whole = compute_references(exercises[-1], asked[-1][2])
+    for name, spread in whole.spread[3].items():  # the server closed: another fork computes it
+        assert np.array_equal(last.spread[3][name], spread, equal_nan=True)
+    assert not pool.idle
+
+
+@dataclass
+class _Idle:
+    """What the pool's choice reads of an idle zygote."""
+
+    references: bool
+    torch_loaded: bool
+
+
+def test_a_references_zygote_serves_references_jobs_only() -> None:
+    """The zygote a cold check's references take (torch and the references' code imported at its start) is
+    never given to a hand-in's worker; a torch-free hand-in's worker takes an idle zygote without torch
+    where there is one, else any."""
+    pool = WorkerPool()
+    serving, torch, plain = (
+        cast(Zygote, _Idle(*kind)) for kind in ((True, True), (False, True), (False, False))
+    )
+    pool._idle.extend([plain, serving, torch])
+    assert pool.acquire(torch=False) is plain
+    assert pool.acquire(references=True) is serving
+    assert pool.acquire(torch=False) is torch  # no torch-free one left: any that is not a references one
+    pool._idle.extend([serving, plain])
+    assert pool.acquire() is plain
+    assert pool.idle == (serving,)
+    pool._idle.clear()

@@ -16,7 +16,8 @@ from grader.results import SubmissionResult
 from grader.text import counted
 
 if TYPE_CHECKING:
-    pass
+    from grader.exercise.spec import Exercise
+    from grader.handin.prepare import Submission
 from grader.commands.common import load_all, run_settings, warn_if_reduced
 
 
@@ -37,7 +38,7 @@ def check(args: argparse.Namespace, console: Console, errors: Console) -> Outcom
     cells = exercise.spec.notebook.selection
     submission = submission_from_path(args.file, exercise.spec.entry, notebook=cells, rule=exercise.file_rule)
     settings = run_settings(args)
-    references = references_first([exercise], settings)(exercise)
+    references = references_first([exercise], settings, deferred=torch_free(submission, [exercise]))(exercise)
     result = grade(exercise, submission, settings, references=references)
     if args.json:
         print(to_json_line(result))
@@ -46,6 +47,15 @@ def check(args: argparse.Namespace, console: Console, errors: Console) -> Outcom
         if replay:
             render_case(console, result, make_trial(exercise, settings.seed, args.trial))
     return Outcome.of([result.passed])
+
+
+def torch_free(submission: Submission, exercises: list[Exercise]) -> bool:
+    """Whether the hand-in's worker goes without torch (torch_use.py): its references' spreads are then
+    computed where judging needs them, in a zygote of their own (grading.references_first)."""
+    from grader.handin.prepare import prepare
+    from grader.sandbox import torch_use
+
+    return not torch_use.needed(prepare(submission), exercises)
 
 
 def check_library(args: argparse.Namespace, console: Console, errors: Console) -> Outcome:
@@ -81,7 +91,8 @@ def check_library(args: argparse.Namespace, console: Console, errors: Console) -
     # Computed first, in a fork of the zygote that then serves the hand-in: the grader never imports torch.
     settings = run_settings(args)
     sandbox_ahead(handed)
-    found = references_first([e for e, _ in handed], settings)
+    chosen = [e for e, _ in handed]
+    found = references_first(chosen, settings, deferred=torch_free(handed[0][1], chosen))
     graded = iter_grade_file(handed, settings, references_for=found)
     for number, judged in graded:
         waiting[number] = judged

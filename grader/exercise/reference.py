@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import enum
 from collections import defaultdict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -51,10 +51,25 @@ MC_SAMPLES = 4
 
 def compute_references(exercise: Exercise, trials: Sequence[Trial]) -> References:
     expected = reference_returns(exercise, trials)
-    deviation: dict[int, dict[str, np.ndarray]] = {t.index: {} for t in trials}
-    for batch in _envelope_batches(exercise, trials, expected):
+    return References(tuple(trials), expected, compute_spreads(exercise, trials, expected))
+
+
+def compute_spreads(
+    exercise: Exercise,
+    trials: Sequence[Trial],
+    expected: Mapping[int, Expected],
+    wanted: Collection[int] | None = None,
+) -> dict[int, Expected]:
+    """Each trial's rounding spread (of `wanted` only, where given), from the Monte Carlo pass over the
+    batches of `trials` that hold one: a trial's batch is laid out from all of `trials` whichever are
+    wanted, so its spread is the one the whole pass gives it, bit for bit (the noise is hashed from the
+    values, and a batch's values depend on which trials it stacks)."""
+    deviation: dict[int, dict[str, np.ndarray]] = {}
+    for batch in _envelope_batches(exercise, trials, expected, wanted):
         noisy = _batch_values(exercise, batch, NOISE, MC_SAMPLES)
         count = len(batch.trials)
+        for trial in batch.trials:
+            deviation[trial.index] = {}
         for name, values in noisy.items():
             copies = values.reshape(MC_SAMPLES, count, *values.shape[1:])  # [sample, trial, ...]
             # each entry's largest move over the samples (a max: exact, whichever way it is taken)
@@ -69,7 +84,8 @@ def compute_references(exercise: Exercise, trials: Sequence[Trial]) -> Reference
                 where: tuple[int | slice, ...] = (slice(None), i, *(slice(0, d) for d in value.shape))
                 moved = copies[where]
                 deviation[trial.index][name] = (np.abs(moved - value) / NOISE).max(axis=0)
-    return References(tuple(trials), expected, {t.index: deviation[t.index] for t in trials})
+    chosen = trials if wanted is None else [t for t in trials if t.index in wanted]
+    return {t.index: deviation[t.index] for t in chosen}
 
 
 def reference_returns(exercise: Exercise, trials: Sequence[Trial]) -> dict[int, Expected]:
@@ -84,10 +100,14 @@ def reference_returns(exercise: Exercise, trials: Sequence[Trial]) -> dict[int, 
 
 
 def _envelope_batches(
-    exercise: Exercise, trials: Sequence[Trial], expected: Mapping[int, Expected]
+    exercise: Exercise,
+    trials: Sequence[Trial],
+    expected: Mapping[int, Expected],
+    wanted: Collection[int] | None = None,
 ) -> list[padding.Batch]:
     """The batches of the Monte Carlo pass: trials of different sizes padded together where the padded
     batch, evaluated without noise, gives every trial's expected returns bit for bit; by size elsewhere.
+    Where `wanted` is given, only the batches that hold one of them (each laid out as among all `trials`).
 
     A size is padded only where two trials it merges (its smallest and its largest value) get the same
     Monte Carlo values padded as alone, bit for bit: padding also adds operations that do not round (a
@@ -102,6 +122,8 @@ def _envelope_batches(
             padded = candidate
     batches: list[padding.Batch] = []
     for group in padding.merged(trials, padded):
+        if wanted is not None and not any(t.index in wanted for t in group):
+            continue
         batch = padding.padded_batch(exercise, group, padded) if padded else None
         if batch is None or not batch.padded:
             batches.extend(padding.same_size(g) for g in padding.merged(group, ()))
@@ -113,7 +135,9 @@ def _envelope_batches(
             batches.append(padding.subset(batch, kept))
         rest = [t for i, t in enumerate(group) if i not in set(kept)]
         batches.extend(padding.same_size(g) for g in padding.merged(rest, ()))
-    return batches
+    if wanted is None:
+        return batches
+    return [b for b in batches if any(t.index in wanted for t in b.trials)]
 
 
 def _probes(trials: Sequence[Trial], sizes: Sequence[str], name: str) -> list[list[Trial]]:

@@ -36,13 +36,13 @@ import hmac
 import io
 import os
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from grader.errors import GraderError
 from grader.exercise import shipped_references
-from grader.exercise.expected import References
-from grader.exercise.reference_format import FORMAT, load, write
+from grader.exercise.expected import DeferredSpreads, Expected, References
+from grader.exercise.reference_format import FORMAT, decoded_spreads, encoded_spreads, load, write
 from grader.exercise.reference_key import references_key
 from grader.exercise.settings import POLICY_ENV, STORED_ONLY, OnMiss, ReferenceCache
 from grader.exercise.spec import Exercise
@@ -75,30 +75,59 @@ def untrusted_process() -> None:
 
 
 def stored_references(
-    cache: ReferenceCache, exercise: Exercise, seed: int, count: int, only: int | None = None
+    cache: ReferenceCache,
+    exercise: Exercise,
+    seed: int,
+    count: int,
+    only: int | None = None,
+    partial: bool = False,
 ) -> References | None:
     """The references of make_trials(exercise, seed, count, only), trials included, if the cache has them;
-    where it refuses a miss, ReferencesNotStored instead of None.
+    where it refuses a miss, ReferencesNotStored instead of None. `partial`: also those a cold check kept
+    with the spreads it needed only (a DeferredSpreads, to be given a way to compute the rest).
 
     Imports no torch: a check whose references are stored never does, in the grader's process.
     """
-    found = lookup(cache, exercise, seed, count, only)
+    found = lookup(cache, exercise, seed, count, only, partial)
     _ASKED[found is not None] += 1
     if found is None and cache.on_miss is OnMiss.REFUSE:
-        folder = cache.folder
-        where = f"in {folder}" if folder is not None else "in no cache (it is off)"
-        where += f" or in {shipped_references.path(exercise, seed, count).parent} (shipped with the exercise)"
-        fix = (
-            f"store them first: grader prepare {exercise.root} --seed {seed} --trials {count}"
-            if only is None
-            else "grader prepare stores whole runs, not one trial replayed"
-        )
-        raise ReferencesNotStored(
-            f"{exercise.id}: no stored references for seed {seed}, "
-            f"{f'trial {only}' if only is not None else counted(count, 'trial')}, {where}, and "
-            f"{POLICY_ENV}={STORED_ONLY} forbids computing them; {fix}"
-        )
+        raise _not_stored(cache, exercise, seed, count, only)
+    if found is not None and _deferred(found) and cache.on_miss is OnMiss.REFUSE:
+        assert isinstance(found.spread, DeferredSpreads)
+        found.spread.attach(partial_refused(cache, exercise, seed, count, only))
     return found
+
+
+def partial_refused(
+    cache: ReferenceCache, exercise: Exercise, seed: int, count: int, only: int | None
+) -> Callable[[Sequence[int]], Mapping[int, Expected]]:
+    """Where $GRADER_REFERENCES=stored, what computes the spreads that stored deferred references lack:
+    nothing, ReferencesNotStored instead (a grading that needs none of them runs)."""
+
+    def refuse(wanted: Sequence[int]) -> Mapping[int, Expected]:
+        raise _not_stored(
+            cache, exercise, seed, count, only, f"the spreads of {counted(len(wanted), 'trial')} "
+        )
+
+    return refuse
+
+
+def _not_stored(
+    cache: ReferenceCache, exercise: Exercise, seed: int, count: int, only: int | None, what: str = ""
+) -> ReferencesNotStored:
+    folder = cache.folder
+    where = f"in {folder}" if folder is not None else "in no cache (it is off)"
+    where += f" or in {shipped_references.path(exercise, seed, count).parent} (shipped with the exercise)"
+    fix = (
+        f"store them first: grader prepare {exercise.root} --seed {seed} --trials {count}"
+        if only is None
+        else "grader prepare stores whole runs, not one trial replayed"
+    )
+    return ReferencesNotStored(
+        f"{exercise.id}: no stored references {f'({what.strip()}) ' if what else ''}for seed {seed}, "
+        f"{f'trial {only}' if only is not None else counted(count, 'trial')}, {where}, and "
+        f"{POLICY_ENV}={STORED_ONLY} forbids computing them; {fix}"
+    )
 
 
 def asked() -> tuple[int, int]:
@@ -108,22 +137,35 @@ def asked() -> tuple[int, int]:
 
 
 def lookup(
-    cache: ReferenceCache, exercise: Exercise, seed: int, count: int, only: int | None = None
+    cache: ReferenceCache,
+    exercise: Exercise,
+    seed: int,
+    count: int,
+    only: int | None = None,
+    partial: bool = False,
 ) -> References | None:
     """stored_references, without `cache.on_miss`'s say: None where they are not stored, in the cache or
     with the exercise (shipped_references.py)."""
     indices = [only] if only is not None else list(range(count))
     key = _key(exercise, seed, indices)
-    if key in _OWN:
-        return _OWN[key]
+    own = _OWN.get(key)
+    if own is not None and (partial or not _deferred(own)):
+        return own
     folder = cache.folder
     mac_key = None if folder is None else _mac_key(folder, create=False)
     found = (
         None
         if folder is None or mac_key is None
-        else _load_file(folder / f"{key}.npz", exercise, key, mac_key)
+        else _load_file(folder / f"{key}.npz", exercise, key, mac_key, partial)
     )
+    if found is not None and _deferred(found):
+        # a cold check's: the whole references shipped with the exercise come first
+        return shipped_references.shipped(exercise, seed, count, only) or found
     return found if found is not None else shipped_references.shipped(exercise, seed, count, only)
+
+
+def _deferred(references: References) -> bool:
+    return isinstance(references.spread, DeferredSpreads) and not references.spread.complete
 
 
 def at_hand(
@@ -166,6 +208,28 @@ def store(
             mac_key = _mac_key(path.parent, create=True)
             if mac_key is not None:
                 _store(path, exercise, references, mac_key, body)
+
+
+def store_spreads(cache: ReferenceCache, exercise: Exercise, seed: int, references: References) -> None:
+    """Keep the spreads of deferred references computed so far, for the next check: beside the file of
+    their expected values, in a small file of their own (the whole file written again cost a cold A2
+    check 0.4 s of CPU); the whole references once every spread is known."""
+    spreads = references.spread
+    if not isinstance(spreads, DeferredSpreads) or spreads.complete:
+        store(cache, exercise, seed, references)
+        return
+    path = _path(cache, exercise, seed, [t.index for t in references.trials])
+    if not _trusted or path is None:
+        return
+    with contextlib.suppress(OSError):
+        mac_key = _mac_key(path.parent, create=True)
+        if mac_key is not None:
+            _write_verified(
+                _spreads_path(path),
+                f"{path.stem}{_SPREADS}",
+                encoded_spreads(exercise, spreads.known()),
+                mac_key,
+            )
 
 
 def key(exercise: Exercise, seed: int, trials: Sequence[Trial]) -> str:
@@ -229,18 +293,32 @@ def _store(
         buffer = io.BytesIO()
         write(buffer, exercise, references, path.stem)
         body = buffer.getvalue()
+    _write_verified(path, path.stem, body, mac_key)
+    if not _deferred(references):  # whole now: what a check kept of its spreads is in it
+        _spreads_path(path).unlink(missing_ok=True)
+
+
+# The spreads a cold check computed, beside the file of its deferred references: "<key>.spreads.npz".
+_SPREADS = ".spreads"
+
+
+def _spreads_path(path: Path) -> Path:
+    return path.with_name(f"{path.stem}{_SPREADS}.npz")
+
+
+def _write_verified(path: Path, key: str, body: bytes, mac_key: bytes) -> None:
     handle = tempfile.NamedTemporaryFile(dir=path.parent, prefix=".partial-", suffix=".npz", delete=False)  # noqa: SIM115 - renamed into place, not deleted
     try:
         with handle:
-            handle.write(_MAGIC + _mac(mac_key, path.stem, body) + body)
+            handle.write(_MAGIC + _mac(mac_key, key, body) + body)
         os.replace(handle.name, path)
     except BaseException:
         Path(handle.name).unlink(missing_ok=True)
         raise
 
 
-def _load_file(path: Path, exercise: Exercise, key: str, mac_key: bytes) -> References | None:
-    """The references in the file at `path`, where its HMAC verifies under this user's key."""
+def _read_verified(path: Path, key: str, mac_key: bytes) -> bytes | None:
+    """The body of the file at `path`, where its HMAC verifies under this user's key."""
     try:
         with path.open("rb") as handle:
             data = handle.read()
@@ -250,4 +328,21 @@ def _load_file(path: Path, exercise: Exercise, key: str, mac_key: bytes) -> Refe
     head, mac, body = data[: len(_MAGIC)], data[len(_MAGIC) : start], data[start:]
     if head != _MAGIC or not hmac.compare_digest(mac, _mac(mac_key, key, body)):
         return None
-    return load(io.BytesIO(body), exercise, key)
+    return body
+
+
+def _load_file(
+    path: Path, exercise: Exercise, key: str, mac_key: bytes, partial: bool = False
+) -> References | None:
+    """The references in the file at `path`, where its HMAC verifies under this user's key; deferred
+    ones with the spreads kept beside them."""
+    body = _read_verified(path, key, mac_key)
+    found = None if body is None else load(io.BytesIO(body), exercise, key, partial)
+    if found is None or not isinstance(found.spread, DeferredSpreads):
+        return found
+    kept = _read_verified(_spreads_path(path), f"{key}{_SPREADS}", mac_key)
+    spreads = None if kept is None else decoded_spreads(kept, exercise, None, found.expected)
+    if spreads is None:
+        return found
+    known = {**found.spread.known(), **spreads}
+    return References(found.trials, found.expected, DeferredSpreads([t.index for t in found.trials], known))

@@ -73,6 +73,11 @@ class SharedReferences:
             return self._references
 
     @property
+    def stored(self) -> References | None:
+        """The references, where at hand already (from the disk cache, or computed); never waits."""
+        return self._references
+
+    @property
     def ready(self) -> bool:
         """Computed, and without failure: what waits for them (the results of those who handed in nothing)
         may go ahead. Never waits."""

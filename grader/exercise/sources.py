@@ -17,11 +17,14 @@ from grader.exercise.spec import Exercise
 from grader.exercise.trials import make_trials
 
 
-def find_references(exercise: Exercise, settings: Settings) -> SharedReferences:
+def find_references(exercise: Exercise, settings: Settings, partial: bool = False) -> SharedReferences:
     """The exercise's references for these settings: the cache's, or the trials drawn now and their
-    expected values computed on the first `get()`. Raises GraderError where the trials cannot be drawn."""
+    expected values computed on the first `get()`. Raises GraderError where the trials cannot be drawn.
+    `partial`: stored ones may keep some spreads only (DeferredSpreads: the caller says where the rest
+    are computed)."""
     count = settings.trial_count(exercise)
-    stored = stored_references(settings.cache, exercise, settings.seed, count, settings.only_trial)
+    only = settings.only_trial
+    stored = stored_references(settings.cache, exercise, settings.seed, count, only, partial)
     if stored is not None:
         return SharedReferences(exercise, settings, stored.trials, stored)
     trials = make_trials(exercise, settings.seed, count, settings.only_trial)

@@ -94,7 +94,8 @@ class WorkerProcess:
         self._writer: threading.Thread | None = None
         self._process_limit = isolation.current().process_limit
         self._pool = pool or warm.shared_pool()
-        self._zygote = self._pool.acquire()
+        # A torch-free hand-in's worker forks from a zygote without torch where one is idle.
+        self._zygote = self._pool.acquire(torch=None if torch else False)
         self.results = self._jobs = self.stdout = self.stderr = -1
         self._jobs_room = 0
         try:

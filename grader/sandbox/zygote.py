@@ -78,6 +78,8 @@ def main(config_text: str) -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)  # as PID 1, only signals it handles reach it
     torch = bool(config["torch"])
     worker.prepare(torch)
+    if config.get("references") is True:  # a references-only zygote: every fork computes with this code
+        zygote_references.prepare()
     drop = config.get("drop")
     user = None if drop is None else (int(drop[0]), int(drop[1]))
     if user is not None:  # once for every job: what the workers import stays readable after the drop

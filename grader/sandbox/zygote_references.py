@@ -23,14 +23,15 @@ import fcntl
 import os
 import pickle
 import select
+import threading
 import time
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, BinaryIO
 
 import numpy as np
 
 if TYPE_CHECKING:
-    from grader.exercise.expected import References
+    from grader.exercise.expected import Expected, Fill, References
     from grader.exercise.settings import ReferenceCache
     from grader.exercise.spec import Exercise
     from grader.exercise.trials import Trial
@@ -46,21 +47,84 @@ _PROCESSES = 16  # the computation's threads: torch is on one in the zygote
 _LENGTH = 8  # each exercise's answer: its length (little-endian; 0: not computed), then its bytes
 
 
-# What the grader asks for one exercise: the exercise, its trials, the cache key of their references, and
-# the text of its instructor's reference file (None without one).
-Wanted = tuple["Exercise", "_PackedTrials", str, "str | None"]
+# What the grader asks for one exercise: the exercise, its trials, the cache key of their references, the
+# text of its instructor's reference file (None without one), and whether to compute the trials' spreads
+# (False: their expected values alone, the spreads deferred to where judging needs them).
+Wanted = tuple["Exercise", "_PackedTrials", str, "str | None", bool]
+# The spreads of some trials: the exercise, all its trials and their expected values (by return, packed
+# as the trials' inputs are: a trial's Monte Carlo batch is laid out from all of them), the reference
+# file's text, and the trials whose spreads are wanted.
+SpreadsWanted = tuple[
+    "Exercise", "_PackedTrials", dict[str, tuple[np.ndarray, np.ndarray]], "str | None", list[int]
+]
+
+
+def prepare() -> None:
+    """In a references-only zygote, before its first fork: the code every references job runs, imported
+    once (its forks would each import it again: 0.18 s of CPU, most of a deferred spread's)."""
+    with contextlib.suppress(Exception):  # only a saving: each fork imports what is missing
+        import grader.exercise.instructor
+        import grader.exercise.reference
+        import grader.exercise.reference_format  # noqa: F401
 
 
 def main(request_fd: int, result_fd: int) -> None:
     """In the zygote's fork: the references of each exercise the grader sent, in the cache's format, each
-    after its length, in the request's order."""
-    with os.fdopen(request_fd, "rb") as request:
-        wanted: list[Wanted] = pickle.loads(request.read())  # the grader's own: it made it
-    answers = _computed_in_turns(wanted, result_fd)
-    with os.fdopen(result_fd, "wb") as result:
+    after its length, in the request's order; or, asked for spreads, those alone, after their length.
+    References computed without their spreads are then served: each request that follows names an
+    exercise and the trials whose spreads are wanted, until the grader closes the request's pipe."""
+    with os.fdopen(request_fd, "rb") as request, os.fdopen(result_fd, "wb") as result:
+        kind, asked = pickle.loads(_message(request) or b"")  # the grader's own: it made it
+        if kind == "spreads":
+            _answer_with(result, _spreads_answer(asked))
+            return
+        wanted: list[Wanted] = asked
+        answers = _computed_in_turns(wanted, result.fileno())
         for number in range(len(wanted)):
-            payload = answers.get(number, b"")
-            result.write(len(payload).to_bytes(_LENGTH, "little") + payload)
+            _answer_with(result, answers.get(number, b""))
+        if wanted and not any(w[4] for w in wanted):
+            _serve(request, result, wanted, answers)
+
+
+def _serve(
+    request: BinaryIO, result: BinaryIO, wanted: Sequence[Wanted], answers: Mapping[int, bytes]
+) -> None:
+    """The spreads asked for, one request at a time: (an exercise's place, its trials wanted), each
+    answered with those spreads (empty where they cannot be computed here)."""
+    from grader.exercise.instructor import provide_source
+    from grader.exercise.reference import compute_spreads
+    from grader.exercise.reference_format import decoded, encoded_spreads
+
+    held: dict[int, References | None] = {}
+    while (data := _message(request)) is not None:
+        number, trials = pickle.loads(data)
+        payload = b""
+        with contextlib.suppress(Exception):  # computed in the grader's process instead, which says why
+            exercise, _, key, source, _ = wanted[number]
+            if number not in held:  # computed by the other process, perhaps: read back from its answer
+                if source is not None:
+                    provide_source(exercise, source)
+                held[number] = decoded(answers[number], exercise, key)
+            references = held[number]
+            if references is not None:
+                computed = compute_spreads(exercise, references.trials, references.expected, set(trials))
+                payload = encoded_spreads(exercise, computed)
+        _answer_with(result, payload)
+
+
+def _answer_with(result: BinaryIO, payload: bytes) -> None:
+    result.write(len(payload).to_bytes(_LENGTH, "little") + payload)
+    result.flush()
+
+
+def _message(handle: BinaryIO) -> bytes | None:
+    """The next message on a pipe (its length, then its bytes); None at its end."""
+    head = handle.read(_LENGTH)
+    if len(head) < _LENGTH:
+        return None
+    size = int.from_bytes(head, "little")
+    data = handle.read(size)
+    return data if len(data) == size else None
 
 
 def _computed_in_turns(wanted: Sequence[Wanted], result_fd: int) -> dict[int, bytes]:
@@ -135,16 +199,40 @@ def _taken(queue: int, wanted: Sequence[Wanted]) -> dict[int, bytes]:
 def _answer(wanted: Wanted) -> bytes:
     """One exercise's references in the cache's format; empty where they cannot be computed here (the
     grader computes them again, and says why they fail)."""
+    from grader.exercise.expected import DeferredSpreads, References
     from grader.exercise.instructor import provide_source
-    from grader.exercise.reference import compute_references
+    from grader.exercise.reference import compute_references, reference_returns
     from grader.exercise.reference_format import encoded
 
-    exercise, packed, key, source = wanted
+    exercise, packed, key, source, spreads = wanted
     try:
         if source is not None:
             provide_source(exercise, source)
-        return encoded(exercise, compute_references(exercise, _unpacked(packed)), key)
+        trials = _unpacked(packed)
+        if spreads:
+            return encoded(exercise, compute_references(exercise, trials), key)
+        deferred = DeferredSpreads([t.index for t in trials], {})
+        return encoded(exercise, References(trials, reference_returns(exercise, trials), deferred), key)
     except Exception:  # the grader's own computation says what went wrong
+        return b""
+
+
+def _spreads_answer(asked: SpreadsWanted) -> bytes:
+    """The spreads asked for, in reference_format's encoding of spreads alone; empty where they cannot
+    be computed here."""
+    from grader.exercise.instructor import provide_source
+    from grader.exercise.reference import compute_spreads
+    from grader.exercise.reference_format import encoded_spreads
+
+    exercise, packed, expected, source, wanted = asked
+    try:
+        if source is not None:
+            provide_source(exercise, source)
+        trials = _unpacked(packed)
+        values = {name: _views(flat, shapes) for name, (flat, shapes) in expected.items()}
+        by_trial = {t.index: {name: values[name][i] for name in values} for i, t in enumerate(trials)}
+        return encoded_spreads(exercise, compute_spreads(exercise, trials, by_trial, set(wanted)))
+    except Exception:  # computed in the grader's process instead, which says what fails
         return b""
 
 
@@ -166,104 +254,241 @@ def computed_all_in_zygote(
     zygote: Zygote,
     cache: ReferenceCache,
     asked: Sequence[tuple[Exercise, int, Sequence[Trial]]],
+    deferred: bool = False,
 ) -> list[References | None]:
     """The references of each (exercise, seed, trials), computed in one fork of `zygote` (taken from
-    `pool`, given back here) and stored in `cache`; None for those that could not be."""
+    `pool`, given back here) and stored in `cache`; None for those that could not be. `deferred`: their
+    expected values alone (DeferredSpreads); the fork then stays, and computes the spreads judging asks
+    for (SpreadsServer), until this process ends."""
     from grader.errors import GraderError
-    from grader.exercise.expected import References
+    from grader.exercise.expected import DeferredSpreads, References
     from grader.exercise.instructor import reference_source
     from grader.exercise.reference_cache import key, store
     from grader.exercise.reference_format import decoded
 
     found: list[References | None] = [None] * len(asked)
-    job = None
+    connection: _Connection | None = None
     try:
         names = [key(exercise, seed, trials) for exercise, seed, trials in asked]
         wanted = [
-            (exercise, _packed(trials), name, reference_source(exercise))
+            (exercise, _packed(trials), name, reference_source(exercise), not deferred)
             for (exercise, _, trials), name in zip(asked, names, strict=True)
         ]
-        request = pickle.dumps(wanted, protocol=pickle.HIGHEST_PROTOCOL)
-        job, data = _run(zygote, request)
-        if job.wait(_SECONDS) != 0 or data is None:
+        connection = _Connection(zygote)
+        connection.send(pickle.dumps(("references", wanted), protocol=pickle.HIGHEST_PROTOCOL))
+        if not deferred:
+            connection.sent_all()
+        payloads = [connection.answer() for _ in asked]
+        if any(payload is None for payload in payloads) or (
+            not deferred and connection.job.wait(_SECONDS) != 0
+        ):
             return found
-        payloads = _split(data, len(asked))
-        if payloads is None:
-            return found
+        server = SpreadsServer(pool, zygote, connection) if deferred else None
         for number, ((exercise, seed, trials), name) in enumerate(zip(asked, names, strict=True)):
             payload = payloads[number]
             loaded = decoded(payload, exercise, name) if payload else None
             if loaded is None or not _same_trials(loaded.trials, trials):
                 continue
-            references = References(tuple(trials), loaded.expected, loaded.spread)
+            spreads = loaded.spread
+            if isinstance(spreads, DeferredSpreads) != deferred:
+                continue
+            if server is not None and isinstance(spreads, DeferredSpreads):
+                spreads.attach(server.filling(number, exercise, trials, loaded.expected))
+            references = References(tuple(trials), loaded.expected, spreads)
             store(
                 cache, exercise, seed, references, payload
             )  # the bytes just read, verified: kept as they are
             found[number] = references
+        if server is not None:
+            pool.hold(server.close)
+            connection = None  # the server's to close
         return found
     except (OSError, ValueError, GraderError):  # a reference file unread, trials of ragged shapes: done here
         return found
     finally:
-        if job is not None:
-            job.kill()
-        pool.release(zygote, job)
+        if connection is not None:
+            connection.close()
+            pool.release(zygote, connection.job)
 
 
-def _split(data: bytes, count: int) -> list[bytes] | None:
-    """The fork's answer cut into its `count` exercises' payloads; None where it is not exactly that."""
-    payloads: list[bytes] = []
-    at = 0
-    for _ in range(count):
-        if at + _LENGTH > len(data):
-            return None
-        size = int.from_bytes(data[at : at + _LENGTH], "little")
-        at += _LENGTH
-        if at + size > len(data):
-            return None
-        payloads.append(data[at : at + size])
-        at += size
-    return payloads if at == len(data) else None
+class SpreadsServer:
+    """The fork that computed a cold check's expected values, kept to compute the spreads judging asks for
+    (judging/settling.py): it holds each exercise's trials and values already, and computes with its code
+    and torch imported once (a fork per request cost 0.05-0.2 s of CPU on A2). Asked one request at a
+    time; once broken (it died, or answered wrongly) it is asked nothing more and the spreads are
+    computed elsewhere (spreads_filled)."""
+
+    def __init__(self, pool: WorkerPool, zygote: Zygote, connection: _Connection) -> None:
+        self._pool, self._zygote, self._connection = pool, zygote, connection
+        self._lock = threading.Lock()
+        self._open = True
+
+    def filling(
+        self, number: int, exercise: Exercise, trials: Sequence[Trial], expected: Mapping[int, Expected]
+    ) -> Fill:
+        """How the DeferredSpreads of the request's `number`th exercise compute what is missing: here,
+        else as spreads_filled does."""
+        elsewhere = spreads_filled(self._pool, exercise, trials, expected)
+
+        def fill(wanted: Sequence[int]) -> Mapping[int, Expected]:
+            found = self.spreads(number, exercise, expected, wanted)
+            return found if found is not None else elsewhere(wanted)
+
+        return fill
+
+    def spreads(
+        self, number: int, exercise: Exercise, expected: Mapping[int, Expected], wanted: Sequence[int]
+    ) -> dict[int, Expected] | None:
+        from grader.exercise.reference_format import decoded_spreads
+
+        with self._lock:
+            if not self._open:
+                return None
+            try:
+                self._connection.send(pickle.dumps((number, list(wanted)), protocol=pickle.HIGHEST_PROTOCOL))
+                payload = self._connection.answer()
+            except OSError:
+                payload = None
+            found = decoded_spreads(payload, exercise, list(wanted), expected) if payload else None
+            if found is None:
+                self._close()
+            return found
+
+    def close(self) -> None:
+        with self._lock:
+            self._close()
+
+    def _close(self) -> None:
+        if self._open:
+            self._open = False
+            self._connection.sent_all()  # its loop ends
+            self._connection.job.wait(_CLOSE_SECONDS)
+            self._connection.close()
+            self._pool.release(self._zygote, self._connection.job)
 
 
-def _run(zygote: Zygote, request: bytes) -> tuple[ForkedJob, bytes | None]:
-    """The fork started with the request; what it sent back before its pipe closed (None: too much, or
-    too late)."""
-    from grader.sandbox.process import PIPE_BYTES
+# A server's fork ends as soon as its request pipe closes; one still there after this is killed.
+_CLOSE_SECONDS = 5.0
 
-    (request_read, request_write), (result_read, result_write) = os.pipe(), os.pipe()
-    with contextlib.suppress(OSError):
-        fcntl.fcntl(result_write, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
-    progress = os.memfd_create("grader-references")
-    null = os.open(os.devnull, os.O_WRONLY)
-    passed = [request_read, result_write, progress, null, os.dup(null)]
+
+def spreads_filled(
+    pool: WorkerPool, exercise: Exercise, trials: Sequence[Trial], expected: Mapping[int, Expected]
+) -> Fill:
+    """What computes deferred spreads of the exercise's `trials` without a server: a fork of a references
+    zygote of `pool`'s, else this process (which then imports torch)."""
+
+    def fill(wanted: Sequence[int]) -> Mapping[int, Expected]:
+        found = spreads_in_zygote(pool, exercise, trials, expected, wanted)
+        if found is not None:
+            return found
+        from grader.exercise.reference import compute_spreads
+
+        return compute_spreads(exercise, trials, expected, set(wanted))
+
+    return fill
+
+
+def spreads_in_zygote(
+    pool: WorkerPool,
+    exercise: Exercise,
+    trials: Sequence[Trial],
+    expected: Mapping[int, Expected],
+    wanted: Sequence[int],
+) -> dict[int, Expected] | None:
+    """The spreads of the `wanted` trials, computed in a fork of a references zygote of `pool`'s (started
+    where none is idle); None where they could not be."""
+    from grader.errors import GraderError
+    from grader.exercise.instructor import reference_source
+    from grader.exercise.reference_format import decoded_spreads
+
     try:
-        job = zygote.start(passed, _PROCESSES, references=True)
-    finally:
-        for fd in passed:
-            os.close(fd)
+        zygote = pool.acquire(references=True)
+    except Exception:  # a sandbox that cannot start: computed in the grader's process
+        return None
+    connection = None
     try:
-        with os.fdopen(request_write, "wb") as sending:  # the fork reads it all before computing
-            sending.write(request)
-        return job, _read_all(result_read)
+        names = expected[trials[0].index]
+        values = {name: _packed_arrays([expected[t.index][name] for t in trials]) for name in names}
+        asked = (exercise, _packed(trials), values, reference_source(exercise), list(wanted))
+        connection = _Connection(zygote)
+        connection.send(pickle.dumps(("spreads", asked), protocol=pickle.HIGHEST_PROTOCOL))
+        connection.sent_all()
+        payload = connection.answer()
+        if not payload or connection.job.wait(_SECONDS) != 0:
+            return None
+        return decoded_spreads(payload, exercise, list(wanted), expected)
+    except (OSError, ValueError, GraderError):
+        return None
     finally:
-        os.close(result_read)
+        if connection is not None:
+            connection.close()
+        pool.release(zygote, None if connection is None else connection.job)
 
 
-def _read_all(fd: int) -> bytes | None:
+class _Connection:
+    """A references job started in `zygote`: its request pipe (length-prefixed messages, written here) and
+    its answers (read here, each its length, then its bytes)."""
+
+    def __init__(self, zygote: Zygote) -> None:
+        from grader.sandbox.process import PIPE_BYTES
+
+        (request_read, self._request), (self._result, result_write) = os.pipe(), os.pipe()
+        with contextlib.suppress(OSError):
+            fcntl.fcntl(result_write, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
+        progress = os.memfd_create("grader-references")
+        null = os.open(os.devnull, os.O_WRONLY)
+        passed = [request_read, result_write, progress, null, os.dup(null)]
+        try:
+            self.job: ForkedJob = zygote.start(passed, _PROCESSES, references=True)
+        finally:
+            for fd in passed:
+                os.close(fd)
+
+    def send(self, message: bytes) -> None:
+        view = memoryview(len(message).to_bytes(_LENGTH, "little") + message)
+        while view:
+            view = view[os.write(self._request, view) :]
+
+    def sent_all(self) -> None:
+        if self._request >= 0:
+            os.close(self._request)
+            self._request = -1
+
+    def answer(self) -> bytes | None:
+        """The next answer; None where the fork ended first, took too long or sent too much."""
+        return read_answer(self._result, time.monotonic() + _SECONDS)
+
+    def close(self) -> None:
+        self.sent_all()
+        self.job.kill()
+        if self._result >= 0:
+            os.close(self._result)
+            self._result = -1
+
+
+def read_answer(fd: int, deadline: float) -> bytes | None:
+    """The next answer on the pipe `fd`: its length, then exactly that many bytes; None where the pipe
+    ends first, the deadline passes or the length is beyond any answer's."""
+    head = _read_exactly(fd, _LENGTH, deadline)
+    if head is None:
+        return None
+    size = int.from_bytes(head, "little")
+    return None if size > _MAX_BYTES else _read_exactly(fd, size, deadline)
+
+
+def _read_exactly(fd: int, size: int, deadline: float) -> bytes | None:
     chunks: list[bytes] = []
-    size = 0
-    deadline = time.monotonic() + _SECONDS
-    while True:
+    left = size
+    while left:
         readable, _, _ = select.select([fd], [], [], max(deadline - time.monotonic(), 0.0))
         if not readable:
             return None
-        chunk = os.read(fd, 1 << 20)
+        chunk = os.read(fd, min(left, 1 << 20))
         if not chunk:
-            return b"".join(chunks)
-        size += len(chunk)
-        if size > _MAX_BYTES:
             return None
         chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
 
 
 def _same_trials(theirs: Sequence[Trial], ours: Sequence[Trial]) -> bool:
@@ -297,10 +522,24 @@ def _packed(trials: Sequence[Trial]) -> _PackedTrials:
     described = [(t.index, dict(t.sizes), list(t.inputs)) for t in trials]
     arrays: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     for name in dict.fromkeys(name for t in trials for name in t.inputs):
-        chosen = [t.inputs[name] for t in trials if name in t.inputs]
-        shapes = np.array([a.shape for a in chosen], dtype=np.int64).reshape(len(chosen), chosen[0].ndim)
-        arrays[name] = (np.concatenate([np.ravel(a) for a in chosen]), shapes)
+        arrays[name] = _packed_arrays([t.inputs[name] for t in trials if name in t.inputs])
     return described, arrays
+
+
+def _packed_arrays(chosen: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    shapes = np.array([a.shape for a in chosen], dtype=np.int64).reshape(len(chosen), chosen[0].ndim)
+    return np.concatenate([np.ravel(a) for a in chosen]), shapes
+
+
+def _views(flat: np.ndarray, shapes: np.ndarray) -> list[np.ndarray]:
+    """The arrays `_packed_arrays` packed, each a read-only view of `flat`."""
+    flat.flags.writeable = False
+    ends = np.cumsum(shapes.prod(axis=1)).tolist()
+    starts = [0, *ends[:-1]]
+    return [
+        flat[start:end].reshape(shape)
+        for start, end, shape in zip(starts, ends, map(tuple, shapes.tolist()), strict=True)
+    ]
 
 
 def _unpacked(packed: _PackedTrials) -> tuple[Trial, ...]:
@@ -309,15 +548,7 @@ def _unpacked(packed: _PackedTrials) -> tuple[Trial, ...]:
     from grader.exercise.trials import Trial
 
     described, arrays = packed
-    views: dict[str, list[np.ndarray]] = {}
-    for name, (flat, shapes) in arrays.items():
-        flat.flags.writeable = False
-        ends = np.cumsum(shapes.prod(axis=1)).tolist()
-        starts = [0, *ends[:-1]]
-        views[name] = [
-            flat[start:end].reshape(shape)
-            for start, end, shape in zip(starts, ends, map(tuple, shapes.tolist()), strict=True)
-        ]
+    views = {name: _views(flat, shapes) for name, (flat, shapes) in arrays.items()}
     taken = dict.fromkeys(views, 0)
     trials = []
     for index, sizes, names in described:
