@@ -17,7 +17,8 @@ workers the grader starts and kills are counted, which getrusage misses) and wal
   (the in-process `grader.check` of every exercise, each call timed by the thread's CPU clock): the
   code's own cost, whatever grader runs it;
 - a class of `--students` copies of the file (each a little different, so none is taken from the
-  gradebook as another's), `grader run COURSE --seed 0` with the cache warm, per student.
+  gradebook as another's), `grader run COURSE --seed 0` with the cache warm (`grader prepare` first:
+  whole references), per student.
 
 Each check runs `--repeats` times (3), in turns with the other checkout: its figure is the median.
 Ratios printed: the class run per student over the student's calls; with `--against COMMIT`, every figure
@@ -159,9 +160,13 @@ def course_figures(
         (student / handin.name).write_text(handin.read_text() + f"\n# student {index}\n")
     for number, tree in enumerate(trees):
         course = tree.root / COURSES[name].relative_to(ROOT)
+        cache = {**tree.env, "GRADER_CACHE_DIR": str(folder / f"cold{number}-0")}
+        # Whole references for the class, as an instructor's `grader prepare` stores them: a cold check
+        # of numpy code keeps those with the spreads it needed only, which a class run does not take.
+        measured(group, [*grader, "prepare", str(course), "--seed", "0"], cache)
         run = [*grader, "run", str(course), "--submissions", str(klass), "--seed", "0"]
         run += ["-j", str(jobs), "--gradebook", str(folder / f"gb{number}.sqlite")]
-        whole = measured(group, run, {**tree.env, "GRADER_CACHE_DIR": str(folder / f"cold{number}-0")})
+        whole = measured(group, run, cache)
         runs[number]["class, per student"] = [Measured(whole.wall / students, whole.cpu / students)]
     return [
         {
