@@ -188,6 +188,28 @@ def test_a_handin_within_its_budget_is_not_counted_as_over_it() -> None:
         group.remove()
 
 
+def test_a_killed_graders_group_holding_groups_of_its_own_is_tidied_up() -> None:
+    """A grader run inside another grader's group, both killed: the outer group holds the inner one's,
+    which holds a process. Removed whole, its process killed (rmdir of a group that holds groups fails:
+    every later grader's start retried it for 5 s, and left it)."""
+    group = cgroups.create(20)
+    assert group is not None
+    orphan = group.path.parent / f"grader-{_free_pid()}-0"
+    inner = orphan / f"grader-{_free_pid()}-3"
+    inner.mkdir(parents=True)
+    try:
+        try:
+            assert _run_forker(cgroups.PidsGroup(inner), "7413") > 0
+        except subprocess.CalledProcessError as killed:  # tidied by the other test process first
+            assert killed.returncode in (-signal.SIGKILL, 3), killed
+        cgroups._remove_stale(group.path.parent)
+        assert not orphan.exists()  # at once: not left for the next grader to retry
+        assert _sleepers("7413") == []
+        assert group.path.exists()
+    finally:
+        group.remove()
+
+
 @pytest.mark.parametrize("side", ["memory", "cpu"])
 def test_memory_and_cpu_groups_of_a_grader_that_was_killed_are_tidied_up(side: str) -> None:
     group = cgroups.create(20)

@@ -209,6 +209,12 @@ class PidsGroup:
 
 
 def _remove(path: Path) -> None:
+    # A group holding groups of its own (a grader run inside another's group, killed with its zygotes'
+    # groups still in it) cannot be removed before them: each such stale group cost every later grader's
+    # start 5 s of retrying, then stayed.
+    with contextlib.suppress(OSError):
+        for child in [entry for entry in path.iterdir() if entry.is_dir()]:
+            _remove(child)
     deadline = time.monotonic() + 5
     while path.exists() and time.monotonic() < deadline:
         pids = _members(path)

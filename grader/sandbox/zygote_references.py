@@ -14,6 +14,11 @@ per exercise, a length and the bytes of the reference cache's format, read as th
 array for array. Whatever goes wrong (a failure of the computation, whose message the grader's own
 computation then gives; an instructor's file that reads a file beside it, which the sandbox hides) gives
 None for that exercise, and the grader computes its references itself.
+
+A cold check of numpy code asks for the expected values alone (DeferredSpreads), in a zygote that serves
+references jobs only; the fork then stays and answers requests for the spreads judging needs (one
+exercise's trials at a time, its length-prefixed answer validated as any), until the grader closes its
+request pipe (SpreadsServer, closed with the pool).
 """
 
 from __future__ import annotations
