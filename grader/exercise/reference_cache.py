@@ -36,12 +36,12 @@ import hmac
 import io
 import os
 import tempfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from grader.errors import GraderError
 from grader.exercise import shipped_references
-from grader.exercise.expected import DeferredSpreads, Expected, References
+from grader.exercise.expected import DeferredSpreads, Expected, Fill, References
 from grader.exercise.reference_format import FORMAT, decoded_spreads, encoded_spreads, load, write
 from grader.exercise.reference_key import references_key
 from grader.exercise.settings import POLICY_ENV, STORED_ONLY, OnMiss, ReferenceCache
@@ -94,13 +94,13 @@ def stored_references(
         raise _not_stored(cache, exercise, seed, count, only)
     if found is not None and _deferred(found) and cache.on_miss is OnMiss.REFUSE:
         assert isinstance(found.spread, DeferredSpreads)
-        found.spread.attach(partial_refused(cache, exercise, seed, count, only))
+        found.spread.attach(_refusing_fill(cache, exercise, seed, count, only))
     return found
 
 
-def partial_refused(
+def _refusing_fill(
     cache: ReferenceCache, exercise: Exercise, seed: int, count: int, only: int | None
-) -> Callable[[Sequence[int]], Mapping[int, Expected]]:
+) -> Fill:
     """Where $GRADER_REFERENCES=stored, what computes the spreads that stored deferred references lack:
     nothing, ReferencesNotStored instead (a grading that needs none of them runs)."""
 
