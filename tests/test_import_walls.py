@@ -14,6 +14,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import textwrap
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -223,14 +224,27 @@ def test_a_declared_package_works_and_an_undeclared_one_is_told_by_name(layer: s
     assert "matplotlib" in message and "course.yaml" in message and "site-packages" not in message, message
 
 
-def test_a_view_staged_by_two_threads_at_once_is_laid_out_once_and_whole(tmp_path: Path) -> None:
+def test_a_view_staged_by_two_threads_at_once_is_laid_out_once_and_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A check lays out its workers' view ahead, in a thread, while a worker may ask for it (warm.py):
-    both get the same complete skeleton, and nothing half made is left beside it."""
+    both get the same complete skeleton, laid out once (the later one waits: staged twice at once, a
+    check's first worker took 0.2 s to start, the two contending with the grader's other threads), and
+    nothing half made is left beside it."""
     view = course_view.view_for((), torch=False)
     single = course_view.stage_skeleton(view, tmp_path / "alone")
+    staged: list[str] = []
+    make = tempfile.mkdtemp
+
+    def counted(**where: str) -> str:
+        staged.append(where["dir"])
+        return make(**where)
+
+    monkeypatch.setattr(tempfile, "mkdtemp", counted)
     with ThreadPoolExecutor(max_workers=4) as threads:
         made = list(threads.map(lambda _: course_view.stage_skeleton(view, tmp_path / "shared"), range(4)))
     assert len(set(made)) == 1 and made[0].name == view.digest
+    assert len(staged) == 1
     assert [p.name for p in (tmp_path / "shared").iterdir()] == [view.digest]
 
     def layout(root: Path) -> list[tuple[str, bool]]:

@@ -36,6 +36,7 @@ import site
 import stat
 import sys
 import tempfile
+import threading
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -275,8 +276,25 @@ def stage_skeleton(view: View, folder: Path) -> Path:
     target = folder / view.digest
     if target.is_dir():
         return target
+    with _staging_lock(target):  # staged ahead by another thread: waited for, not staged twice
+        return _staged(view, folder, target)
+
+
+_LOCKS_LOCK = threading.Lock()
+_LOCKS: dict[Path, threading.Lock] = {}
+
+
+def _staging_lock(target: Path) -> threading.Lock:
+    with _LOCKS_LOCK:
+        return _LOCKS.setdefault(target, threading.Lock())
+
+
+def _staged(view: View, folder: Path, target: Path) -> Path:
+    if target.is_dir():
+        return target
     folder.mkdir(parents=True, exist_ok=True)
-    # A folder of its own: another thread may stage the same view at once (warm.WorkerPool.stage_ahead).
+    # A folder of its own: another process's grader never shares the slot, but a half-made layout is
+    # never where a worker binds it.
     staging = Path(tempfile.mkdtemp(dir=folder, prefix=f".{view.digest}-"))
     for index, root in enumerate(view.roots):
         base = staging / str(index)
