@@ -77,12 +77,15 @@ class DeferredSpreads(Mapping[int, Expected]):
 
     def missing(self, trials: Collection[int]) -> list[int]:
         with self._lock:
-            return [t for t in self._order if t in trials and t not in self._known]
+            return self._missing(trials)
+
+    def _missing(self, trials: Collection[int]) -> list[int]:
+        return [t for t in self._order if t in trials and t not in self._known]
 
     def fill(self, trials: Collection[int]) -> None:
         """Compute the spreads of `trials` not known yet, all in one call of `fill`."""
         with self._lock:
-            missing = [t for t in self._order if t in trials and t not in self._known]
+            missing = self._missing(trials)
             if not missing:
                 return
             if self._fill is None:
